@@ -1,0 +1,23 @@
+"""What is tested against: suites, prompt configs, example sweeps, fixture MCP servers."""
+
+from scenarios.catalog import (
+    FIXTURES_DIR,
+    ScenarioError,
+    find_scenario,
+    load_prompt,
+    load_suite,
+    select,
+    server_catalog,
+    suite_path,
+)
+
+__all__ = [
+    "FIXTURES_DIR",
+    "ScenarioError",
+    "find_scenario",
+    "load_prompt",
+    "load_suite",
+    "select",
+    "server_catalog",
+    "suite_path",
+]

@@ -1,0 +1,115 @@
+"""Find and load scenarios, prompt configurations and server definitions, strictly."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from schema import (
+    PromptConfig,
+    Scenario,
+    ScenarioSelection,
+    ServerCatalog,
+    ServerDef,
+    SpecError,
+    Suite,
+    load_yaml_model,
+)
+
+ROOT = Path(__file__).resolve().parent
+SUITES_DIR = ROOT / "suites"
+PROMPTS_DIR = ROOT / "prompts"
+FIXTURES_DIR = ROOT / "fixtures"
+SERVERS_FILE = ROOT / "servers.yaml"
+
+
+class ScenarioError(SpecError):
+    """A scenario, prompt or server reference that cannot be resolved."""
+
+
+def suite_path(name: str) -> Path:
+    """A suite by name (`basic` → scenarios/suites/basic.yaml) or by file path."""
+    as_path = Path(name)
+    if as_path.suffix in (".yaml", ".yml"):
+        return as_path
+    return SUITES_DIR / f"{name}.yaml"
+
+
+def load_suite(name: str) -> Suite:
+    path = suite_path(name)
+    suite = load_yaml_model(Suite, path)
+    seen: set[str] = set()
+    for i, scenario in enumerate(suite.scenarios):
+        if scenario.id in seen:
+            raise ScenarioError(str(path), f"scenarios[{i}].id", f"duplicate id {scenario.id!r}")
+        seen.add(scenario.id)
+    servers = server_catalog()
+    for i, scenario in enumerate(suite.scenarios):
+        for j, name_ in enumerate(scenario.servers):
+            if name_ not in servers:
+                raise ScenarioError(
+                    str(path), f"scenarios[{i}].servers[{j}]",
+                    f"unknown server {name_!r}; known: {', '.join(sorted(servers))}",
+                )
+        for j, call in enumerate(scenario.expect):
+            for arg, matcher in call.params.items():
+                step = matcher.derived_from_step
+                if step is not None and not 0 <= step < j:
+                    raise ScenarioError(
+                        str(path), f"scenarios[{i}].expect[{j}].params.{arg}.derived_from_step",
+                        f"must name an earlier step (0..{j - 1}), got {step}",
+                    )
+    return suite
+
+
+def find_scenario(suite: str, scenario_id: str, version: int | None = None) -> Scenario:
+    """One scenario by id (and version, when given) from a suite."""
+    for scenario in load_suite(suite).scenarios:
+        if scenario.id == scenario_id:
+            if version is not None and scenario.version != version:
+                raise ScenarioError(
+                    str(suite_path(suite)), scenario_id,
+                    f"asked for version {version}, the suite has version {scenario.version}",
+                )
+            return scenario
+    raise ScenarioError(str(suite_path(suite)), "", f"no scenario with id {scenario_id!r}")
+
+
+def select(selection: ScenarioSelection, source: str = "sweep") -> list[tuple[str, Scenario]]:
+    """The (suite, scenario) pairs a sweep's selection picks, in suite order."""
+    picked: list[tuple[str, Scenario]] = []
+    for suite in selection.suites:
+        for scenario in load_suite(suite).scenarios:
+            if selection.tiers and scenario.tier not in selection.tiers:
+                continue
+            if selection.tags and not set(selection.tags) & set(scenario.tags):
+                continue
+            if selection.ids and scenario.id not in selection.ids:
+                continue
+            picked.append((suite, scenario))
+    known = {s.id for _suite, s in picked}
+    for i, wanted in enumerate(selection.ids):
+        if wanted not in known:
+            raise ScenarioError(source, f"scenarios.ids[{i}]", f"unknown scenario id {wanted!r}")
+    if not picked:
+        raise ScenarioError(source, "scenarios", "the selection matches no scenario")
+    return picked
+
+
+def load_prompt(prompt_id: str, source: str = "sweep", field: str = "prompts") -> PromptConfig:
+    """A prompt configuration by id, from scenarios/prompts/<id>.yaml."""
+    path = PROMPTS_DIR / f"{prompt_id}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in PROMPTS_DIR.glob("*.yaml")))
+        raise ScenarioError(source, field, f"unknown prompt config {prompt_id!r}; known: {known}")
+    prompt = load_yaml_model(PromptConfig, path)
+    if prompt.id != prompt_id:
+        raise ScenarioError(str(path), "id", f"must equal the file name {prompt_id!r}")
+    return prompt
+
+
+@lru_cache(maxsize=1)
+def server_catalog() -> dict[str, ServerDef]:
+    """Every server a scenario may attach, by name."""
+    catalog = load_yaml_model(ServerCatalog, SERVERS_FILE)
+    return {server.name: server for server in catalog.servers}

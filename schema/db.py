@@ -1,0 +1,65 @@
+"""Engine and session helpers for SQLite (embedded) and PostgreSQL (distributed)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlmodel import Session, SQLModel, create_engine
+
+from schema import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from schema.errors import StoreError
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # Several writer processes share one file: WAL lets readers and a writer overlap,
+    # and the busy timeout makes a writer wait instead of failing on a held lock.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `sqlite:///…` or `postgresql+psycopg://…`; creates a SQLite file's folder."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreError(f"not a database URL: {url!r}") from None
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return create_engine(parsed, pool_pre_ping=True)
+    raise StoreError(f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql")
+
+
+def init_db(engine: Engine) -> None:
+    """Create every table that does not exist yet."""
+    try:
+        SQLModel.metadata.create_all(engine)
+    except OperationalError as exc:
+        raise StoreError(f"cannot reach the database: {exc.orig}") from None
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session that commits on success and rolls back on error."""
+    with Session(engine) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise

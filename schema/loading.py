@@ -1,0 +1,61 @@
+"""Strict YAML loading: parse at the edge, and name the file and the field on any error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from schema.errors import SpecError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file, turning I/O and syntax errors into a SpecError naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(str(path), "", "file not found") from None
+    except OSError as exc:
+        raise SpecError(str(path), "", f"cannot read: {exc.strerror}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(str(path), where, f"invalid YAML: {problem}") from None
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """`('expect', 0, 'params', 'path')` → `expect[0].params.path`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def validate(model: type[M], data: Any, source: str) -> M:
+    """Validate data against a spec model; the first error becomes a SpecError."""
+    if not isinstance(data, dict):
+        raise SpecError(source, "", f"expected a mapping at the top, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        # Drop pydantic's internal validator names ("function-after[...]") from the path.
+        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
+        value = first.get("input")
+        shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
+        raise SpecError(source, field_path(loc), f"{first['msg']}{shown}") from None
+
+
+def load_yaml_model(model: type[M], path: Path) -> M:
+    """Read and validate one YAML file as `model`."""
+    return validate(model, read_yaml(path), str(path))

@@ -1,0 +1,236 @@
+"""What a user writes: scenarios, servers, prompt configurations, model targets, sweeps."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schema.vocab import AdapterName, Tier, ToolMode, Transport
+
+
+class Strict(BaseModel):
+    """Base for every user-written spec: unknown fields are errors, never ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+MATCHER_KINDS = (
+    "exact",
+    "normalized",
+    "regex",
+    "one_of",
+    "number",
+    "path",
+    "any",
+    "derived_from_step",
+    "json_schema",
+)
+
+
+class ParamMatcher(Strict):
+    """How one argument of an expected call is judged. Exactly one kind is given.
+
+    A bare scalar in YAML (`path: Desktop`) means `exact`.
+    """
+
+    exact: Any = None
+    """The value must equal this (type included)."""
+    normalized: str | None = None
+    """Equal after lower-casing and collapsing whitespace."""
+    regex: str | None = None
+    """The string value must fully match this regular expression (case-insensitive)."""
+    one_of: list[Any] | None = None
+    """The value must be one of these (strings compared normalised)."""
+    number: float | None = None
+    """The value must be numeric and within `tolerance` of this."""
+    tolerance: float = 0.0
+    """Absolute tolerance for `number`."""
+    path: str | None = None
+    """The value names the same path inside the sandbox (`Desktop`, `/Desktop/`, `~/Desktop`)."""
+    any: bool | None = None
+    """Any value is fine, as long as the argument is present."""
+    derived_from_step: int | None = None
+    """The value must occur in the result of expected step k (0-based): a chained argument."""
+    json_schema: dict[str, Any] | None = None
+    """The value must validate against this JSON schema."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scalar_means_exact(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return {"exact": data}
+        return data
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> ParamMatcher:
+        given = [k for k in MATCHER_KINDS if k in self.model_fields_set]
+        if len(given) != 1:
+            raise ValueError(
+                f"give exactly one matcher kind of {', '.join(MATCHER_KINDS)}; got {given or 'none'}"
+            )
+        if "tolerance" in self.model_fields_set and given != ["number"]:
+            raise ValueError("`tolerance` only goes with `number`")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in MATCHER_KINDS if k in self.model_fields_set)
+
+
+class ExpectedCall(Strict):
+    """One tool call the scenario expects."""
+
+    tool: str
+    """Tool name as the server lists it."""
+    server: str | None = None
+    """Server the tool must come from, when two servers offer the same name."""
+    params: dict[str, ParamMatcher] = Field(default_factory=dict)
+    """Matchers per argument; arguments not named here are free if the tool's schema allows them."""
+    example: dict[str, Any] | None = None
+    """Arguments an ideal agent would send; self-checks replay them and must pass."""
+
+
+class Scenario(Strict):
+    """One realistic request, what the agent should call, and what the answer should say."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    """Stable id; with `version` it identifies the scenario in every stored trial."""
+    version: int = Field(ge=1)
+    """Bump when anything that changes grading changes."""
+    tier: Tier
+    prompt: str = Field(min_length=1)
+    """The user's request, as a person would type it."""
+    servers: list[str] = Field(min_length=1)
+    """Names of the MCP servers (from the server catalogue) attached to the session."""
+    expect: list[ExpectedCall] = Field(default_factory=list)
+    """The expected calls; empty means no tool should be called."""
+    order: Literal["ordered", "unordered"] = "ordered"
+    """Whether the expected calls must happen in the listed order."""
+    allowed_extra: list[str] = Field(default_factory=list)
+    """Tools the agent may also call without penalty (e.g. a look-around list_directory)."""
+    final_answer: str | None = None
+    """A regular expression (case-insensitive, searched) the final answer must contain."""
+    max_turns: int = Field(default=8, ge=1)
+    """Model replies allowed before the session is stopped."""
+    time_limit_s: float = Field(default=120.0, gt=0)
+    """Wall-clock limit for the whole session."""
+    max_repeats: int = Field(default=2, ge=1)
+    """Identical calls (same tool, same arguments) allowed before it counts as a tool loop."""
+    example_answer: str | None = None
+    """A final answer an ideal agent would give; must match `final_answer`."""
+    tags: list[str] = Field(default_factory=list)
+    description: str = ""
+
+    @property
+    def expected_tools(self) -> list[str]:
+        return [call.tool for call in self.expect]
+
+
+class Suite(Strict):
+    """A YAML file of scenarios."""
+
+    suite: str
+    description: str = ""
+    scenarios: list[Scenario] = Field(min_length=1)
+
+
+class ServerDef(Strict):
+    """How to reach one MCP server: a command over stdio, or a streamable-HTTP URL."""
+
+    name: str
+    transport: Transport = "stdio"
+    command: list[str] | None = None
+    """Argv for stdio. `{python}` is this interpreter, `{sandbox}` the trial's fresh sandbox."""
+    url: str | None = None
+    """Endpoint for `http`."""
+    env: dict[str, str] = Field(default_factory=dict)
+    sandbox: str | None = None
+    """A fixture folder (under scenarios/fixtures) copied fresh for every trial."""
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> ServerDef:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("a stdio server needs `command`")
+        if self.transport == "http" and not self.url:
+            raise ValueError("an http server needs `url`")
+        return self
+
+
+class ServerCatalog(Strict):
+    servers: list[ServerDef]
+
+
+class FewShot(Strict):
+    user: str
+    assistant: str
+
+
+class GenerationParams(Strict):
+    temperature: float = Field(default=0.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    max_tokens: int = Field(default=384, ge=1)
+    seed: int | None = None
+
+
+class PromptConfig(Strict):
+    """How the agent is prompted: system prompt, tool-calling mode, examples, sampling."""
+
+    id: str
+    version: int = Field(ge=1)
+    mode: ToolMode
+    system_prompt: str
+    tool_naming: Literal["plain", "server_prefixed"] = "plain"
+    """`plain`: tools shown by their own name; `server_prefixed`: as `server__tool`."""
+    few_shot: list[FewShot] = Field(default_factory=list)
+    generation: GenerationParams = Field(default_factory=GenerationParams)
+
+
+class ModelTarget(Strict):
+    """A model served somewhere: which adapter talks to it and on what hardware it runs."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+    adapter: AdapterName
+    model: str
+    """Model name at the endpoint, or the bundled model key for `local` (gemma3-270m, smollm2-135m)."""
+    endpoint: str | None = None
+    """Base URL of an OpenAI-compatible API (…/v1) for the `openai` adapter."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key, if the endpoint needs one."""
+    hardware: str = Field(default="cpu", pattern=r"^[a-z0-9_-]+$")
+    """Hardware tag: which worker queue serves this model."""
+    max_concurrency: int = Field(default=1, ge=1)
+    request_timeout_s: float = Field(default=120.0, gt=0)
+    pins: dict[str, str] = Field(default_factory=dict)
+    """What changes results and must be recorded: chat template, tool parser, quantisation."""
+    script: list[dict[str, Any]] | None = None
+    """Only for the `scripted` adapter: the replies to give, in order."""
+
+    @model_validator(mode="after")
+    def _adapter_fields(self) -> ModelTarget:
+        if self.adapter == "openai" and not self.endpoint:
+            raise ValueError("the openai adapter needs `endpoint` (e.g. http://127.0.0.1:8080/v1)")
+        return self
+
+
+class ScenarioSelection(Strict):
+    suites: list[str] = Field(default_factory=lambda: ["basic"])
+    """Suite names under scenarios/suites, or paths to suite files."""
+    tiers: list[Tier] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    ids: list[str] = Field(default_factory=list)
+
+
+class SweepSpec(Strict):
+    """The matrix a user asks for: models × prompt configs × scenarios × repetitions."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    models: list[ModelTarget] = Field(min_length=1)
+    prompts: list[str] = Field(min_length=1)
+    """Prompt configuration ids from scenarios/prompts."""
+    scenarios: ScenarioSelection = Field(default_factory=ScenarioSelection)
+    repetitions: int = Field(default=10, ge=1)
+    seed: int = 0
+    """Base seed; each trial's sampling seed derives from it and its repetition index."""

@@ -1,0 +1,133 @@
+"""The Celery payload (TrialSpec) and what a trial produces (TrialResult, ToolCallRecord)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schema.ids import digest
+from schema.specs import ModelTarget, PromptConfig
+from schema.vocab import Outcome, StopReason, Tier, TrialStatus
+
+
+class ScenarioRef(BaseModel):
+    """A scenario by id and version, and the suite it lives in."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    version: int
+    suite: str
+
+
+class TrialSpec(BaseModel):
+    """One trial: the only payload a worker receives. JSON in, JSON out."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int = 1
+    """Payload format version."""
+    sweep_id: str
+    model: ModelTarget
+    prompt: PromptConfig
+    scenario: ScenarioRef
+    repetition: int = Field(ge=0)
+    seed: int
+    """Sampling seed for this repetition."""
+    trial_id: str = ""
+    """sha256 of the canonical JSON of everything above; filled in when empty, checked when not."""
+
+    @model_validator(mode="after")
+    def _fill_or_check_id(self) -> TrialSpec:
+        expected = digest(self.model_dump(mode="json", exclude={"trial_id"}))
+        if not self.trial_id:
+            object.__setattr__(self, "trial_id", expected)
+        elif self.trial_id != expected:
+            raise ValueError(f"trial_id {self.trial_id[:12]} does not match its payload")
+        return self
+
+
+class Message(BaseModel):
+    """One entry of the transcript."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    tool_calls: list[dict[str, Any]] | None = None
+    """Calls the assistant made in this message: {id, name, arguments}."""
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class TokenCounts(BaseModel):
+    """Tokens by phase, as reported by the endpoint (zero where it reports nothing)."""
+
+    prompt: int = 0
+    completion: int = 0
+
+    def add(self, other: TokenCounts) -> TokenCounts:
+        return TokenCounts(
+            prompt=self.prompt + other.prompt, completion=self.completion + other.completion
+        )
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call the model made, whether or not it could be executed."""
+
+    index: int
+    server: str | None
+    """The server that owns the tool; None when the name matched no listed tool."""
+    tool: str
+    arguments: dict[str, Any]
+    ok: bool
+    """False when the tool raised, was unknown, or the call failed."""
+    error: str | None = None
+    result_text: str = ""
+    """The tool's text result (truncated); chained matchers look into it."""
+    result_digest: str = ""
+    """sha256 of the full text result."""
+    latency_s: float = 0.0
+
+
+class Provenance(BaseModel):
+    """What produced a result: code, machine, and every pin that changes results."""
+
+    farm_version: str
+    git_commit: str
+    host: str
+    worker_tag: str
+    python: str
+    mcp_version: str
+    scenario_version: int
+    prompt_version: int
+    model_pins: dict[str, str]
+
+
+class TrialResult(BaseModel):
+    """Everything a finished trial recorded."""
+
+    version: int = 1
+    trial_id: str
+    sweep_id: str
+    model_id: str
+    prompt_id: str
+    scenario_id: str
+    tier: Tier
+    expected_tools: list[str]
+    repetition: int
+    status: TrialStatus = "done"
+    outcome: Outcome
+    stop_reason: StopReason
+    detail: str = ""
+    """Why the outcome was chosen, in words (first failing check)."""
+    started_at: datetime
+    finished_at: datetime
+    latency_s: float
+    first_token_s: float | None = None
+    tokens: TokenCounts = Field(default_factory=TokenCounts)
+    turns: int = 0
+    final_answer: str | None = None
+    transcript: list[Message] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    provenance: Provenance

@@ -1,0 +1,37 @@
+"""Closed vocabularies shared by every package."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+Tier = Literal["simple", "moderate", "complex"]
+
+ToolMode = Literal["native", "json", "grammar"]
+"""How tools reach the model: OpenAI `tools`, JSON-in-text, or grammar-constrained JSON."""
+
+AdapterName = Literal["openai", "local", "scripted", "replay"]
+
+Transport = Literal["stdio", "http"]
+
+TrialStatus = Literal["pending", "running", "done"]
+
+Outcome = Literal[
+    "infra_error",
+    "timeout",
+    "format_error",
+    "no_tool_call",
+    "wrong_tool",
+    "wrong_params",
+    "wrong_sequence",
+    "tool_loop",
+    "output_mismatch",
+    "pass",
+]
+"""Checked in this order; the first that applies is the trial's outcome."""
+
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+
+StopReason = Literal[
+    "answer", "turn_limit", "tool_loop", "time_limit", "format_error", "infra_error"
+]
+"""Why the agent session ended."""

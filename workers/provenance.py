@@ -1,0 +1,46 @@
+"""Who and what produced a trial: versions, commit, host."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from schema import Provenance, TrialSpec
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str:
+    """The commit of the farm's source tree, or `unknown` outside a checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+            capture_output=True, text=True, timeout=5, check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def provenance(spec: TrialSpec, worker_tag: str, model_pins: dict[str, str]) -> Provenance:
+    return Provenance(
+        farm_version=_version("mcp-farm"),
+        git_commit=git_commit(),
+        host=socket.gethostname(),
+        worker_tag=worker_tag,
+        python=platform.python_version(),
+        mcp_version=_version("mcp"),
+        scenario_version=spec.scenario.version,
+        prompt_version=spec.prompt.version,
+        model_pins={**spec.model.pins, **model_pins},
+    )

@@ -1,0 +1,92 @@
+"""The agent loop: model turn, execute its calls on the MCP servers, feed results back, repeat."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+
+from schema import Message, PromptConfig, Scenario, StopReason, TokenCounts, ToolCallRecord
+from workers.adapters.base import ModelClient
+from workers.mcp_conn import Connected, result_text
+from workers.render import opening_messages
+from workers.toolspec import ParsedCall
+
+RESULT_KEEP_CHARS = 4000
+
+
+@dataclass
+class SessionState:
+    """Filled in as the session runs, so a timeout or crash keeps everything recorded so far."""
+
+    transcript: list[Message] = field(default_factory=list)
+    calls: list[ToolCallRecord] = field(default_factory=list)
+    tokens: TokenCounts = field(default_factory=TokenCounts)
+    turns: int = 0
+    final_answer: str | None = None
+    stop_reason: StopReason | None = None
+    format_error: str | None = None
+    first_token_s: float | None = None
+
+
+def _call_key(call: ParsedCall) -> str:
+    return call.name + json.dumps(call.arguments, sort_keys=True)
+
+
+async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallRecord:
+    """Run one call on the server that owns the tool; unknown tools and tool errors are recorded."""
+    spec = conn.tools.get(call.name)
+    if spec is None:
+        return ToolCallRecord(index=index, server=None, tool=call.name, arguments=call.arguments,
+                              ok=False, error=f"unknown tool {call.name!r}")
+    started = time.perf_counter()
+    result = await conn.sessions[spec.server].call_tool(spec.tool, call.arguments)
+    latency = time.perf_counter() - started
+    text = result_text(result)
+    return ToolCallRecord(
+        index=index, server=spec.server, tool=spec.tool, arguments=call.arguments,
+        ok=not result.is_error, error=text[:500] if result.is_error else None,
+        result_text=text[:RESULT_KEEP_CHARS],
+        result_digest=hashlib.sha256(text.encode("utf-8")).hexdigest(), latency_s=latency,
+    )
+
+
+async def run_session(state: SessionState, scenario: Scenario, prompt: PromptConfig,
+                      client: ModelClient, conn: Connected, seed: int) -> None:
+    """Drive one session to an answer or a limit, recording into `state` as it goes."""
+    tools = list(conn.tools.values())
+    state.transcript = opening_messages(prompt, scenario.prompt, tools)
+    seen: dict[str, int] = {}
+    for turn in range(scenario.max_turns):
+        reply = await client.complete(state.transcript, tools, prompt, seed + turn)
+        state.turns = turn + 1
+        state.tokens = state.tokens.add(reply.tokens)
+        if state.first_token_s is None:
+            state.first_token_s = reply.first_token_s
+        if reply.format_error:
+            state.transcript.append(Message(role="assistant", content=reply.text))
+            state.format_error = reply.format_error
+            state.stop_reason = "format_error"
+            return
+        if not reply.calls:
+            state.transcript.append(Message(role="assistant", content=reply.text))
+            state.final_answer = reply.text
+            state.stop_reason = "answer"
+            return
+        state.transcript.append(Message(
+            role="assistant", content=reply.text,
+            tool_calls=[{"id": c.call_id, "name": c.name, "arguments": c.arguments}
+                        for c in reply.calls],
+        ))
+        for call in reply.calls:
+            record = await execute(call, len(state.calls), conn)
+            state.calls.append(record)
+            content = record.result_text if record.ok else f"Error: {record.error}"
+            state.transcript.append(Message(role="tool", content=content,
+                                            tool_call_id=call.call_id, name=call.name))
+            seen[_call_key(call)] = seen.get(_call_key(call), 0) + 1
+            if seen[_call_key(call)] > scenario.max_repeats:
+                state.stop_reason = "tool_loop"
+                return
+    state.stop_reason = "turn_limit"

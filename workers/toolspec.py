@@ -1,0 +1,40 @@
+"""Tools as the model sees them, and the replies a model gives back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from schema import TokenCounts
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One MCP tool, under the name shown to the model."""
+
+    shown_name: str
+    server: str
+    tool: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    """A tool call the model made, already decoded into a name and an argument object."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class ModelReply:
+    """What one model turn produced."""
+
+    text: str = ""
+    calls: list[ParsedCall] = field(default_factory=list)
+    tokens: TokenCounts = field(default_factory=TokenCounts)
+    format_error: str | None = None
+    """Set when the reply could not be decoded into calls or an answer."""
+    first_token_s: float | None = None

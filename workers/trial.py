@@ -1,0 +1,87 @@
+"""Running one trial end to end: connect, converse, grade, and build the TrialResult."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+
+from schema import Scenario, Settings, StopReason, TrialResult, TrialSpec
+from scenarios import find_scenario, server_catalog
+from workers.adapters import ModelClient, make_client
+from workers.errors import InfraError
+from workers.grading import grade
+from workers.mcp_conn import connect
+from workers.provenance import provenance
+from workers.session import SessionState, run_session
+
+logger = logging.getLogger(__name__)
+
+
+def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of `kind` in `exc`, looking inside exception groups."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _find(inner, kind)
+            if found:
+                return found
+    return None
+
+
+async def _converse(state: SessionState, spec: TrialSpec, scenario: Scenario,
+                    client: ModelClient, settings: Settings, trial_dir: Path) -> dict[str, dict]:
+    servers = [server_catalog()[name] for name in scenario.servers]
+    schemas: dict[str, dict] = {}
+    async with connect(servers, trial_dir, spec.prompt.tool_naming,
+                       settings.server_start_timeout_s) as conn:
+        schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
+        await run_session(state, scenario, spec.prompt, client, conn, spec.seed)
+    return schemas
+
+
+async def execute_trial(spec: TrialSpec, settings: Settings) -> TrialResult:
+    """Run one trial. Model failures become outcomes; infrastructure failures become infra_error."""
+    scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
+    started_at = datetime.now(UTC)
+    started = time.perf_counter()
+    state = SessionState()
+    schemas: dict[str, dict] = {}
+    problem = ""
+    trial_dir = settings.data_dir / "trials" / spec.trial_id[:16]
+    client: ModelClient | None = None
+    try:
+        client = make_client(spec.model, settings.model_cache_dir)
+        with anyio.fail_after(scenario.time_limit_s):
+            schemas = await _converse(state, spec, scenario, client, settings, trial_dir)
+    except BaseException as exc:  # classify: timeout / infra; anything else is re-raised
+        if _find(exc, TimeoutError) and not _find(exc, InfraError):
+            state.stop_reason = "time_limit"
+        elif (infra := _find(exc, InfraError)) is not None:
+            state.stop_reason, problem = "infra_error", str(infra)
+        elif isinstance(exc, Exception):
+            logger.exception("trial %s failed unexpectedly", spec.trial_id[:12])
+            state.stop_reason, problem = "infra_error", f"{type(exc).__name__}: {exc}"
+        else:
+            raise
+    finally:
+        shutil.rmtree(trial_dir, ignore_errors=True)
+    stop: StopReason = state.stop_reason or "turn_limit"
+    verdict = grade(scenario, state.calls, state.final_answer, stop, schemas,
+                    problem or state.format_error or "")
+    return TrialResult(
+        trial_id=spec.trial_id, sweep_id=spec.sweep_id, model_id=spec.model.id,
+        prompt_id=spec.prompt.id, scenario_id=scenario.id, tier=scenario.tier,
+        expected_tools=scenario.expected_tools, repetition=spec.repetition,
+        outcome=verdict.outcome, stop_reason=stop, detail=verdict.detail,
+        started_at=started_at, finished_at=datetime.now(UTC),
+        latency_s=time.perf_counter() - started, first_token_s=state.first_token_s,
+        tokens=state.tokens, turns=state.turns, final_answer=state.final_answer,
+        transcript=state.transcript, tool_calls=state.calls,
+        provenance=provenance(spec, settings.worker_tag, client.pins if client else {}),
+    )
