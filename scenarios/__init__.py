@@ -8,6 +8,7 @@ from scenarios.catalog import (
     load_suite,
     select,
     server_catalog,
+    servers_for,
     suite_path,
 )
 
@@ -19,5 +20,6 @@ __all__ = [
     "load_suite",
     "select",
     "server_catalog",
+    "servers_for",
     "suite_path",
 ]

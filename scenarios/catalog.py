@@ -43,7 +43,7 @@ def load_suite(name: str) -> Suite:
         if scenario.id in seen:
             raise ScenarioError(str(path), f"scenarios[{i}].id", f"duplicate id {scenario.id!r}")
         seen.add(scenario.id)
-    servers = server_catalog()
+    servers = {**server_catalog(), **{s.name: s for s in suite.servers}}
     for i, scenario in enumerate(suite.scenarios):
         for j, name_ in enumerate(scenario.servers):
             if name_ not in servers:
@@ -106,6 +106,11 @@ def load_prompt(prompt_id: str, source: str = "sweep", field: str = "prompts") -
     if prompt.id != prompt_id:
         raise ScenarioError(str(path), "id", f"must equal the file name {prompt_id!r}")
     return prompt
+
+
+def servers_for(suite: str) -> dict[str, ServerDef]:
+    """The shared catalogue plus the suite's own servers."""
+    return {**server_catalog(), **{s.name: s for s in load_suite(suite).servers}}
 
 
 @lru_cache(maxsize=1)

@@ -6,6 +6,7 @@ from schema.ids import canonical_json, digest
 from schema.loading import load_yaml_model, read_yaml, validate
 from schema.settings import Settings, get_settings
 from schema.specs import (
+    LOCAL_MODELS,
     ExpectedCall,
     FewShot,
     GenerationParams,
@@ -32,6 +33,7 @@ from schema.trial import (
 from schema.vocab import OUTCOMES, AdapterName, Outcome, StopReason, Tier, ToolMode, TrialStatus
 
 __all__ = [
+    "LOCAL_MODELS",
     "OUTCOMES",
     "AdapterName",
     "ExpectedCall",

@@ -127,14 +127,6 @@ class Scenario(Strict):
         return [call.tool for call in self.expect]
 
 
-class Suite(Strict):
-    """A YAML file of scenarios."""
-
-    suite: str
-    description: str = ""
-    scenarios: list[Scenario] = Field(min_length=1)
-
-
 class ServerDef(Strict):
     """How to reach one MCP server: a command over stdio, or a streamable-HTTP URL."""
 
@@ -156,6 +148,16 @@ class ServerDef(Strict):
         if self.transport == "http" and not self.url:
             raise ValueError("an http server needs `url`")
         return self
+
+
+class Suite(Strict):
+    """A YAML file of scenarios."""
+
+    suite: str
+    description: str = ""
+    servers: list[ServerDef] = Field(default_factory=list)
+    """Servers only this suite uses, added to the catalogue in scenarios/servers.yaml."""
+    scenarios: list[Scenario] = Field(min_length=1)
 
 
 class ServerCatalog(Strict):
@@ -187,6 +189,10 @@ class PromptConfig(Strict):
     generation: GenerationParams = Field(default_factory=GenerationParams)
 
 
+LOCAL_MODELS = ("gemma3-270m", "smollm2-135m")
+"""Models the `local` adapter serves from PyPI packages (or give a path to a .gguf file)."""
+
+
 class ModelTarget(Strict):
     """A model served somewhere: which adapter talks to it and on what hardware it runs."""
 
@@ -211,6 +217,15 @@ class ModelTarget(Strict):
     def _adapter_fields(self) -> ModelTarget:
         if self.adapter == "openai" and not self.endpoint:
             raise ValueError("the openai adapter needs `endpoint` (e.g. http://127.0.0.1:8080/v1)")
+        if self.adapter == "local" and not (
+            self.model in LOCAL_MODELS or self.model.endswith(".gguf")
+        ):
+            raise ValueError(
+                f"unknown local model {self.model!r}; use one of {', '.join(LOCAL_MODELS)} "
+                "or a path to a .gguf file"
+            )
+        if self.adapter == "scripted" and self.script is None:
+            raise ValueError("the scripted adapter needs `script`")
         return self
 
 

@@ -61,6 +61,12 @@ def _match_steps(scenario: Scenario, calls: list[ToolCallRecord],
         if not candidates:
             sequence_problem = sequence_problem or f"step {j} ({step.tool}) never called"
             continue
+        sources = {m.derived_from_step for m in step.params.values()} - {None} - set(matched)
+        if sources:
+            # A chained argument whose source step never happened: the chain is broken.
+            sequence_problem = sequence_problem or (
+                f"step {j} ({step.tool}) needs the result of step {min(sources)}, never obtained")
+            continue
         problems = [_params_problem(step, c, matched, schemas.get(c.tool)) for c in candidates]
         good = [c for c, p in zip(candidates, problems, strict=True) if p is None]
         if not good:

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 
 from schema import Scenario, Settings, StopReason, TrialResult, TrialSpec
-from scenarios import find_scenario, server_catalog
+from scenarios import find_scenario, servers_for
 from workers.adapters import ModelClient, make_client
 from workers.errors import InfraError
 from workers.grading import grade
@@ -36,7 +36,8 @@ def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None
 
 async def _converse(state: SessionState, spec: TrialSpec, scenario: Scenario,
                     client: ModelClient, settings: Settings, trial_dir: Path) -> dict[str, dict]:
-    servers = [server_catalog()[name] for name in scenario.servers]
+    catalog = servers_for(spec.scenario.suite)
+    servers = [catalog[name] for name in scenario.servers]
     schemas: dict[str, dict] = {}
     async with connect(servers, trial_dir, spec.prompt.tool_naming,
                        settings.server_start_timeout_s) as conn:

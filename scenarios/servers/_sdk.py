@@ -6,8 +6,9 @@ import argparse
 from collections.abc import Callable
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
-__all__ = ["MCPServer", "serve"]
+__all__ = ["MCPServer", "ToolError", "serve"]
 
 
 def serve(build: Callable[[argparse.Namespace], MCPServer], argv: list[str] | None = None,

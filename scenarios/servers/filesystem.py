@@ -12,7 +12,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from scenarios.servers._sdk import MCPServer, serve
+from scenarios.servers._sdk import MCPServer, ToolError, serve
 
 
 class Sandbox:
@@ -28,7 +28,7 @@ class Sandbox:
         rel = PurePosixPath("/" + text.lstrip("/"))
         parts = [p for p in rel.parts[1:] if p not in ("", ".")]
         if ".." in parts:
-            raise ValueError(f"path {path!r} leaves the home folder")
+            raise ToolError(f"path {path!r} leaves the home folder")
         return self.root.joinpath(*parts)
 
     def show(self, real: Path) -> str:
@@ -43,7 +43,7 @@ def build(root: Path) -> MCPServer:
     def existing(path: str) -> Path:
         real = box.resolve(path)
         if not real.exists():
-            raise FileNotFoundError(f"no such file or folder: {path}")
+            raise ToolError(f"no such file or folder: {path}")
         return real
 
     @server.tool()
@@ -54,7 +54,7 @@ def build(root: Path) -> MCPServer:
         """
         real = existing(path)
         if not real.is_dir():
-            raise NotADirectoryError(f"not a folder: {path}")
+            raise ToolError(f"not a folder: {path}")
         lines = []
         for entry in sorted(real.iterdir(), key=lambda p: p.name.lower()):
             if entry.is_dir():
@@ -68,7 +68,7 @@ def build(root: Path) -> MCPServer:
         """Read a text file from the user's home and return its contents."""
         real = existing(path)
         if real.is_dir():
-            raise IsADirectoryError(f"{path} is a folder; use list_directory")
+            raise ToolError(f"{path} is a folder; use list_directory")
         return real.read_text(encoding="utf-8", errors="replace")
 
     @server.tool()
@@ -76,7 +76,7 @@ def build(root: Path) -> MCPServer:
         """Create or overwrite a text file in the user's home with the given content."""
         real = box.resolve(path)
         if not real.parent.is_dir():
-            raise FileNotFoundError(f"folder does not exist: {box.show(real.parent)}")
+            raise ToolError(f"folder does not exist: {box.show(real.parent)}")
         real.write_text(content, encoding="utf-8")
         return f"wrote {len(content.encode('utf-8'))} bytes to {box.show(real)}"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scenarios.servers._sdk import MCPServer, serve
+from scenarios.servers._sdk import MCPServer, ToolError, serve
 
 
 def build(attached: list[str]) -> MCPServer:
@@ -19,7 +19,7 @@ def build(attached: list[str]) -> MCPServer:
     def server_status(name: str) -> str:
         """Report whether one connected MCP server is up."""
         if name not in attached:
-            raise ValueError(f"not connected to a server named {name!r}; see list_mcp_servers")
+            raise ToolError(f"not connected to a server named {name!r}; see list_mcp_servers")
         return f"{name}: connected"
 
     return server

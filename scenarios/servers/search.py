@@ -6,7 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
-from scenarios.servers._sdk import MCPServer, serve
+from scenarios.servers._sdk import MCPServer, ToolError, serve
 
 WORD = re.compile(r"[a-z0-9]+")
 
@@ -25,7 +25,7 @@ def build(corpus: Path) -> MCPServer:
         """Search the team's documents for words or phrases; returns matching document ids, best first."""
         terms = set(_words(query))
         if not terms:
-            raise ValueError("the query has no words to search for")
+            raise ToolError("the query has no words to search for")
         scored = []
         for doc_id, text in docs.items():
             words = _words(text)
@@ -43,7 +43,7 @@ def build(corpus: Path) -> MCPServer:
         """Return the full text of one document by its id (as listed by search_documents)."""
         key = doc_id.strip().lstrip("/")
         if key not in docs:
-            raise KeyError(f"no document with id {doc_id!r}")
+            raise ToolError(f"no document with id {doc_id!r}")
         return docs[key]
 
     return server

@@ -1,0 +1,63 @@
+"""Sweep files → the list of trials: the matrix models × prompts × scenarios × repetitions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from schema import (
+    ModelTarget,
+    ScenarioRef,
+    SpecError,
+    SweepSpec,
+    TrialSpec,
+    digest,
+    load_yaml_model,
+)
+from scenarios import load_prompt, select
+
+
+@dataclass(frozen=True)
+class Plan:
+    sweep_id: str
+    sweep: SweepSpec
+    trials: list[TrialSpec]
+
+
+def load_sweep(path: Path) -> SweepSpec:
+    sweep = load_yaml_model(SweepSpec, path)
+    seen: set[str] = set()
+    for i, model in enumerate(sweep.models):
+        if model.id in seen:
+            raise SpecError(str(path), f"models[{i}].id", f"duplicate model id {model.id!r}")
+        seen.add(model.id)
+    return sweep
+
+
+def with_endpoint(sweep: SweepSpec, endpoint: str, model: str, hardware: str) -> SweepSpec:
+    """The same sweep, but served by one OpenAI-compatible endpoint instead of its models."""
+    target = ModelTarget(id=f"openai-{model}".replace("/", "-"), adapter="openai", model=model,
+                         endpoint=endpoint, hardware=hardware)
+    return sweep.model_copy(update={"models": [target]})
+
+
+def expand(sweep: SweepSpec, source: str) -> Plan:
+    """Every trial of the sweep, in a stable order, each with its deterministic trial_id."""
+    prompts = [load_prompt(pid, source, f"prompts[{i}]") for i, pid in enumerate(sweep.prompts)]
+    picked = select(sweep.scenarios, source)
+    sweep_id = f"{sweep.name}-{digest(sweep.model_dump(mode='json'))[:12]}"
+    trials = [
+        TrialSpec(
+            sweep_id=sweep_id,
+            model=model,
+            prompt=prompt,
+            scenario=ScenarioRef(id=scenario.id, version=scenario.version, suite=suite),
+            repetition=rep,
+            seed=sweep.seed * 1000 + rep,
+        )
+        for model in sweep.models
+        for prompt in prompts
+        for suite, scenario in picked
+        for rep in range(sweep.repetitions)
+    ]
+    return Plan(sweep_id=sweep_id, sweep=sweep, trials=trials)

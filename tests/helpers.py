@@ -1,0 +1,32 @@
+"""Building trials for tests: scripted models and ideal scripts derived from scenarios."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schema import ModelTarget, PromptConfig, Scenario, ScenarioRef, TrialSpec
+from scenarios import load_prompt
+
+
+def ideal_script(scenario: Scenario) -> list[dict[str, Any]]:
+    """What a perfect agent says: each expected call with its example arguments, then the answer."""
+    script: list[dict[str, Any]] = [
+        {"call": {"name": step.tool, "arguments": step.example or {}}} for step in scenario.expect
+    ]
+    script.append({"answer": scenario.example_answer or "done"})
+    return script
+
+
+def scripted(script: list[dict[str, Any]], model_id: str = "scripted") -> ModelTarget:
+    return ModelTarget(id=model_id, adapter="scripted", model="script", script=script)
+
+
+def trial(scenario: Scenario, script: list[dict[str, Any]], *, suite: str = "basic",
+          prompt: str | PromptConfig = "native", sweep_id: str = "test-sweep",
+          repetition: int = 0) -> TrialSpec:
+    config = load_prompt(prompt) if isinstance(prompt, str) else prompt
+    return TrialSpec(
+        sweep_id=sweep_id, model=scripted(script), prompt=config,
+        scenario=ScenarioRef(id=scenario.id, version=scenario.version, suite=suite),
+        repetition=repetition, seed=repetition,
+    )
