@@ -48,7 +48,8 @@ def load_suite(name: str) -> Suite:
         for j, name_ in enumerate(scenario.servers):
             if name_ not in servers:
                 raise ScenarioError(
-                    str(path), f"scenarios[{i}].servers[{j}]",
+                    str(path),
+                    f"scenarios[{i}].servers[{j}]",
                     f"unknown server {name_!r}; known: {', '.join(sorted(servers))}",
                 )
         for j, call in enumerate(scenario.expect):
@@ -56,7 +57,8 @@ def load_suite(name: str) -> Suite:
                 step = matcher.derived_from_step
                 if step is not None and not 0 <= step < j:
                     raise ScenarioError(
-                        str(path), f"scenarios[{i}].expect[{j}].params.{arg}.derived_from_step",
+                        str(path),
+                        f"scenarios[{i}].expect[{j}].params.{arg}.derived_from_step",
                         f"must name an earlier step (0..{j - 1}), got {step}",
                     )
     return suite
@@ -68,7 +70,8 @@ def find_scenario(suite: str, scenario_id: str, version: int | None = None) -> S
         if scenario.id == scenario_id:
             if version is not None and scenario.version != version:
                 raise ScenarioError(
-                    str(suite_path(suite)), scenario_id,
+                    str(suite_path(suite)),
+                    scenario_id,
                     f"asked for version {version}, the suite has version {scenario.version}",
                 )
             return scenario

@@ -19,4 +19,5 @@ __all__ = [
     "run_embedded",
     "runnable_ids",
     "wilson",
+    "with_endpoint",
 ]

@@ -10,23 +10,35 @@ import typer
 from rich.console import Console
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
-from schema import FarmError, Settings, SweepRow, get_settings, init_db, make_engine, session_scope
 from scheduler.embedded import run_embedded
 from scheduler.expand import expand, load_sweep, with_endpoint
 from scheduler.render import print_scorecard
 from scheduler.scorecard import build_scorecard
+from schema import FarmError, Settings, SweepRow, get_settings, init_db, make_engine, session_scope
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="An evaluation farm for MCP tool-calling reliability.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="An evaluation farm for MCP tool-calling reliability.",
+)
 db_app = typer.Typer(no_args_is_help=True, help="The results database.")
 app.add_typer(db_app, name="db")
 console = Console()
 
-DbOption = Annotated[str | None, typer.Option(
-    "--db", help="Results database URL [env: FARM_DATABASE_URL; default: SQLite in FARM_DATA_DIR]")]
-DataDirOption = Annotated[Path | None, typer.Option(
-    "--data-dir", help="Where SQLite and trial sandboxes live [env: FARM_DATA_DIR]")]
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Results database URL [env: FARM_DATABASE_URL; default: SQLite in FARM_DATA_DIR]",
+    ),
+]
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Where SQLite and trial sandboxes live [env: FARM_DATA_DIR]"),
+]
 
 
 def _settings(db: str | None, data_dir: Path | None = None) -> Settings:
@@ -46,11 +58,15 @@ def _engine(settings: Settings) -> Engine:
 
 @app.command()
 def run(
-    sweep_file: Annotated[Path, typer.Argument(help="A sweep YAML, e.g. scenarios/sweeps/quickstart.yaml")],
+    sweep_file: Annotated[
+        Path, typer.Argument(help="A sweep YAML, e.g. scenarios/sweeps/quickstart.yaml")
+    ],
     db: DbOption = None,
     data_dir: DataDirOption = None,
-    endpoint: Annotated[str | None, typer.Option(
-        help="Serve every trial from this OpenAI-compatible endpoint (…/v1) instead")] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(help="Serve every trial from this OpenAI-compatible endpoint (…/v1) instead"),
+    ] = None,
     endpoint_model: Annotated[str, typer.Option(help="Model name at --endpoint")] = "default",
     rerun: Annotated[bool, typer.Option(help="Run trials again even if already recorded")] = False,
 ) -> None:
@@ -61,10 +77,12 @@ def run(
         sweep = with_endpoint(sweep, endpoint, endpoint_model, "cpu")
     plan = expand(sweep, str(sweep_file))
     engine = _engine(settings)
-    console.print(f"[bold]{plan.sweep_id}[/bold]: {len(sweep.models)} model(s) × "
-                  f"{len(sweep.prompts)} prompt config(s) × "
-                  f"{len(plan.trials) // (len(sweep.models) * len(sweep.prompts) * sweep.repetitions)}"
-                  f" scenario(s) × {sweep.repetitions} repetition(s) = {len(plan.trials)} trials")
+    console.print(
+        f"[bold]{plan.sweep_id}[/bold]: {len(sweep.models)} model(s) × "
+        f"{len(sweep.prompts)} prompt config(s) × "
+        f"{len(plan.trials) // (len(sweep.models) * len(sweep.prompts) * sweep.repetitions)}"
+        f" scenario(s) × {sweep.repetitions} repetition(s) = {len(plan.trials)} trials"
+    )
     console.print(f"[dim]results: {settings.resolved_database_url()}[/dim]")
     run_embedded(plan=plan, settings=settings, engine=engine, console=console, rerun=rerun)
     print_scorecard(build_scorecard(engine=engine, sweep_id=plan.sweep_id), console)
@@ -81,7 +99,7 @@ def report(
     with session_scope(engine) as session:
         if sweep_id is None:
             row = session.execute(
-                select(SweepRow.sweep_id).order_by(SweepRow.created_at.desc())  # type: ignore[attr-defined]
+                select(col(SweepRow.sweep_id)).order_by(col(SweepRow.created_at).desc())
             ).first()
             if row is None:
                 raise FarmError("no sweep recorded yet: run one with `farm run SWEEP.yaml`")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from scenarios import load_prompt, select
 from schema import (
     ModelTarget,
     ScenarioRef,
@@ -14,7 +15,6 @@ from schema import (
     digest,
     load_yaml_model,
 )
-from scenarios import load_prompt, select
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,13 @@ def load_sweep(path: Path) -> SweepSpec:
 
 def with_endpoint(sweep: SweepSpec, endpoint: str, model: str, hardware: str) -> SweepSpec:
     """The same sweep, but served by one OpenAI-compatible endpoint instead of its models."""
-    target = ModelTarget(id=f"openai-{model}".replace("/", "-"), adapter="openai", model=model,
-                         endpoint=endpoint, hardware=hardware)
+    target = ModelTarget(
+        id=f"openai-{model}".replace("/", "-"),
+        adapter="openai",
+        model=model,
+        endpoint=endpoint,
+        hardware=hardware,
+    )
     return sweep.model_copy(update={"models": [target]})
 
 

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
-from schema import OUTCOMES, ToolCallRow, TrialRow, session_scope
 from scheduler.stats import percentiles, wilson
+from schema import OUTCOMES, ToolCallRow, TrialRow, session_scope
 
 TIERS = ("simple", "moderate", "complex")
 
@@ -73,29 +74,41 @@ def build_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard:
     """Compute the scorecard of one sweep from the stored trials (infra errors excluded)."""
     with session_scope(engine) as session:
         total = session.execute(
-            select(func.count()).select_from(TrialRow).where(TrialRow.sweep_id == sweep_id)
+            select(func.count()).select_from(TrialRow).where(col(TrialRow.sweep_id) == sweep_id)
         ).scalar_one()
         trials = session.execute(
-            select(TrialRow.model_id, TrialRow.prompt_id, TrialRow.tier, TrialRow.expected_tools,
-                   TrialRow.outcome, TrialRow.latency_s)
-            .where(TrialRow.sweep_id == sweep_id, TrialRow.status == "done")
+            select(
+                col(TrialRow.model_id),
+                col(TrialRow.prompt_id),
+                col(TrialRow.tier),
+                col(TrialRow.expected_tools),
+                col(TrialRow.outcome),
+                col(TrialRow.latency_s),
+            ).where(col(TrialRow.sweep_id) == sweep_id, col(TrialRow.status) == "done")
         ).all()
         calls = session.execute(
-            select(ToolCallRow.tool, ToolCallRow.ok, ToolCallRow.latency_s)
-            .join(TrialRow, TrialRow.trial_id == ToolCallRow.trial_id)
-            .where(TrialRow.sweep_id == sweep_id)
+            select(col(ToolCallRow.tool), col(ToolCallRow.ok), col(ToolCallRow.latency_s))
+            .join(TrialRow, col(TrialRow.trial_id) == col(ToolCallRow.trial_id))
+            .where(col(TrialRow.sweep_id) == sweep_id)
         ).all()
     card = Scorecard(sweep_id=sweep_id, total=total, done=len(trials))
     graded = [t for t in trials if t.outcome != "infra_error"]
     card.configs = _group([((t.model_id, t.prompt_id), t.outcome, t.latency_s) for t in graded])
-    card.by_tier = _group([((t.model_id, t.prompt_id, t.tier), t.outcome, t.latency_s)
-                           for t in graded])
-    card.by_tool = _group([((t.model_id, t.prompt_id, tool), t.outcome, t.latency_s)
-                           for t in graded for tool in dict.fromkeys(json.loads(t.expected_tools))])
+    card.by_tier = _group(
+        [((t.model_id, t.prompt_id, t.tier), t.outcome, t.latency_s) for t in graded]
+    )
+    card.by_tool = _group(
+        [
+            ((t.model_id, t.prompt_id, tool), t.outcome, t.latency_s)
+            for t in graded
+            for tool in dict.fromkeys(json.loads(t.expected_tools))
+        ]
+    )
     for t in trials:
         card.failures.setdefault((t.model_id, t.prompt_id), Counter())[t.outcome] += 1
-    card.tool_latency = _group([((c.tool,), "pass" if c.ok else "error", c.latency_s)
-                                for c in calls])
+    card.tool_latency = _group(
+        [((c.tool,), "pass" if c.ok else "error", c.latency_s) for c in calls]
+    )
     return card
 
 

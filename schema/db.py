@@ -42,7 +42,9 @@ def make_engine(url: str) -> Engine:
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
         return create_engine(parsed, pool_pre_ping=True)
-    raise StoreError(f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql")
+    raise StoreError(
+        f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql"
+    )
 
 
 def init_db(engine: Engine) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from schema import ModelTarget, PromptConfig, Scenario, ScenarioRef, TrialSpec
 from scenarios import load_prompt
+from schema import ModelTarget, PromptConfig, Scenario, ScenarioRef, TrialSpec
 
 
 def ideal_script(scenario: Scenario) -> list[dict[str, Any]]:
@@ -21,12 +21,21 @@ def scripted(script: list[dict[str, Any]], model_id: str = "scripted") -> ModelT
     return ModelTarget(id=model_id, adapter="scripted", model="script", script=script)
 
 
-def trial(scenario: Scenario, script: list[dict[str, Any]], *, suite: str = "basic",
-          prompt: str | PromptConfig = "native", sweep_id: str = "test-sweep",
-          repetition: int = 0) -> TrialSpec:
+def trial(
+    scenario: Scenario,
+    script: list[dict[str, Any]],
+    *,
+    suite: str = "basic",
+    prompt: str | PromptConfig = "native",
+    sweep_id: str = "test-sweep",
+    repetition: int = 0,
+) -> TrialSpec:
     config = load_prompt(prompt) if isinstance(prompt, str) else prompt
     return TrialSpec(
-        sweep_id=sweep_id, model=scripted(script), prompt=config,
+        sweep_id=sweep_id,
+        model=scripted(script),
+        prompt=config,
         scenario=ScenarioRef(id=scenario.id, version=scenario.version, suite=suite),
-        repetition=repetition, seed=repetition,
+        repetition=repetition,
+        seed=repetition,
     )

@@ -34,8 +34,12 @@ def _schema_problem(call: ToolCallRecord, schema: dict[str, Any] | None) -> str 
     return None
 
 
-def _params_problem(step: ExpectedCall, call: ToolCallRecord, prior: dict[int, ToolCallRecord],
-                    schema: dict[str, Any] | None) -> str | None:
+def _params_problem(
+    step: ExpectedCall,
+    call: ToolCallRecord,
+    prior: dict[int, ToolCallRecord],
+    schema: dict[str, Any] | None,
+) -> str | None:
     for arg, matcher in step.params.items():
         if arg not in call.arguments:
             return f"{call.tool}: missing argument {arg!r}"
@@ -49,8 +53,9 @@ def _is_step(step: ExpectedCall, call: ToolCallRecord) -> bool:
     return call.tool == step.tool and (step.server is None or call.server == step.server)
 
 
-def _match_steps(scenario: Scenario, calls: list[ToolCallRecord],
-                 schemas: dict[str, dict[str, Any]]) -> Verdict | None:
+def _match_steps(
+    scenario: Scenario, calls: list[ToolCallRecord], schemas: dict[str, dict[str, Any]]
+) -> Verdict | None:
     """wrong_params or wrong_sequence, or None when every step is met in an allowed order."""
     matched: dict[int, ToolCallRecord] = {}
     params_problem: str | None = None
@@ -61,11 +66,14 @@ def _match_steps(scenario: Scenario, calls: list[ToolCallRecord],
         if not candidates:
             sequence_problem = sequence_problem or f"step {j} ({step.tool}) never called"
             continue
-        sources = {m.derived_from_step for m in step.params.values()} - {None} - set(matched)
+        sources = {
+            m.derived_from_step for m in step.params.values() if m.derived_from_step is not None
+        } - set(matched)
         if sources:
             # A chained argument whose source step never happened: the chain is broken.
             sequence_problem = sequence_problem or (
-                f"step {j} ({step.tool}) needs the result of step {min(sources)}, never obtained")
+                f"step {j} ({step.tool}) needs the result of step {min(sources)}, never obtained"
+            )
             continue
         problems = [_params_problem(step, c, matched, schemas.get(c.tool)) for c in candidates]
         good = [c for c, p in zip(candidates, problems, strict=True) if p is None]
@@ -74,7 +82,9 @@ def _match_steps(scenario: Scenario, calls: list[ToolCallRecord],
             continue
         later = [c for c in good if c.index > last] if scenario.order == "ordered" else good
         if not later:
-            sequence_problem = sequence_problem or f"step {j} ({step.tool}) came before step {j - 1}"
+            sequence_problem = (
+                sequence_problem or f"step {j} ({step.tool}) came before step {j - 1}"
+            )
             later = good
         matched[j] = later[0]
         last = later[0].index
@@ -95,9 +105,14 @@ def _loop(scenario: Scenario, calls: list[ToolCallRecord]) -> str | None:
     return None
 
 
-def grade(scenario: Scenario, calls: list[ToolCallRecord], final_answer: str | None,
-          stop_reason: StopReason, schemas: dict[str, dict[str, Any]],
-          problem: str = "") -> Verdict:
+def grade(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    final_answer: str | None,
+    stop_reason: StopReason,
+    schemas: dict[str, dict[str, Any]],
+    problem: str = "",
+) -> Verdict:
     """The first outcome of the taxonomy that applies (DESIGN.md §4)."""
     if stop_reason == "infra_error":
         return Verdict("infra_error", problem)
@@ -114,7 +129,9 @@ def grade(scenario: Scenario, calls: list[ToolCallRecord], final_answer: str | N
         if c.server is None:
             return Verdict("wrong_tool", f"called {c.tool!r}, which no server offers")
         if c.tool not in allowed:
-            return Verdict("wrong_tool", f"called {c.tool}; expected {', '.join(scenario.expected_tools)}")
+            return Verdict(
+                "wrong_tool", f"called {c.tool}; expected {', '.join(scenario.expected_tools)}"
+            )
     if scenario.expect and not any(c.tool in scenario.expected_tools for c in calls):
         return Verdict("wrong_tool", f"never called {', '.join(scenario.expected_tools)}")
     verdict = _match_steps(scenario, calls, schemas)

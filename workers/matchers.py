@@ -49,8 +49,10 @@ def check(matcher: ParamMatcher, value: Any, prior: dict[int, ToolCallRecord]) -
     if kind == "one_of":
         options = matcher.one_of or []
         hit = any(
-            normalize(value) == normalize(o) if isinstance(value, str) and isinstance(o, str)
-            else value == o for o in options
+            normalize(value) == normalize(o)
+            if isinstance(value, str) and isinstance(o, str)
+            else value == o
+            for o in options
         )
         return None if hit else f"expected one of {options!r}, got {value!r}"
     if not isinstance(value, str):
@@ -58,8 +60,9 @@ def check(matcher: ParamMatcher, value: Any, prior: dict[int, ToolCallRecord]) -
     return _check_text(matcher, kind, value, prior)
 
 
-def _check_text(matcher: ParamMatcher, kind: str, value: str,
-                prior: dict[int, ToolCallRecord]) -> str | None:
+def _check_text(
+    matcher: ParamMatcher, kind: str, value: str, prior: dict[int, ToolCallRecord]
+) -> str | None:
     if kind == "normalized":
         ok = normalize(value) == normalize(matcher.normalized or "")
         return None if ok else f"expected {matcher.normalized!r}, got {value!r}"

@@ -8,15 +8,15 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from schema import ServerDef
 from scenarios import FIXTURES_DIR
+from schema import ServerDef
 from workers.errors import InfraError
 from workers.toolspec import ToolSpec
 
@@ -30,9 +30,11 @@ class Connected:
 
 
 def _expand(arg: str, sandbox: Path | None, attached: list[str]) -> str:
-    return (arg.replace("{python}", sys.executable)
-            .replace("{sandbox}", str(sandbox) if sandbox else "")
-            .replace("{attached}", ",".join(attached)))
+    return (
+        arg.replace("{python}", sys.executable)
+        .replace("{sandbox}", str(sandbox) if sandbox else "")
+        .replace("{attached}", ",".join(attached))
+    )
 
 
 def make_sandbox(server: ServerDef, trial_dir: Path) -> Path | None:
@@ -46,8 +48,13 @@ def make_sandbox(server: ServerDef, trial_dir: Path) -> Path | None:
     return target
 
 
-async def _open(stack: AsyncExitStack, server: ServerDef, sandbox: Path | None,
-                attached: list[str], errlog: IO[str]) -> ClientSession:
+async def _open(
+    stack: AsyncExitStack,
+    server: ServerDef,
+    sandbox: Path | None,
+    attached: list[str],
+    errlog: TextIO,
+) -> ClientSession:
     if server.transport == "stdio":
         assert server.command is not None
         argv = [_expand(a, sandbox, attached) for a in server.command]
@@ -64,8 +71,9 @@ def shown_name(server: str, tool: str, naming: str) -> str:
 
 
 @asynccontextmanager
-async def connect(servers: list[ServerDef], trial_dir: Path, naming: str,
-                  start_timeout_s: float) -> AsyncIterator[Connected]:
+async def connect(
+    servers: list[ServerDef], trial_dir: Path, naming: str, start_timeout_s: float
+) -> AsyncIterator[Connected]:
     """Start/attach every server, initialise it and list its tools; InfraError if one fails."""
     attached = [s.name for s in servers]
     trial_dir.mkdir(parents=True, exist_ok=True)
@@ -74,8 +82,9 @@ async def connect(servers: list[ServerDef], trial_dir: Path, naming: str,
             connected = Connected(sessions={}, tools={})
             for server in servers:
                 try:
-                    session = await _open(stack, server, make_sandbox(server, trial_dir),
-                                          attached, errlog)
+                    session = await _open(
+                        stack, server, make_sandbox(server, trial_dir), attached, errlog
+                    )
                     with anyio.fail_after(start_timeout_s):
                         await session.initialize()
                         listed = await session.list_tools()
@@ -88,7 +97,9 @@ async def connect(servers: list[ServerDef], trial_dir: Path, naming: str,
                 for tool in listed.tools:
                     name = shown_name(server.name, tool.name, naming)
                     connected.tools[name] = ToolSpec(
-                        shown_name=name, server=server.name, tool=tool.name,
+                        shown_name=name,
+                        server=server.name,
+                        tool=tool.name,
                         description=tool.description or "",
                         input_schema=dict(tool.input_schema or {}),
                     )

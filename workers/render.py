@@ -41,7 +41,9 @@ def tools_as_text(tools: list[ToolSpec]) -> str:
     return "\n".join(lines)
 
 
-def opening_messages(prompt: PromptConfig, user_prompt: str, tools: list[ToolSpec]) -> list[Message]:
+def opening_messages(
+    prompt: PromptConfig, user_prompt: str, tools: list[ToolSpec]
+) -> list[Message]:
     """System prompt (with the tool list in text modes), few-shot turns, then the request."""
     system = prompt.system_prompt.strip()
     if prompt.mode != "native":
@@ -99,7 +101,9 @@ def decode_text_reply(text: str, turn: int) -> ModelReply:
         return ModelReply(text=text, format_error="a JSON object with neither `tool` nor `answer`")
     if not isinstance(args, dict):
         return ModelReply(text=text, format_error=f"`arguments` of {name} is not an object")
-    return ModelReply(text=text, calls=[ParsedCall(call_id=f"call_{turn}_0", name=name, arguments=args)])
+    return ModelReply(
+        text=text, calls=[ParsedCall(call_id=f"call_{turn}_0", name=name, arguments=args)]
+    )
 
 
 def decode_arguments(raw: Any, name: str) -> dict[str, Any] | str:
@@ -127,15 +131,23 @@ def chat_messages(messages: list[Message], mode: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if mode == "native" and m.role == "assistant" and m.tool_calls:
-            out.append({
-                "role": "assistant",
-                "content": m.content or None,
-                "tool_calls": [
-                    {"id": c["id"], "type": "function",
-                     "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
-                    for c in m.tool_calls
-                ],
-            })
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.content or None,
+                    "tool_calls": [
+                        {
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {
+                                "name": c["name"],
+                                "arguments": json.dumps(c["arguments"]),
+                            },
+                        }
+                        for c in m.tool_calls
+                    ],
+                }
+            )
         elif mode == "native" and m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
         elif m.role == "tool":

@@ -38,22 +38,39 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
     """Run one call on the server that owns the tool; unknown tools and tool errors are recorded."""
     spec = conn.tools.get(call.name)
     if spec is None:
-        return ToolCallRecord(index=index, server=None, tool=call.name, arguments=call.arguments,
-                              ok=False, error=f"unknown tool {call.name!r}")
+        return ToolCallRecord(
+            index=index,
+            server=None,
+            tool=call.name,
+            arguments=call.arguments,
+            ok=False,
+            error=f"unknown tool {call.name!r}",
+        )
     started = time.perf_counter()
     result = await conn.sessions[spec.server].call_tool(spec.tool, call.arguments)
     latency = time.perf_counter() - started
     text = result_text(result)
     return ToolCallRecord(
-        index=index, server=spec.server, tool=spec.tool, arguments=call.arguments,
-        ok=not result.is_error, error=text[:500] if result.is_error else None,
+        index=index,
+        server=spec.server,
+        tool=spec.tool,
+        arguments=call.arguments,
+        ok=not result.is_error,
+        error=text[:500] if result.is_error else None,
         result_text=text[:RESULT_KEEP_CHARS],
-        result_digest=hashlib.sha256(text.encode("utf-8")).hexdigest(), latency_s=latency,
+        result_digest=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        latency_s=latency,
     )
 
 
-async def run_session(state: SessionState, scenario: Scenario, prompt: PromptConfig,
-                      client: ModelClient, conn: Connected, seed: int) -> None:
+async def run_session(
+    state: SessionState,
+    scenario: Scenario,
+    prompt: PromptConfig,
+    client: ModelClient,
+    conn: Connected,
+    seed: int,
+) -> None:
     """Drive one session to an answer or a limit, recording into `state` as it goes."""
     tools = list(conn.tools.values())
     state.transcript = opening_messages(prompt, scenario.prompt, tools)
@@ -74,17 +91,22 @@ async def run_session(state: SessionState, scenario: Scenario, prompt: PromptCon
             state.final_answer = reply.text
             state.stop_reason = "answer"
             return
-        state.transcript.append(Message(
-            role="assistant", content=reply.text,
-            tool_calls=[{"id": c.call_id, "name": c.name, "arguments": c.arguments}
-                        for c in reply.calls],
-        ))
+        state.transcript.append(
+            Message(
+                role="assistant",
+                content=reply.text,
+                tool_calls=[
+                    {"id": c.call_id, "name": c.name, "arguments": c.arguments} for c in reply.calls
+                ],
+            )
+        )
         for call in reply.calls:
             record = await execute(call, len(state.calls), conn)
             state.calls.append(record)
             content = record.result_text if record.ok else f"Error: {record.error}"
-            state.transcript.append(Message(role="tool", content=content,
-                                            tool_call_id=call.call_id, name=call.name))
+            state.transcript.append(
+                Message(role="tool", content=content, tool_call_id=call.call_id, name=call.name)
+            )
             seen[_call_key(call)] = seen.get(_call_key(call), 0) + 1
             if seen[_call_key(call)] > scenario.max_repeats:
                 state.stop_reason = "tool_loop"

@@ -9,6 +9,7 @@ from sqlalchemy import delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import col
 
 from schema import StoreError, ToolCallRow, TrialResult, TrialRow, TrialSpec, session_scope
 
@@ -62,16 +63,22 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> None:
     )
     calls = [
         {
-            "trial_id": result.trial_id, "idx": c.index, "server": c.server, "tool": c.tool,
-            "arguments_json": json.dumps(c.arguments), "ok": c.ok, "error": c.error,
-            "result_digest": c.result_digest, "latency_s": c.latency_s,
+            "trial_id": result.trial_id,
+            "idx": c.index,
+            "server": c.server,
+            "tool": c.tool,
+            "arguments_json": json.dumps(c.arguments),
+            "ok": c.ok,
+            "error": c.error,
+            "result_digest": c.result_digest,
+            "latency_s": c.latency_s,
         }
         for c in result.tool_calls
     ]
     try:
         with session_scope(engine) as session:
             session.execute(stmt)
-            session.execute(delete(ToolCallRow).where(ToolCallRow.trial_id == result.trial_id))
+            session.execute(delete(ToolCallRow).where(col(ToolCallRow.trial_id) == result.trial_id))
             if calls:
                 session.execute(insert(ToolCallRow).values(calls))
     except SQLAlchemyError as exc:

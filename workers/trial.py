@@ -7,11 +7,12 @@ import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
 
-from schema import Scenario, Settings, StopReason, TrialResult, TrialSpec
 from scenarios import find_scenario, servers_for
+from schema import Scenario, Settings, StopReason, TrialResult, TrialSpec
 from workers.adapters import ModelClient, make_client
 from workers.errors import InfraError
 from workers.grading import grade
@@ -34,13 +35,20 @@ def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None
     return None
 
 
-async def _converse(state: SessionState, spec: TrialSpec, scenario: Scenario,
-                    client: ModelClient, settings: Settings, trial_dir: Path) -> dict[str, dict]:
+async def _converse(
+    state: SessionState,
+    spec: TrialSpec,
+    scenario: Scenario,
+    client: ModelClient,
+    settings: Settings,
+    trial_dir: Path,
+) -> dict[str, dict[str, Any]]:
     catalog = servers_for(spec.scenario.suite)
     servers = [catalog[name] for name in scenario.servers]
-    schemas: dict[str, dict] = {}
-    async with connect(servers, trial_dir, spec.prompt.tool_naming,
-                       settings.server_start_timeout_s) as conn:
+    schemas: dict[str, dict[str, Any]] = {}
+    async with connect(
+        servers, trial_dir, spec.prompt.tool_naming, settings.server_start_timeout_s
+    ) as conn:
         schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
         await run_session(state, scenario, spec.prompt, client, conn, spec.seed)
     return schemas
@@ -52,7 +60,7 @@ async def execute_trial(spec: TrialSpec, settings: Settings) -> TrialResult:
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     state = SessionState()
-    schemas: dict[str, dict] = {}
+    schemas: dict[str, dict[str, Any]] = {}
     problem = ""
     trial_dir = settings.data_dir / "trials" / spec.trial_id[:16]
     client: ModelClient | None = None
@@ -73,16 +81,34 @@ async def execute_trial(spec: TrialSpec, settings: Settings) -> TrialResult:
     finally:
         shutil.rmtree(trial_dir, ignore_errors=True)
     stop: StopReason = state.stop_reason or "turn_limit"
-    verdict = grade(scenario, state.calls, state.final_answer, stop, schemas,
-                    problem or state.format_error or "")
+    verdict = grade(
+        scenario,
+        state.calls,
+        state.final_answer,
+        stop,
+        schemas,
+        problem or state.format_error or "",
+    )
     return TrialResult(
-        trial_id=spec.trial_id, sweep_id=spec.sweep_id, model_id=spec.model.id,
-        prompt_id=spec.prompt.id, scenario_id=scenario.id, tier=scenario.tier,
-        expected_tools=scenario.expected_tools, repetition=spec.repetition,
-        outcome=verdict.outcome, stop_reason=stop, detail=verdict.detail,
-        started_at=started_at, finished_at=datetime.now(UTC),
-        latency_s=time.perf_counter() - started, first_token_s=state.first_token_s,
-        tokens=state.tokens, turns=state.turns, final_answer=state.final_answer,
-        transcript=state.transcript, tool_calls=state.calls,
+        trial_id=spec.trial_id,
+        sweep_id=spec.sweep_id,
+        model_id=spec.model.id,
+        prompt_id=spec.prompt.id,
+        scenario_id=scenario.id,
+        tier=scenario.tier,
+        expected_tools=scenario.expected_tools,
+        repetition=spec.repetition,
+        outcome=verdict.outcome,
+        stop_reason=stop,
+        detail=verdict.detail,
+        started_at=started_at,
+        finished_at=datetime.now(UTC),
+        latency_s=time.perf_counter() - started,
+        first_token_s=state.first_token_s,
+        tokens=state.tokens,
+        turns=state.turns,
+        final_answer=state.final_answer,
+        transcript=state.transcript,
+        tool_calls=state.calls,
         provenance=provenance(spec, settings.worker_tag, client.pins if client else {}),
     )

@@ -11,8 +11,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 __all__ = ["MCPServer", "ToolError", "serve"]
 
 
-def serve(build: Callable[[argparse.Namespace], MCPServer], argv: list[str] | None = None,
-          add_args: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
+def serve(
+    build: Callable[[argparse.Namespace], MCPServer],
+    argv: list[str] | None = None,
+    add_args: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> None:
     """Parse the common `--transport/--host/--port` options and run the server."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")

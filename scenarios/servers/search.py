@@ -16,8 +16,11 @@ def _words(text: str) -> list[str]:
 
 
 def build(corpus: Path) -> MCPServer:
-    docs = {p.relative_to(corpus).as_posix(): p.read_text(encoding="utf-8")
-            for p in sorted(corpus.rglob("*")) if p.is_file()}
+    docs = {
+        p.relative_to(corpus).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(corpus.rglob("*"))
+        if p.is_file()
+    }
     server = MCPServer("search", instructions="Full-text search over the team's documents.")
 
     @server.tool()

@@ -4,15 +4,20 @@ from pathlib import Path
 
 import pytest
 
-from schema import ParamMatcher, ScenarioRef, SpecError, SweepSpec, TrialSpec, load_yaml_model
 from scenarios import load_prompt
+from schema import ParamMatcher, ScenarioRef, SpecError, SweepSpec, TrialSpec, load_yaml_model
 from tests.helpers import scripted
 
 
 def _spec(rep: int = 0) -> TrialSpec:
-    return TrialSpec(sweep_id="s", model=scripted([]), prompt=load_prompt("native"),
-                     scenario=ScenarioRef(id="fs.list-desktop", version=1, suite="basic"),
-                     repetition=rep, seed=rep)
+    return TrialSpec(
+        sweep_id="s",
+        model=scripted([]),
+        prompt=load_prompt("native"),
+        scenario=ScenarioRef(id="fs.list-desktop", version=1, suite="basic"),
+        repetition=rep,
+        seed=rep,
+    )
 
 
 def test_trial_id_is_deterministic_and_depends_on_every_field() -> None:
@@ -42,8 +47,10 @@ def test_a_matcher_with_two_kinds_is_rejected() -> None:
 
 def test_unknown_field_error_names_file_and_field(tmp_path: Path) -> None:
     path = tmp_path / "sweep.yaml"
-    path.write_text("name: s\nmodels:\n  - id: m\n    adapter: local\n    model: gemma3-270m\n"
-                    "    colour: red\nprompts: [native]\n")
+    path.write_text(
+        "name: s\nmodels:\n  - id: m\n    adapter: local\n    model: gemma3-270m\n"
+        "    colour: red\nprompts: [native]\n"
+    )
     with pytest.raises(SpecError) as err:
         load_yaml_model(SweepSpec, path)
     assert str(path) in str(err.value)
@@ -59,5 +66,10 @@ def test_malformed_yaml_error_names_file_and_line(tmp_path: Path) -> None:
 
 def test_unknown_local_model_is_rejected_with_the_known_ones() -> None:
     with pytest.raises(ValueError, match="gemma3-270m"):
-        SweepSpec.model_validate({"name": "s", "prompts": ["native"], "models": [
-            {"id": "m", "adapter": "local", "model": "gpt-9"}]})
+        SweepSpec.model_validate(
+            {
+                "name": "s",
+                "prompts": ["native"],
+                "models": [{"id": "m", "adapter": "local", "model": "gpt-9"}],
+            }
+        )

@@ -12,8 +12,8 @@ import anyio
 import httpx
 import pytest
 
-from schema import Scenario, Settings, TrialResult
 from scenarios import load_suite
+from schema import Scenario, Settings, TrialResult
 from tests.helpers import ideal_script, trial
 from workers.trial import execute_trial
 
@@ -54,22 +54,53 @@ def test_each_trial_gets_a_fresh_sandbox(settings: Settings) -> None:
 CHAIN = next(s for s in BASIC if s.id == "fs.budget-total")
 
 
-@pytest.mark.parametrize(("script", "expected"), [
-    ([{"call": {"name": "get_file_info", "arguments": {"path": "/Documents"}}},
-      {"answer": "46,550"}], "wrong_tool"),
-    ([{"call": {"name": "read_file", "arguments": {"path": "/Documents/budget-q1-2026.md"}}},
-      {"answer": "46,550"}], "wrong_sequence"),
-    ([{"call": {"name": "search_files", "arguments": {"pattern": "budget"}}},
-      {"call": {"name": "read_file", "arguments": {"path": "/Documents/project-plan.md"}}},
-      {"answer": "46,550"}], "wrong_params"),
-    ([{"text": '{"tool": "search_files", "arguments": {"pattern": "budget"'}], "format_error"),
-    ([{"answer": "It is probably 46,550."}], "no_tool_call"),
-    ([{"call": {"name": "search_files", "arguments": {"pattern": "budget"}}}],
-     "wrong_sequence"),
-    ([{"call": {"name": "teleport", "arguments": {}}}], "wrong_tool"),
-])
-def test_scripted_mistakes_get_their_own_outcome(script: list, expected: str,
-                                                 settings: Settings) -> None:
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        (
+            [
+                {"call": {"name": "get_file_info", "arguments": {"path": "/Documents"}}},
+                {"answer": "46,550"},
+            ],
+            "wrong_tool",
+        ),
+        (
+            [
+                {
+                    "call": {
+                        "name": "read_file",
+                        "arguments": {"path": "/Documents/budget-q1-2026.md"},
+                    }
+                },
+                {"answer": "46,550"},
+            ],
+            "wrong_sequence",
+        ),
+        (
+            [
+                {"call": {"name": "search_files", "arguments": {"pattern": "budget"}}},
+                {
+                    "call": {
+                        "name": "read_file",
+                        "arguments": {"path": "/Documents/project-plan.md"},
+                    }
+                },
+                {"answer": "46,550"},
+            ],
+            "wrong_params",
+        ),
+        ([{"text": '{"tool": "search_files", "arguments": {"pattern": "budget"'}], "format_error"),
+        ([{"answer": "It is probably 46,550."}], "no_tool_call"),
+        (
+            [{"call": {"name": "search_files", "arguments": {"pattern": "budget"}}}],
+            "wrong_sequence",
+        ),
+        ([{"call": {"name": "teleport", "arguments": {}}}], "wrong_tool"),
+    ],
+)
+def test_scripted_mistakes_get_their_own_outcome(
+    script: list, expected: str, settings: Settings
+) -> None:
     result = run({"script": script, "prompt": "json"}, settings, CHAIN)
     assert result.outcome == expected, result.detail
 
@@ -95,8 +126,11 @@ scenarios:
 
 
 def test_a_hung_tool_past_the_time_limit_is_a_timeout(tmp_path: Path, settings: Settings) -> None:
-    suite = _suite(tmp_path, f"""  - name: slow
-    command: ["{{python}}", "{SLOW_SERVER}"]""")
+    suite = _suite(
+        tmp_path,
+        f"""  - name: slow
+    command: ["{{python}}", "{SLOW_SERVER}"]""",
+    )
     scenario = load_suite(suite).scenarios[0]
     script = [{"call": {"name": "fetch_report", "arguments": {"report_id": "7"}}}]
     result = run({"script": script, "suite": suite}, settings, scenario)
@@ -107,8 +141,12 @@ def test_a_hung_tool_past_the_time_limit_is_a_timeout(tmp_path: Path, settings: 
 
 
 def test_a_server_that_dies_on_start_is_an_infra_error(tmp_path: Path, settings: Settings) -> None:
-    suite = _suite(tmp_path, f"""  - name: slow
-    command: ["{{python}}", "{SLOW_SERVER}", "--crash"]""", time_limit=30)
+    suite = _suite(
+        tmp_path,
+        f"""  - name: slow
+    command: ["{{python}}", "{SLOW_SERVER}", "--crash"]""",
+        time_limit=30,
+    )
     scenario = load_suite(suite).scenarios[0]
     result = run({"script": [{"answer": "x"}], "suite": suite}, settings, scenario)
     assert result.outcome == "infra_error"
@@ -124,8 +162,18 @@ def _free_port() -> int:
 @pytest.fixture
 def http_search_server() -> str:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "scenarios.servers.search", "--transport",
-                             "http", "--port", str(port)], stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scenarios.servers.search",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+        ],
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     deadline = time.monotonic() + 30
     try:
@@ -143,15 +191,25 @@ def http_search_server() -> str:
         proc.wait(timeout=10)
 
 
-def test_a_chain_over_streamable_http(tmp_path: Path, settings: Settings,
-                                      http_search_server: str) -> None:
+def test_a_chain_over_streamable_http(
+    tmp_path: Path, settings: Settings, http_search_server: str
+) -> None:
     path = tmp_path / "http.yaml"
     original = next(s for s in BASIC if s.id == "search.budget-review-date")
     body = original.model_dump(mode="json", exclude_defaults=True) | {"servers": ["search_http"]}
     import yaml
-    path.write_text(yaml.safe_dump({"suite": "http", "servers": [
-        {"name": "search_http", "transport": "http", "url": http_search_server}],
-        "scenarios": [body]}))
+
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "suite": "http",
+                "servers": [
+                    {"name": "search_http", "transport": "http", "url": http_search_server}
+                ],
+                "scenarios": [body],
+            }
+        )
+    )
     scenario = load_suite(str(path)).scenarios[0]
     result = run({"script": ideal_script(scenario), "suite": str(path)}, settings, scenario)
     assert result.outcome == "pass", result.detail

@@ -8,6 +8,7 @@ into structured calls here.
 
 from __future__ import annotations
 
+import atexit
 import json
 import threading
 from dataclasses import dataclass
@@ -48,12 +49,13 @@ def bundled_path(key: str, cache_dir: Path) -> Path:
             f"model {key!r} needs the package {spec.package!r}: run `bash scripts/setup.sh`"
         ) from None
     if key == "gemma3-270m":
-        target = cache_dir / module.MODEL_NAME
+        target: Path = cache_dir / str(module.MODEL_NAME)
         if not target.exists():
             cache_dir.mkdir(parents=True, exist_ok=True)
             module.assemble(target)
         return target
-    return next(Path(module.__file__).parent.glob("*.gguf"))
+    found: Path = next(Path(str(module.__file__)).parent.glob("*.gguf"))
+    return found
 
 
 _LOCK = threading.Lock()
@@ -67,8 +69,14 @@ def _load(path: str, chat_format: str, n_ctx: int) -> Any:
         raise AdapterError(
             "the local adapter needs llama-cpp-python: run `bash scripts/setup.sh`"
         ) from None
-    return Llama(model_path=path, chat_format=chat_format, n_ctx=n_ctx, n_threads=2,
-                 verbose=False, seed=0)
+    return Llama(
+        model_path=path, chat_format=chat_format, n_ctx=n_ctx, n_threads=2, verbose=False, seed=0
+    )
+
+
+# Free the models while the interpreter is still whole; llama-cpp-python's own finaliser
+# fails noisily when it runs during interpreter teardown.
+atexit.register(_load.cache_clear)
 
 
 def native_schema(tools: list[ToolSpec]) -> dict[str, Any]:
@@ -90,8 +98,11 @@ def native_schema(tools: list[ToolSpec]) -> dict[str, Any]:
         }
         for t in tools
     ]
-    response = {"type": "object", "properties": {"response": {"type": "string"}},
-                "required": ["response"]}
+    response = {
+        "type": "object",
+        "properties": {"response": {"type": "string"}},
+        "required": ["response"],
+    }
     return {"anyOf": [*calls, response]}
 
 
@@ -130,7 +141,9 @@ class LocalClient:
         for m in messages:
             if m.role == "assistant" and m.tool_calls and mode == "native":
                 call = m.tool_calls[0]
-                text = json.dumps({"tool_call": {"name": call["name"], "arguments": call["arguments"]}})
+                text = json.dumps(
+                    {"tool_call": {"name": call["name"], "arguments": call["arguments"]}}
+                )
                 plain.append(Message(role="assistant", content=text))
             else:
                 plain.append(m)
@@ -141,8 +154,9 @@ class LocalClient:
             out[0] = {"role": "user", "content": f"{system}\n\n{out[0]['content']}"}
         return out
 
-    def _generate(self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig,
-                  seed: int) -> dict[str, Any]:
+    def _generate(
+        self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
+    ) -> dict[str, Any]:
         llm = _load(str(self.path), self.chat_format, self.n_ctx)
         gen = prompt.generation
         kwargs: dict[str, Any] = {
@@ -170,10 +184,17 @@ class LocalClient:
         usage = data.get("usage") or {}
         text = data["choices"][0]["message"].get("content") or ""
         turn = sum(1 for m in messages if m.role == "assistant")
-        reply = self._decode_native(text, turn) if prompt.mode == "native" and tools else (
-            decode_text_reply(text, turn) if prompt.mode != "native" else ModelReply(text=text))
-        reply.tokens = TokenCounts(prompt=int(usage.get("prompt_tokens", 0)),
-                                   completion=int(usage.get("completion_tokens", 0)))
+        reply = (
+            self._decode_native(text, turn)
+            if prompt.mode == "native" and tools
+            else (
+                decode_text_reply(text, turn) if prompt.mode != "native" else ModelReply(text=text)
+            )
+        )
+        reply.tokens = TokenCounts(
+            prompt=int(usage.get("prompt_tokens", 0)),
+            completion=int(usage.get("completion_tokens", 0)),
+        )
         return reply
 
     @staticmethod
@@ -186,9 +207,16 @@ class LocalClient:
         if isinstance(obj, dict) and isinstance(obj.get("tool_call"), dict):
             call = obj["tool_call"]
             args = call.get("arguments")
-            return ModelReply(text="", calls=[ParsedCall(
-                f"call_{turn}_0", str(call.get("name", "")), args if isinstance(args, dict) else {}
-            )])
+            return ModelReply(
+                text="",
+                calls=[
+                    ParsedCall(
+                        f"call_{turn}_0",
+                        str(call.get("name", "")),
+                        args if isinstance(args, dict) else {},
+                    )
+                ],
+            )
         if isinstance(obj, dict) and "response" in obj:
             return ModelReply(text=str(obj["response"]))
         return ModelReply(text=text, format_error="neither a tool call nor a response")

@@ -85,7 +85,9 @@ class OpenAIClient:
             name = fn.get("name") or ""
             args = decode_arguments(fn.get("arguments"), name)
             if isinstance(args, str) or not name:
-                return ModelReply(text=text, format_error=args if isinstance(args, str)
-                                  else "a tool call without a name")
+                return ModelReply(
+                    text=text,
+                    format_error=args if isinstance(args, str) else "a tool call without a name",
+                )
             calls.append(ParsedCall(raw.get("id") or f"call_{turn}_{i}", name, args))
         return ModelReply(text=text, calls=calls)

@@ -32,17 +32,24 @@ class ScriptedClient:
         item = self.script[turn]
         tokens = TokenCounts(prompt=sum(len(m.content.split()) for m in messages), completion=8)
         if "text" in item:
-            reply = decode_text_reply(item["text"], turn) if prompt.mode != "native" else (
-                ModelReply(text=item["text"]))
+            reply = (
+                decode_text_reply(item["text"], turn)
+                if prompt.mode != "native"
+                else (ModelReply(text=item["text"]))
+            )
         elif "answer" in item:
             text = item["answer"]
-            reply = ModelReply(text=text if prompt.mode == "native" else json.dumps({"answer": text}))
+            reply = ModelReply(
+                text=text if prompt.mode == "native" else json.dumps({"answer": text})
+            )
             if prompt.mode != "native":
                 reply = decode_text_reply(reply.text, turn)
         elif "call" in item:
             call = item["call"]
             if prompt.mode == "native":
-                reply = ModelReply(calls=[ParsedCall(f"call_{turn}_0", call["name"], call["arguments"])])
+                reply = ModelReply(
+                    calls=[ParsedCall(f"call_{turn}_0", call["name"], call["arguments"])]
+                )
             else:
                 text = json.dumps({"tool": call["name"], "arguments": call["arguments"]})
                 reply = decode_text_reply(text, turn)
