@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from scenarios import load_prompt
@@ -39,3 +40,10 @@ def trial(
         repetition=repetition,
         seed=repetition,
     )
+
+
+def free_port() -> int:
+    """A loopback port nobody is listening on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -7,7 +7,6 @@ faithfully, not how well a 270M-parameter model scores.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import pytest
 
 from scenarios import load_prompt, load_suite
 from schema import OUTCOMES, ModelTarget, ScenarioRef, Settings, TrialSpec
+from tests.helpers import free_port
 from workers.adapters.local import bundled_path
 from workers.trial import execute_trial
 
@@ -59,17 +59,11 @@ def test_the_bundled_local_model_runs_a_recorded_trial(prompt: str, settings: Se
     assert result.provenance.model_pins["llama_cpp_python"] == "0.3.16"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> str:
     _needs_llama()
     model = bundled_path("gemma3-270m", Settings().model_cache_dir)
-    port = _free_port()
+    port = free_port()
     log = (tmp_path_factory.mktemp("server") / "llama-server.log").open("w")
     proc = subprocess.Popen(
         [
@@ -127,7 +121,7 @@ def test_an_openai_compatible_endpoint_runs_a_recorded_trial(
 
 def test_an_endpoint_that_is_down_is_an_infra_error(settings: Settings) -> None:
     model = ModelTarget(
-        id="down", adapter="openai", model="x", endpoint=f"http://127.0.0.1:{_free_port()}/v1"
+        id="down", adapter="openai", model="x", endpoint=f"http://127.0.0.1:{free_port()}/v1"
     )
     result = anyio.run(execute_trial, _spec(model, "native"), settings)
     assert result.outcome == "infra_error"

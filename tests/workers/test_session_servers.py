@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ import pytest
 
 from scenarios import load_suite
 from schema import Scenario, Settings, TrialResult
-from tests.helpers import ideal_script, trial
+from tests.helpers import free_port, ideal_script, trial
 from workers.trial import execute_trial
 
 pytestmark = pytest.mark.integration
@@ -153,15 +152,9 @@ def test_a_server_that_dies_on_start_is_an_infra_error(tmp_path: Path, settings:
     assert "slow" in result.detail and "failed to start" in result.detail
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def http_search_server() -> str:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,

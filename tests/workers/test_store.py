@@ -13,27 +13,54 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
-from schema import Provenance, ToolCallRecord, TrialResult, init_db, make_engine
 from scenarios import load_suite
+from schema import Provenance, ToolCallRecord, TrialResult, init_db, make_engine
 from tests.helpers import ideal_script, trial
 from workers.store import save_trial
 
 SCENARIO = load_suite("basic").scenarios[0]
-PG_ADMIN = os.environ.get("FARM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+PG_ADMIN = os.environ.get(
+    "FARM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
 
 
 def _result(spec_id: str, sweep_id: str, calls: int, outcome: str = "pass") -> TrialResult:
     now = datetime.now(UTC)
     return TrialResult(
-        trial_id=spec_id, sweep_id=sweep_id, model_id="m", prompt_id="native",
-        scenario_id=SCENARIO.id, tier=SCENARIO.tier, expected_tools=SCENARIO.expected_tools,
-        repetition=0, outcome=outcome, stop_reason="answer",  # type: ignore[arg-type]
-        started_at=now, finished_at=now, latency_s=1.0,
-        tool_calls=[ToolCallRecord(index=i, server="filesystem", tool="list_directory",
-                                   arguments={"path": "/"}, ok=True) for i in range(calls)],
-        provenance=Provenance(farm_version="0", git_commit="x", host="h", worker_tag="cpu",
-                              python="3.11", mcp_version="2", scenario_version=1,
-                              prompt_version=1, model_pins={}),
+        trial_id=spec_id,
+        sweep_id=sweep_id,
+        model_id="m",
+        prompt_id="native",
+        scenario_id=SCENARIO.id,
+        tier=SCENARIO.tier,
+        expected_tools=SCENARIO.expected_tools,
+        repetition=0,
+        outcome=outcome,
+        stop_reason="answer",  # type: ignore[arg-type]
+        started_at=now,
+        finished_at=now,
+        latency_s=1.0,
+        tool_calls=[
+            ToolCallRecord(
+                index=i,
+                server="filesystem",
+                tool="list_directory",
+                arguments={"path": "/"},
+                ok=True,
+            )
+            for i in range(calls)
+        ],
+        provenance=Provenance(
+            farm_version="0",
+            git_commit="x",
+            host="h",
+            worker_tag="cpu",
+            python="3.11",
+            mcp_version="2",
+            scenario_version=1,
+            prompt_version=1,
+            model_pins={},
+        ),
     )
 
 
@@ -48,8 +75,12 @@ def _counts(engine: Engine) -> tuple[int, int, str]:
 def _check_idempotent(engine: Engine) -> None:
     init_db(engine)
     spec = trial(SCENARIO, ideal_script(SCENARIO))
-    save_trial(engine=engine, spec=spec, result=_result(spec.trial_id, spec.sweep_id, 3, "wrong_tool"))
-    save_trial(engine=engine, spec=spec, result=_result(spec.trial_id, spec.sweep_id, 3, "wrong_tool"))
+    save_trial(
+        engine=engine, spec=spec, result=_result(spec.trial_id, spec.sweep_id, 3, "wrong_tool")
+    )
+    save_trial(
+        engine=engine, spec=spec, result=_result(spec.trial_id, spec.sweep_id, 3, "wrong_tool")
+    )
     assert _counts(engine) == (1, 3, "wrong_tool")
     # A redelivered trial that ran differently replaces the row and its calls, adding nothing.
     save_trial(engine=engine, spec=spec, result=_result(spec.trial_id, spec.sweep_id, 1))

@@ -9,6 +9,7 @@ into structured calls here.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import json
 import threading
 from dataclasses import dataclass
@@ -61,6 +62,23 @@ def bundled_path(key: str, cache_dir: Path) -> Path:
 _LOCK = threading.Lock()
 
 
+_QUIET: list[Any] = []
+
+
+def _silence_llama_log() -> None:
+    """llama.cpp logs context details to stderr even with verbose=False; keep the terminal clean."""
+    if _QUIET:
+        return
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+    def quiet(_level: int, _text: bytes, _data: Any) -> None:
+        return None
+
+    _QUIET.append(quiet)  # the C side keeps only a pointer: hold the callback alive
+    llama_cpp.llama_log_set(quiet, ctypes.c_void_p(0))
+
+
 @lru_cache(maxsize=2)
 def _load(path: str, chat_format: str, n_ctx: int) -> Any:
     try:
@@ -69,6 +87,7 @@ def _load(path: str, chat_format: str, n_ctx: int) -> Any:
         raise AdapterError(
             "the local adapter needs llama-cpp-python: run `bash scripts/setup.sh`"
         ) from None
+    _silence_llama_log()
     return Llama(
         model_path=path, chat_format=chat_format, n_ctx=n_ctx, n_threads=2, verbose=False, seed=0
     )
