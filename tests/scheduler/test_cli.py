@@ -129,3 +129,28 @@ def test_a_malformed_scenario_suite_names_its_file_and_field(tmp_path: Path) -> 
 def test_report_of_an_unknown_sweep_is_a_clear_error(tmp_path: Path) -> None:
     done = farm("report", "nope", data=tmp_path / "data")
     assert done.returncode == 2 and "no sweep 'nope'" in done.stderr
+
+
+def test_endpoint_option_serves_the_sweep_from_that_url(tmp_path: Path) -> None:
+    # Nothing listens on this port: every trial must come out as infra_error, not a model failure.
+    from tests.helpers import free_port
+
+    data = tmp_path / "data"
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    done = farm(
+        "run",
+        str(sweep_file(tmp_path, prompts=["json"], repetitions=1)),
+        "--endpoint",
+        url,
+        "--endpoint-model",
+        "qwen3-4b",
+        data=data,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = (
+        sqlite3.connect(data / "farm.sqlite")
+        .execute("select model_id, outcome, detail from trial")
+        .fetchall()
+    )
+    assert [(r[0], r[1]) for r in rows] == [("openai-qwen3-4b", "infra_error")]
+    assert url in rows[0][2]
