@@ -50,7 +50,14 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
     """Every trial of the sweep, in a stable order, each with its deterministic trial_id."""
     prompts = [load_prompt(pid, source, f"prompts[{i}]") for i, pid in enumerate(sweep.prompts)]
     picked = select(sweep.scenarios, source)
-    sweep_id = f"{sweep.name}-{digest(sweep.model_dump(mode='json'))[:12]}"
+    # The id covers what the sweep resolves to, so editing a prompt config or bumping a
+    # scenario version starts a new sweep instead of mixing old and new trials in one scorecard.
+    resolved = {
+        "sweep": sweep.model_dump(mode="json"),
+        "prompts": [p.model_dump(mode="json") for p in prompts],
+        "scenarios": [(suite, s.id, s.version) for suite, s in picked],
+    }
+    sweep_id = f"{sweep.name}-{digest(resolved)[:12]}"
     trials = [
         TrialSpec(
             sweep_id=sweep_id,
