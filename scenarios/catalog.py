@@ -14,6 +14,7 @@ from schema import (
     SpecError,
     Suite,
     load_yaml_model,
+    require_unique,
 )
 
 ROOT = Path(__file__).resolve().parent
@@ -38,11 +39,7 @@ def suite_path(name: str) -> Path:
 def load_suite(name: str) -> Suite:
     path = suite_path(name)
     suite = load_yaml_model(Suite, path)
-    seen: set[str] = set()
-    for i, scenario in enumerate(suite.scenarios):
-        if scenario.id in seen:
-            raise ScenarioError(str(path), f"scenarios[{i}].id", f"duplicate id {scenario.id!r}")
-        seen.add(scenario.id)
+    require_unique([s.id for s in suite.scenarios], str(path), "scenarios", "scenario")
     servers = {**server_catalog(), **{s.name: s for s in suite.servers}}
     for i, scenario in enumerate(suite.scenarios):
         for j, name_ in enumerate(scenario.servers):

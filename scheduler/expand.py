@@ -9,11 +9,11 @@ from scenarios import load_prompt, select
 from schema import (
     ModelTarget,
     ScenarioRef,
-    SpecError,
     SweepSpec,
     TrialSpec,
     digest,
     load_yaml_model,
+    require_unique,
 )
 
 
@@ -26,11 +26,7 @@ class Plan:
 
 def load_sweep(path: Path) -> SweepSpec:
     sweep = load_yaml_model(SweepSpec, path)
-    seen: set[str] = set()
-    for i, model in enumerate(sweep.models):
-        if model.id in seen:
-            raise SpecError(str(path), f"models[{i}].id", f"duplicate model id {model.id!r}")
-        seen.add(model.id)
+    require_unique([m.id for m in sweep.models], str(path), "models", "model")
     return sweep
 
 

@@ -3,7 +3,7 @@
 from schema.db import init_db, make_engine, session_scope
 from schema.errors import FarmError, SpecError, StoreError
 from schema.ids import canonical_json, digest
-from schema.loading import load_yaml_model, read_yaml, validate
+from schema.loading import load_yaml_model, read_yaml, require_unique, validate
 from schema.settings import Settings, get_settings
 from schema.specs import (
     LOCAL_MODELS,
@@ -74,6 +74,7 @@ __all__ = [
     "load_yaml_model",
     "make_engine",
     "read_yaml",
+    "require_unique",
     "session_scope",
     "validate",
 ]

@@ -56,6 +56,15 @@ def validate(model: type[M], data: Any, source: str) -> M:
         raise SpecError(source, field_path(loc), f"{first['msg']}{shown}") from None
 
 
+def require_unique(ids: list[str], source: str, field: str, what: str) -> None:
+    """SpecError naming `field[i].id` for the first id that repeats an earlier one."""
+    seen: set[str] = set()
+    for i, value in enumerate(ids):
+        if value in seen:
+            raise SpecError(source, f"{field}[{i}].id", f"duplicate {what} id {value!r}")
+        seen.add(value)
+
+
 def load_yaml_model(model: type[M], path: Path) -> M:
     """Read and validate one YAML file as `model`."""
     return validate(model, read_yaml(path), str(path))

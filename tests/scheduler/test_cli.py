@@ -99,6 +99,12 @@ def test_running_the_same_sweep_again_duplicates_nothing(tmp_path: Path) -> None
             "  - {id: m, adapter: local, model: gemma3-270m}\n",
             "scenarios.ids[0]",
         ),
+        (
+            "name: s\nprompts: [native]\nmodels:\n"
+            "  - {id: m, adapter: local, model: gemma3-270m}\n"
+            "  - {id: m, adapter: local, model: smollm2-135m}\n",
+            "models[1].id",
+        ),
     ],
 )
 def test_bad_sweep_files_exit_2_with_one_clear_line(

@@ -5,7 +5,15 @@ from pathlib import Path
 import pytest
 
 from scenarios import load_prompt
-from schema import ParamMatcher, ScenarioRef, SpecError, SweepSpec, TrialSpec, load_yaml_model
+from schema import (
+    ParamMatcher,
+    ScenarioRef,
+    SpecError,
+    SweepSpec,
+    TrialSpec,
+    load_yaml_model,
+    require_unique,
+)
 from tests.helpers import scripted
 
 
@@ -73,3 +81,11 @@ def test_unknown_local_model_is_rejected_with_the_known_ones() -> None:
                 "models": [{"id": "m", "adapter": "local", "model": "gpt-9"}],
             }
         )
+
+
+def test_a_repeated_id_is_named_by_its_position() -> None:
+    require_unique(["a", "b"], "suite.yaml", "scenarios", "scenario")
+    with pytest.raises(
+        SpecError, match=r"suite\.yaml: scenarios\[2\]\.id: duplicate scenario id 'a'"
+    ):
+        require_unique(["a", "b", "a"], "suite.yaml", "scenarios", "scenario")
