@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import time
 from typing import Any
+
+import httpx
+import pytest
 
 from scenarios import load_prompt
 from schema import ModelTarget, PromptConfig, Scenario, ScenarioRef, TrialSpec
@@ -47,3 +52,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_until_serving(
+    url: str, proc: subprocess.Popen[Any], seconds: float, name: str, status: int | None = None
+) -> None:
+    """Poll `url` until it answers (with `status`, when given); fail if the process exits first."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{name} exited with status {proc.returncode} before serving")
+        try:
+            response = httpx.get(url, timeout=2)
+            if status is None or response.status_code == status:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    pytest.fail(f"{name} did not answer at {url} within {seconds:g} s")

@@ -9,16 +9,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
-import httpx
 import pytest
 
 from scenarios import load_prompt, load_suite
 from schema import OUTCOMES, ModelTarget, ScenarioRef, Settings, TrialSpec
-from tests.helpers import free_port
+from tests.helpers import free_port, wait_until_serving
 from workers.adapters.local import bundled_path
 from workers.trial import execute_trial
 
@@ -87,18 +85,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> str:
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited; see {log.name}")
-            try:
-                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("llama_cpp.server did not answer in 120 s")
+        wait_until_serving(f"{base}/models", proc, 120, f"llama_cpp.server (log: {log.name})", 200)
         yield base
     finally:
         proc.terminate()

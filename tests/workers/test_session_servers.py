@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
-import httpx
 import pytest
 
 from scenarios import load_suite
 from schema import Scenario, Settings, TrialResult
-from tests.helpers import free_port, ideal_script, trial
+from tests.helpers import free_port, ideal_script, trial, wait_until_serving
 from workers.trial import execute_trial
 
 pytestmark = pytest.mark.integration
@@ -168,16 +166,8 @@ def http_search_server() -> str:
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 30
     try:
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("the HTTP search server did not come up in 30 s")
+        wait_until_serving(url, proc, 30, "the HTTP search server")
         yield url
     finally:
         proc.terminate()
