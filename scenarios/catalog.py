@@ -37,7 +37,17 @@ def suite_path(name: str) -> Path:
 
 
 def load_suite(name: str) -> Suite:
+    """A suite, parsed and checked once per version of its file (every trial looks it up)."""
     path = suite_path(name)
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        stamp = -1  # let the loader report the missing file with its path
+    return _load_suite(path, stamp)
+
+
+@lru_cache(maxsize=32)
+def _load_suite(path: Path, _stamp: int) -> Suite:
     suite = load_yaml_model(Suite, path)
     require_unique([s.id for s in suite.scenarios], str(path), "scenarios", "scenario")
     servers = {**server_catalog(), **{s.name: s for s in suite.servers}}
