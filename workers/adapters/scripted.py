@@ -31,29 +31,25 @@ class ScriptedClient:
             return ModelReply(text="", tokens=TokenCounts())
         item = self.script[turn]
         tokens = TokenCounts(prompt=sum(len(m.content.split()) for m in messages), completion=8)
-        if "text" in item:
-            reply = (
-                decode_text_reply(item["text"], turn)
-                if prompt.mode != "native"
-                else (ModelReply(text=item["text"]))
-            )
-        elif "answer" in item:
-            text = item["answer"]
-            reply = ModelReply(
-                text=text if prompt.mode == "native" else json.dumps({"answer": text})
-            )
-            if prompt.mode != "native":
-                reply = decode_text_reply(reply.text, turn)
-        elif "call" in item:
-            call = item["call"]
-            if prompt.mode == "native":
-                reply = ModelReply(
-                    calls=[ParsedCall(f"call_{turn}_0", call["name"], call["arguments"])]
-                )
-            else:
-                text = json.dumps({"tool": call["name"], "arguments": call["arguments"]})
-                reply = decode_text_reply(text, turn)
-        else:
+        if not {"call", "answer", "text"} & set(item):
             raise AdapterError(f"scripted reply {turn} has none of call/answer/text: {item}")
+        if prompt.mode != "native":
+            # Text modes: say it as the model would, and let the real decoder read it.
+            reply = decode_text_reply(_as_text(item), turn)
+        elif "text" in item or "answer" in item:
+            reply = ModelReply(text=str(item.get("text", item.get("answer"))))
+        else:
+            call = item["call"]
+            reply = ModelReply(
+                calls=[ParsedCall(f"call_{turn}_0", call["name"], call["arguments"])]
+            )
         reply.tokens = tokens
         return reply
+
+
+def _as_text(item: dict[str, Any]) -> str:
+    if "text" in item:
+        return str(item["text"])
+    if "answer" in item:
+        return json.dumps({"answer": item["answer"]})
+    return json.dumps({"tool": item["call"]["name"], "arguments": item["call"]["arguments"]})
