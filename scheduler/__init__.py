@@ -1,6 +1,7 @@
 """Control plane: CLI, matrix expansion, submission, progress, scorecards, reports."""
 
-from scheduler.embedded import load_task, run_embedded
+from scheduler.aggregate import aggregate, stored_scorecard
+from scheduler.embedded import run_embedded
 from scheduler.expand import Plan, expand, load_sweep, with_endpoint
 from scheduler.scorecard import Cell, Scorecard, build_scorecard
 from scheduler.stats import percentiles, wilson
@@ -10,14 +11,15 @@ __all__ = [
     "Cell",
     "Plan",
     "Scorecard",
+    "aggregate",
     "build_scorecard",
     "expand",
     "load_sweep",
-    "load_task",
     "percentiles",
     "record_plan",
     "run_embedded",
     "runnable_ids",
+    "stored_scorecard",
     "wilson",
     "with_endpoint",
 ]

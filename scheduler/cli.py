@@ -8,15 +8,18 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from sqlalchemy import select
-from sqlalchemy.engine import Engine
-from sqlmodel import col
 
+from scheduler import cli_nodes
+from scheduler.aggregate import store_scorecard, stored_scorecard
+from scheduler.cli_common import DataDirOption, DbOption, console, engine_from, settings_from
+from scheduler.cli_sweep import sweep_app
 from scheduler.embedded import run_embedded
 from scheduler.expand import expand, load_sweep, with_endpoint
+from scheduler.progress import latest_sweep_id, require_sweep
 from scheduler.render import print_scorecard
 from scheduler.scorecard import build_scorecard
-from schema import FarmError, Settings, SweepRow, get_settings, init_db, make_engine, session_scope
+from scheduler.submit import describe
+from schema import FarmError, session_scope
 
 app = typer.Typer(
     add_completion=False,
@@ -26,34 +29,8 @@ app = typer.Typer(
 )
 db_app = typer.Typer(no_args_is_help=True, help="The results database.")
 app.add_typer(db_app, name="db")
-console = Console()
-
-DbOption = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        help="Results database URL [env: FARM_DATABASE_URL; default: SQLite in FARM_DATA_DIR]",
-    ),
-]
-DataDirOption = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Where SQLite and trial sandboxes live [env: FARM_DATA_DIR]"),
-]
-
-
-def _settings(db: str | None, data_dir: Path | None = None) -> Settings:
-    updates: dict[str, object] = {}
-    if db:
-        updates["database_url"] = db
-    if data_dir:
-        updates["data_dir"] = data_dir
-    return get_settings().model_copy(update=updates)
-
-
-def _engine(settings: Settings) -> Engine:
-    engine = make_engine(settings.resolved_database_url())
-    init_db(engine)
-    return engine
+app.add_typer(sweep_app, name="sweep")
+cli_nodes.register(app)
 
 
 @app.command()
@@ -71,21 +48,18 @@ def run(
     rerun: Annotated[bool, typer.Option(help="Run trials again even if already recorded")] = False,
 ) -> None:
     """Run a sweep embedded, in this process, and print its scorecard."""
-    settings = _settings(db, data_dir)
+    settings = settings_from(db, data_dir)
     sweep = load_sweep(sweep_file)
     if endpoint:
         sweep = with_endpoint(sweep, endpoint, endpoint_model, "cpu")
     plan = expand(sweep, str(sweep_file))
-    engine = _engine(settings)
-    console.print(
-        f"[bold]{plan.sweep_id}[/bold]: {len(sweep.models)} model(s) × "
-        f"{len(sweep.prompts)} prompt config(s) × "
-        f"{len(plan.trials) // (len(sweep.models) * len(sweep.prompts) * sweep.repetitions)}"
-        f" scenario(s) × {sweep.repetitions} repetition(s) = {len(plan.trials)} trials"
-    )
+    engine = engine_from(settings)
+    console.print(f"[bold]{plan.sweep_id}[/bold]: {describe(plan)}")
     console.print(f"[dim]results: {settings.resolved_database_url()}[/dim]")
     run_embedded(plan=plan, settings=settings, engine=engine, console=console, rerun=rerun)
-    print_scorecard(build_scorecard(engine=engine, sweep_id=plan.sweep_id), console)
+    # The run ended with the aggregate task, which built and stored the card: print that one.
+    card = stored_scorecard(engine=engine, sweep_id=plan.sweep_id)
+    print_scorecard(card or build_scorecard(engine=engine, sweep_id=plan.sweep_id), console)
 
 
 @app.command()
@@ -93,27 +67,32 @@ def report(
     sweep_id: Annotated[str | None, typer.Argument(help="Sweep id; default: the latest")] = None,
     db: DbOption = None,
     data_dir: DataDirOption = None,
+    rebuild: Annotated[
+        bool, typer.Option(help="Build the scorecard again from the trials (and store it)")
+    ] = False,
 ) -> None:
-    """Print the scorecard of a recorded sweep."""
-    engine = _engine(_settings(db, data_dir))
+    """Print the scorecard of a recorded sweep (the stored one, or built now)."""
+    engine = engine_from(settings_from(db, data_dir))
+    sweep_id = sweep_id or latest_sweep_id(engine=engine)
     with session_scope(engine) as session:
-        if sweep_id is None:
-            row = session.execute(
-                select(col(SweepRow.sweep_id)).order_by(col(SweepRow.created_at).desc())
-            ).first()
-            if row is None:
-                raise FarmError("no sweep recorded yet: run one with `farm run SWEEP.yaml`")
-            sweep_id = row[0]
-        elif session.get(SweepRow, sweep_id) is None:
-            raise FarmError(f"no sweep {sweep_id!r} in this database")
-    print_scorecard(build_scorecard(engine=engine, sweep_id=sweep_id), console)
+        require_sweep(session, sweep_id)
+    card = None if rebuild else stored_scorecard(engine=engine, sweep_id=sweep_id)
+    if card is None:
+        card = build_scorecard(engine=engine, sweep_id=sweep_id)
+        store_scorecard(engine=engine, card=card)
+    elif card.done < card.total:
+        console.print(
+            f"[dim]stored scorecard covers {card.done}/{card.total} trials; "
+            "--rebuild builds it from what is recorded now[/dim]"
+        )
+    print_scorecard(card, console)
 
 
 @db_app.command("init")
 def db_init(db: DbOption = None, data_dir: DataDirOption = None) -> None:
-    """Create the results tables (safe to run again)."""
-    settings = _settings(db, data_dir)
-    _engine(settings)
+    """Create the results tables, or migrate them to this version (safe to run again)."""
+    settings = settings_from(db, data_dir)
+    engine_from(settings)
     console.print(f"tables ready in {settings.resolved_database_url()}")
 
 

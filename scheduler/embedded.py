@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from importlib.metadata import entry_points
-from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -20,21 +17,7 @@ from sqlalchemy.engine import Engine
 
 from scheduler.expand import Plan
 from scheduler.submit import record_plan, runnable_ids
-from schema import FarmError, Settings
-
-TaskFn = Callable[[dict[str, Any], Settings], dict[str, Any]]
-
-
-def load_task(name: str) -> TaskFn:
-    """A task function by its published name (entry-point group `farm.tasks`)."""
-    for ep in entry_points(group="farm.tasks"):
-        if ep.name == name:
-            fn: TaskFn = ep.load()
-            return fn
-    raise FarmError(
-        f"no task named {name!r} is installed: reinstall the project (`pip install -e .`) "
-        "so its entry points are registered"
-    )
+from schema import Settings, load_task
 
 
 def run_embedded(
@@ -71,8 +54,9 @@ def run_embedded(
             progress.update(
                 bar, description=f"{trial.model.id} · {trial.prompt.id} · {trial.scenario.id}"
             )
-            summary = task(trial.model_dump(mode="json"), settings)
-            outcomes[summary["outcome"]] += 1
+            summary = task(trial.model_dump(mode="json"), settings, force=rerun)
+            outcomes[summary.get("outcome") or "skipped"] += 1
             progress.update(bar, advance=1, passes=outcomes["pass"])
         progress.update(bar, description=plan.sweep.name)
+    load_task("farm.aggregate")({"sweep_id": plan.sweep_id}, settings)
     return outcomes

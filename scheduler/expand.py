@@ -22,6 +22,9 @@ class Plan:
     sweep_id: str
     sweep: SweepSpec
     trials: list[TrialSpec]
+    scenario_count: int
+    longest_trial_s: float
+    """The largest time limit among the picked scenarios."""
 
 
 def load_sweep(path: Path) -> SweepSpec:
@@ -68,4 +71,10 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
         for suite, scenario in picked
         for rep in range(sweep.repetitions)
     ]
-    return Plan(sweep_id=sweep_id, sweep=sweep, trials=trials)
+    return Plan(
+        sweep_id=sweep_id,
+        sweep=sweep,
+        trials=trials,
+        scenario_count=len(picked),
+        longest_trial_s=max(s.time_limit_s for _suite, s in picked),
+    )

@@ -1,9 +1,13 @@
 """Contracts: specs, the trial payload, result vocabularies, tables, ids and settings."""
 
-from schema.db import init_db, make_engine, session_scope
+from schema.broker import CONTROL_QUEUE, declared_queues, make_celery, queue_for
+from schema.db import dialect_insert, init_db, make_engine, session_scope, upsert
 from schema.errors import FarmError, SpecError, StoreError
 from schema.ids import canonical_json, digest
 from schema.loading import load_yaml_model, read_yaml, require_unique, validate
+from schema.migrate import LATEST as SCHEMA_VERSION
+from schema.migrate import require_latest, schema_version
+from schema.plugins import TaskFn, load_task
 from schema.settings import Settings, get_settings
 from schema.specs import (
     LOCAL_MODELS,
@@ -20,7 +24,7 @@ from schema.specs import (
     Suite,
     SweepSpec,
 )
-from schema.tables import SweepRow, ToolCallRow, TrialRow
+from schema.tables import NodeRow, ScorecardRow, SweepRow, ToolCallRow, TrialRow
 from schema.trial import (
     Message,
     Provenance,
@@ -30,11 +34,22 @@ from schema.trial import (
     TrialResult,
     TrialSpec,
 )
-from schema.vocab import OUTCOMES, AdapterName, Outcome, StopReason, Tier, ToolMode, TrialStatus
+from schema.vocab import (
+    OUTCOMES,
+    AdapterName,
+    Outcome,
+    StopReason,
+    SweepStatus,
+    Tier,
+    ToolMode,
+    TrialStatus,
+)
 
 __all__ = [
+    "CONTROL_QUEUE",
     "LOCAL_MODELS",
     "OUTCOMES",
+    "SCHEMA_VERSION",
     "AdapterName",
     "ExpectedCall",
     "FarmError",
@@ -42,6 +57,7 @@ __all__ = [
     "GenerationParams",
     "Message",
     "ModelTarget",
+    "NodeRow",
     "Outcome",
     "ParamMatcher",
     "PromptConfig",
@@ -49,6 +65,7 @@ __all__ = [
     "Scenario",
     "ScenarioRef",
     "ScenarioSelection",
+    "ScorecardRow",
     "ServerCatalog",
     "ServerDef",
     "Settings",
@@ -58,6 +75,8 @@ __all__ = [
     "Suite",
     "SweepRow",
     "SweepSpec",
+    "SweepStatus",
+    "TaskFn",
     "Tier",
     "TokenCounts",
     "ToolCallRecord",
@@ -68,13 +87,21 @@ __all__ = [
     "TrialSpec",
     "TrialStatus",
     "canonical_json",
+    "declared_queues",
+    "dialect_insert",
     "digest",
     "get_settings",
     "init_db",
+    "load_task",
     "load_yaml_model",
+    "make_celery",
     "make_engine",
+    "queue_for",
     "read_yaml",
+    "require_latest",
     "require_unique",
+    "schema_version",
     "session_scope",
+    "upsert",
     "validate",
 ]

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
-from sqlmodel import Session, SQLModel, create_engine
+from sqlalchemy.exc import ArgumentError
+from sqlmodel import Session, create_engine
 
 from schema import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from schema.errors import StoreError
+from schema.migrate import migrate
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -47,12 +49,22 @@ def make_engine(url: str) -> Engine:
     )
 
 
+def dialect_insert(dialect: str) -> Any:
+    """The INSERT construct of `dialect` (sqlite or postgresql), which knows ON CONFLICT."""
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
+
+
+def upsert(engine: Engine, table: Any, values: dict[str, Any], key: str) -> Any:
+    """INSERT `values`, or on a clash of primary key `key` overwrite every other column."""
+    stmt = dialect_insert(engine.dialect.name)(table).values(**values)
+    return stmt.on_conflict_do_update(
+        index_elements=[key], set_={k: v for k, v in values.items() if k != key}
+    )
+
+
 def init_db(engine: Engine) -> None:
-    """Create every table that does not exist yet."""
-    try:
-        SQLModel.metadata.create_all(engine)
-    except OperationalError as exc:
-        raise StoreError(f"cannot reach the database: {exc.orig}") from None
+    """Create the tables, or migrate an existing database to the latest schema."""
+    migrate(engine)
 
 
 @contextmanager

@@ -27,7 +27,45 @@ class Settings(BaseSettings):
     """How long an MCP server may take to start and list its tools (FARM_SERVER_START_TIMEOUT_S)."""
 
     worker_tag: str = "cpu"
-    """The hardware tag of this process when it runs trials (FARM_WORKER_TAG)."""
+    """The hardware tag of this process when it runs trials (FARM_WORKER_TAG); a distributed
+    worker sets it per trial from the queue the trial came from."""
+
+    node_name: str = ""
+    """This worker node's name, recorded with each trial it runs (set by `farm worker`)."""
+
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    """The Celery broker for the distributed mode (FARM_BROKER_URL)."""
+
+    hardware_tags: str = "cpu,igpu,dgpu,npu"
+    """Comma-separated hardware tags that have a queue (FARM_HARDWARE_TAGS); a model's
+    `hardware` must be one of them."""
+
+    visibility_timeout_s: int = 3600
+    """How long the broker waits for an unacknowledged trial before redelivering it, e.g. when
+    its worker was killed (FARM_VISIBILITY_TIMEOUT_S); must exceed the longest trial."""
+
+    infra_retries: int = 3
+    """How often a trial that hit an infrastructure error is retried before it is recorded as
+    infra_error (FARM_INFRA_RETRIES)."""
+
+    retry_backoff_s: float = 2.0
+    """First retry delay; doubled on each further retry (FARM_RETRY_BACKOFF_S)."""
+
+    heartbeat_s: float = 10.0
+    """How often a worker node writes its heartbeat (FARM_HEARTBEAT_S)."""
+
+    slot_wait_s: float = 30.0
+    """How long a trial waits for a free slot at its model endpoint before it is requeued
+    (FARM_SLOT_WAIT_S)."""
+
+    flower_user: str = "farm"
+    """Flower basic-auth user (FARM_FLOWER_USER)."""
+
+    flower_password: str | None = None
+    """Flower basic-auth password (FARM_FLOWER_PASSWORD); Flower does not start without one."""
+
+    def declared_tags(self) -> list[str]:
+        return [t.strip() for t in self.hardware_tags.split(",") if t.strip()]
 
     def resolved_database_url(self) -> str:
         if self.database_url:

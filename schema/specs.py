@@ -139,6 +139,9 @@ class ServerDef(Strict):
     env: dict[str, str] = Field(default_factory=dict)
     sandbox: str | None = None
     """A fixture folder (under scenarios/fixtures) copied fresh for every trial."""
+    reuse: bool = True
+    """Keep the server running across trials (its sandbox folder is reset before each trial
+    that follows one which used it). Set false for a server that keeps state in memory."""
     description: str = ""
 
     @model_validator(mode="after")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
 
@@ -18,12 +19,15 @@ class SweepRow(SQLModel, table=True):
     """The SweepSpec as submitted."""
     trial_count: int
     created_at: datetime
+    status: str = "active"
+    """`active`, or `cancelled` by `farm sweep cancel` (trials not yet run are skipped)."""
 
 
 class TrialRow(SQLModel, table=True):
     """One trial: inserted `pending` at submission, upserted by the worker that runs it."""
 
     __tablename__ = "trial"
+    __table_args__ = (Index("ix_trial_sweep_status", "sweep_id", "status"),)
 
     trial_id: str = Field(primary_key=True)
     sweep_id: str = Field(index=True)
@@ -36,6 +40,12 @@ class TrialRow(SQLModel, table=True):
     """JSON list of the tools the scenario expects (per-tool scorecards group on it)."""
     repetition: int
     status: str = Field(default="pending", index=True)
+    queue: str = ""
+    """The broker queue the trial was published to (its model's hardware tag)."""
+    node: str | None = None
+    """The worker node that ran (or is running) it."""
+    attempts: int = 0
+    """How many times a worker started it: above 1 after a redelivery or a retry."""
     outcome: str | None = None
     stop_reason: str | None = None
     detail: str = ""
@@ -69,3 +79,45 @@ class ToolCallRow(SQLModel, table=True):
     error: str | None = None
     result_digest: str = ""
     latency_s: float = 0.0
+
+
+class NodeRow(SQLModel, table=True):
+    """One worker node that enrolled: what it serves, what it runs, when it was last alive."""
+
+    __tablename__ = "node"
+
+    name: str = Field(primary_key=True)
+    """The Celery node name, e.g. `farm-igpu@labbox3`."""
+    host: str
+    tags_json: str
+    """JSON list of the hardware tags (queues) it consumes."""
+    models_json: str = "[]"
+    """JSON list of the models it can reach (bundled local models, endpoint models)."""
+    versions_json: str = "{}"
+    concurrency: int = 1
+    started_at: datetime
+    last_heartbeat: datetime
+    stopped_at: datetime | None = None
+
+
+class ScorecardRow(SQLModel, table=True):
+    """A sweep's scorecard as built by the aggregate task; rebuilt on demand."""
+
+    __tablename__ = "scorecard"
+
+    sweep_id: str = Field(primary_key=True)
+    version: int = 1
+    """Format version of `card_json`."""
+    built_at: datetime
+    trials_done: int
+    card_json: str
+
+
+class SchemaVersionRow(SQLModel, table=True):
+    """Which migrations the database has had (see schema/migrate.py)."""
+
+    __tablename__ = "schema_version"
+
+    version: int = Field(primary_key=True)
+    applied_at: datetime
+    description: str

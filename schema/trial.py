@@ -96,7 +96,10 @@ class Provenance(BaseModel):
     farm_version: str
     git_commit: str
     host: str
+    node: str = ""
+    """The worker node (Celery node name) that ran it; empty in the embedded mode."""
     worker_tag: str
+    """The hardware tag of the queue the trial was taken from."""
     python: str
     mcp_version: str
     scenario_version: int

@@ -13,7 +13,9 @@ AdapterName = Literal["openai", "local", "scripted", "replay"]
 
 Transport = Literal["stdio", "http"]
 
-TrialStatus = Literal["pending", "running", "done"]
+TrialStatus = Literal["pending", "running", "done", "cancelled"]
+
+SweepStatus = Literal["active", "cancelled"]
 
 Outcome = Literal[
     "infra_error",

@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Make sure a PostgreSQL answers on 127.0.0.1:5432 for the tests. Uses the machine's own server
-# if it is up; otherwise starts the installed cluster, or a throwaway one from the installed
-# binaries (never Docker). Redis is not needed until the distributed mode.
+# Make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) answer for the tests. Uses the
+# machine's own servers if they are up; otherwise starts the installed ones, or throwaway ones
+# from the installed binaries (installing them with apt if missing) — never Docker.
 set -euo pipefail
+
+redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; }
+if ! redis_up; then
+  command -v redis-server >/dev/null || { apt-get update -q && apt-get install -y -q redis-server; }
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+    --dir /tmp --logfile /tmp/farm-redis.log
+  for _ in $(seq 1 30); do redis_up && break; sleep 1; done
+  redis_up || { echo "Redis did not come up on 127.0.0.1:6379" >&2; exit 1; }
+fi
 
 pg_up() { pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; }
 pg_up && exit 0

@@ -1,10 +1,29 @@
 from __future__ import annotations
 
+import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
-from schema import Settings
+from schema import Settings, make_engine
+
+PG_ADMIN = os.environ.get(
+    "FARM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+REDIS_TEST = os.environ.get("FARM_TEST_REDIS", "redis://127.0.0.1:6379/11")
+
+
+def _unavailable(what: str, where: str, problem: object) -> None:
+    # CI runs against real services: a missing one is a failure there, never a silent skip.
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} is required in CI and unreachable at {where}: {problem}")
+    pytest.skip(f"no {what} at {where}")
 
 
 @pytest.fixture
@@ -15,3 +34,38 @@ def settings(tmp_path: Path) -> Settings:
         database_url=f"sqlite:///{tmp_path / 'data' / 'farm.sqlite'}",
         server_start_timeout_s=20.0,
     )
+
+
+@pytest.fixture
+def pg_engine() -> Iterator[Engine]:
+    """A fresh PostgreSQL database for one test, dropped afterwards."""
+    admin = make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
+    name = f"farm_test_{uuid.uuid4().hex[:10]}"
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'create database "{name}"'))
+    except OperationalError as exc:
+        _unavailable("PostgreSQL", PG_ADMIN, exc.orig)
+    engine = make_engine(PG_ADMIN.rsplit("/", 1)[0] + f"/{name}")
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+        with admin.connect() as conn:
+            conn.execute(text(f'drop database "{name}" with (force)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A Redis database emptied before and after the test."""
+    client = redis.Redis.from_url(REDIS_TEST)
+    try:
+        client.flushdb()
+    except redis.RedisError as exc:
+        _unavailable("Redis", REDIS_TEST, exc)
+    try:
+        yield REDIS_TEST
+    finally:
+        client.flushdb()
+        client.close()

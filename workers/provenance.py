@@ -9,7 +9,7 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from schema import Provenance, TrialSpec
+from schema import Provenance, Settings, TrialSpec
 
 
 def _version(package: str) -> str:
@@ -36,12 +36,22 @@ def git_commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def provenance(spec: TrialSpec, worker_tag: str, model_pins: dict[str, str]) -> Provenance:
+def versions() -> dict[str, str]:
+    """The versions a worker node reports when it enrols."""
+    packages = ("mcp-farm", "mcp", "celery", "llama-cpp-python")
+    return {p: _version(p) for p in packages} | {
+        "python": platform.python_version(),
+        "git_commit": git_commit(),
+    }
+
+
+def provenance(spec: TrialSpec, settings: Settings, model_pins: dict[str, str]) -> Provenance:
     return Provenance(
         farm_version=_version("mcp-farm"),
         git_commit=git_commit(),
         host=socket.gethostname(),
-        worker_tag=worker_tag,
+        node=settings.node_name,
+        worker_tag=settings.worker_tag,
         python=platform.python_version(),
         mcp_version=_version("mcp"),
         scenario_version=spec.scenario.version,

@@ -46,6 +46,8 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
             ok=False,
             error=f"unknown tool {call.name!r}",
         )
+    if not spec.read_only:
+        conn.touched.add(spec.server)
     started = time.perf_counter()
     result = await conn.sessions[spec.server].call_tool(spec.tool, call.arguments)
     latency = time.perf_counter() - started

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import delete
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Engine
+from sqlalchemy import delete, or_, select, update
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import col
 
-from schema import StoreError, ToolCallRow, TrialResult, TrialRow, TrialSpec, session_scope
-
-
-def _insert(engine: Engine) -> Any:
-    return postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
+from schema import (
+    StoreError,
+    SweepRow,
+    ToolCallRow,
+    TrialResult,
+    TrialRow,
+    TrialSpec,
+    dialect_insert,
+)
 
 
 def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
@@ -43,24 +49,30 @@ def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
         "provenance_json": result.provenance.model_dump_json(),
         "host": result.provenance.host,
         "worker_tag": result.provenance.worker_tag,
+        "node": result.provenance.node or None,
         "payload_json": spec.model_dump_json(),
         "started_at": result.started_at,
         "finished_at": result.finished_at,
     }
 
 
-def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> None:
-    """Upsert the trial and replace its tool calls, in one transaction.
+@contextmanager
+def _guarded(engine: Engine, what: str) -> Iterator[Connection]:
+    """One transaction; database trouble becomes a StoreError (which callers retry)."""
+    try:
+        with engine.begin() as conn:
+            yield conn
+    except SQLAlchemyError as exc:
+        raise StoreError(f"could not {what}: {exc}") from exc
+
+
+def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
+    """Upsert the trial and replace its tool calls, in one transaction; return whether the
+    sweep has trials left to run.
 
     A redelivered or re-run trial rewrites its one row and its calls; it never adds rows.
     """
     values = trial_values(spec, result)
-    insert = _insert(engine)
-    stmt = insert(TrialRow).values(**values)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["trial_id"],
-        set_={k: v for k, v in values.items() if k != "trial_id"},
-    )
     calls = [
         {
             "trial_id": result.trial_id,
@@ -75,11 +87,85 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> None:
         }
         for c in result.tool_calls
     ]
-    try:
-        with session_scope(engine) as session:
-            session.execute(stmt)
-            session.execute(delete(ToolCallRow).where(col(ToolCallRow.trial_id) == result.trial_id))
-            if calls:
-                session.execute(insert(ToolCallRow).values(calls))
-    except SQLAlchemyError as exc:
-        raise StoreError(f"could not save trial {result.trial_id[:12]}: {exc}") from exc
+    with _guarded(engine, f"save trial {result.trial_id[:12]}") as conn:
+        conn.execute(_upsert(engine.dialect.name, tuple(values)), values)
+        conn.execute(delete(ToolCallRow).where(col(ToolCallRow.trial_id) == result.trial_id))
+        if calls:
+            conn.execute(dialect_insert(engine.dialect.name)(ToolCallRow), calls)
+        return _any_left(conn, result.sweep_id)
+
+
+@lru_cache(maxsize=4)
+def _upsert(dialect: str, columns: tuple[str, ...]) -> Any:
+    """The trial upsert, built once with bound parameters (building it per trial from the
+    values took milliseconds). Only `columns` are rewritten; queue and attempts are kept."""
+    stmt = dialect_insert(dialect)(TrialRow)
+    return stmt.on_conflict_do_update(
+        index_elements=["trial_id"],
+        set_={name: stmt.excluded[name] for name in columns if name != "trial_id"},
+    )
+
+
+def _any_left(conn: Connection, sweep_id: str) -> bool:
+    # An index on (sweep_id, status) makes this one probe, however large the sweep.
+    found = conn.execute(
+        select(col(TrialRow.trial_id))
+        .where(
+            col(TrialRow.sweep_id) == sweep_id,
+            col(TrialRow.status).in_(("pending", "running")),
+        )
+        .limit(1)
+    ).first()
+    return found is not None
+
+
+def claim_trial(*, engine: Engine, trial_id: str, node: str, force: bool = False) -> str | None:
+    """Mark a trial `running` on `node` and count the attempt; or say why it must not run.
+
+    A trial already recorded (other than an infra_error) is a duplicate delivery, and a trial
+    of a cancelled sweep is skipped; both return the reason. A trial with no row (a payload run
+    outside any sweep) just runs.
+    """
+    runnable = [col(TrialRow.trial_id) == trial_id]
+    if not force:
+        active = select(col(SweepRow.sweep_id)).where(
+            col(SweepRow.sweep_id) == col(TrialRow.sweep_id), col(SweepRow.status) == "active"
+        )
+        runnable += [
+            col(TrialRow.status) != "cancelled",
+            or_(col(TrialRow.status) != "done", col(TrialRow.outcome) == "infra_error"),
+            active.exists(),
+        ]
+    with _guarded(engine, f"claim trial {trial_id[:12]}") as conn:
+        claimed = conn.execute(
+            update(TrialRow)
+            .where(*runnable)
+            .values(status="running", node=node or None, attempts=col(TrialRow.attempts) + 1)
+            .returning(col(TrialRow.trial_id))
+        ).first()
+        if claimed is not None:
+            return None
+        row = conn.execute(
+            select(col(TrialRow.status)).where(col(TrialRow.trial_id) == trial_id)
+        ).first()
+        if row is None:
+            return None
+        if row[0] == "done":
+            return "already recorded"
+        # The sweep was cancelled: a trial put back to pending by a retry is cancelled too.
+        conn.execute(
+            update(TrialRow)
+            .where(col(TrialRow.trial_id) == trial_id, col(TrialRow.status) == "pending")
+            .values(status="cancelled")
+        )
+        return "sweep cancelled"
+
+
+def mark_retrying(*, engine: Engine, trial_id: str, detail: str) -> None:
+    """Put a trial back to `pending` while an infrastructure problem is retried."""
+    with _guarded(engine, f"mark trial {trial_id[:12]} for retry") as conn:
+        conn.execute(
+            update(TrialRow)
+            .where(col(TrialRow.trial_id) == trial_id, col(TrialRow.status) == "running")
+            .values(status="pending", detail=detail)
+        )

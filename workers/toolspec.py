@@ -17,6 +17,8 @@ class ToolSpec:
     tool: str
     description: str
     input_schema: dict[str, Any]
+    read_only: bool = False
+    """The server marked the tool read-only (MCP `readOnlyHint`): calling it changes nothing."""
 
 
 @dataclass(frozen=True)

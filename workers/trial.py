@@ -6,7 +6,6 @@ import logging
 import shutil
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -17,6 +16,7 @@ from workers.adapters import ModelClient, make_client
 from workers.errors import InfraError
 from workers.grading import grade
 from workers.mcp_conn import connect
+from workers.pool import ServerPool
 from workers.provenance import provenance
 from workers.session import SessionState, run_session
 
@@ -40,21 +40,37 @@ async def _converse(
     spec: TrialSpec,
     scenario: Scenario,
     client: ModelClient,
-    settings: Settings,
-    trial_dir: Path,
+    pool: ServerPool,
 ) -> dict[str, dict[str, Any]]:
     catalog = servers_for(spec.scenario.suite)
     servers = [catalog[name] for name in scenario.servers]
     schemas: dict[str, dict[str, Any]] = {}
-    async with connect(
-        servers, trial_dir, spec.prompt.tool_naming, settings.server_start_timeout_s
-    ) as conn:
+    async with connect(servers, pool, spec.prompt.tool_naming) as conn:
         schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
         await run_session(state, scenario, spec.prompt, client, conn, spec.seed)
     return schemas
 
 
-async def execute_trial(spec: TrialSpec, settings: Settings) -> TrialResult:
+async def execute_trial(
+    spec: TrialSpec, settings: Settings, pool: ServerPool | None = None
+) -> TrialResult:
+    """Run one trial on servers from `pool` (warm ones), or on servers started just for it."""
+    if pool is not None:
+        return await _execute(spec, settings, pool)
+    root = settings.data_dir / "trials" / spec.trial_id[:16]
+    try:
+        async with anyio.create_task_group() as tg:
+            own = ServerPool(tg, root, settings.server_start_timeout_s)
+            try:
+                result = await _execute(spec, settings, own)
+            finally:
+                own.close()
+        return result
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> TrialResult:
     """Run one trial. Model failures become outcomes; infrastructure failures become infra_error."""
     scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
     started_at = datetime.now(UTC)
@@ -62,12 +78,11 @@ async def execute_trial(spec: TrialSpec, settings: Settings) -> TrialResult:
     state = SessionState()
     schemas: dict[str, dict[str, Any]] = {}
     problem = ""
-    trial_dir = settings.data_dir / "trials" / spec.trial_id[:16]
     client: ModelClient | None = None
     try:
         client = make_client(spec.model, settings.model_cache_dir)
         with anyio.fail_after(scenario.time_limit_s):
-            schemas = await _converse(state, spec, scenario, client, settings, trial_dir)
+            schemas = await _converse(state, spec, scenario, client, pool)
     except BaseException as exc:  # classify: timeout / infra; anything else is re-raised
         if _find(exc, TimeoutError) and not _find(exc, InfraError):
             state.stop_reason = "time_limit"
@@ -78,8 +93,6 @@ async def execute_trial(spec: TrialSpec, settings: Settings) -> TrialResult:
             state.stop_reason, problem = "infra_error", f"{type(exc).__name__}: {exc}"
         else:
             raise
-    finally:
-        shutil.rmtree(trial_dir, ignore_errors=True)
     stop: StopReason = state.stop_reason or "turn_limit"
     verdict = grade(
         scenario,
@@ -110,5 +123,5 @@ async def execute_trial(spec: TrialSpec, settings: Settings) -> TrialResult:
         final_answer=state.final_answer,
         transcript=state.transcript,
         tool_calls=state.calls,
-        provenance=provenance(spec, settings.worker_tag, client.pins if client else {}),
+        provenance=provenance(spec, settings, client.pins if client else {}),
     )

@@ -12,7 +12,13 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from mcp.types import ToolAnnotations
+
 from scenarios.servers._sdk import MCPServer, ToolError, serve
+
+# Tools that only read are marked so: the farm resets a warm server's sandbox only after a
+# trial that called something else.
+READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
 class Sandbox:
@@ -46,7 +52,7 @@ def build(root: Path) -> MCPServer:
             raise ToolError(f"no such file or folder: {path}")
         return real
 
-    @server.tool()
+    @server.tool(annotations=READ_ONLY)
     def list_directory(path: str = "/") -> str:
         """List the files and folders in a folder of the user's home (e.g. "/Desktop").
 
@@ -63,7 +69,7 @@ def build(root: Path) -> MCPServer:
                 lines.append(f"{entry.name}\t{entry.stat().st_size} bytes")
         return "\n".join(lines) if lines else "(empty folder)"
 
-    @server.tool()
+    @server.tool(annotations=READ_ONLY)
     def read_file(path: str) -> str:
         """Read a text file from the user's home and return its contents."""
         real = existing(path)
@@ -80,7 +86,7 @@ def build(root: Path) -> MCPServer:
         real.write_text(content, encoding="utf-8")
         return f"wrote {len(content.encode('utf-8'))} bytes to {box.show(real)}"
 
-    @server.tool()
+    @server.tool(annotations=READ_ONLY)
     def search_files(pattern: str, path: str = "/") -> str:
         """Find files whose name matches a pattern (e.g. "*.pdf" or "budget"), in a folder and below."""
         base = existing(path)
@@ -93,7 +99,7 @@ def build(root: Path) -> MCPServer:
         ]
         return "\n".join(sorted(hits)) if hits else "no files match"
 
-    @server.tool()
+    @server.tool(annotations=READ_ONLY)
     def get_file_info(path: str) -> str:
         """Size, type and modification time of a file or folder in the user's home."""
         real = existing(path)

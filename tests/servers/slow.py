@@ -1,4 +1,5 @@
-"""A test-only MCP server whose tool never answers, and one that dies on start."""
+"""Test-only MCP servers: a tool that never answers, one that takes a few seconds, and a
+server that dies on start."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import sys
 import time
 
 from scenarios.servers._sdk import MCPServer, serve
+
+SUMMARY_SECONDS = 4.0
 
 
 def build() -> MCPServer:
@@ -16,6 +19,12 @@ def build() -> MCPServer:
         """Fetch a finance report by id."""
         time.sleep(3600)
         return "never"
+
+    @server.tool()
+    def fetch_summary(report_id: str) -> str:
+        """Fetch the summary of a finance report by id (takes a few seconds)."""
+        time.sleep(SUMMARY_SECONDS)
+        return f"Report {report_id}: revenue 1,200"
 
     return server
 

@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterator
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
 
 from scenarios import load_suite
-from schema import Provenance, ToolCallRecord, TrialResult, init_db, make_engine
+from schema import (
+    Provenance,
+    ToolCallRecord,
+    TrialResult,
+    TrialRow,
+    init_db,
+    make_engine,
+    session_scope,
+)
 from tests.helpers import ideal_script, trial
 from workers.store import save_trial
 
 SCENARIO = load_suite("basic").scenarios[0]
-PG_ADMIN = os.environ.get(
-    "FARM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
 
 
 def _result(spec_id: str, sweep_id: str, calls: int, outcome: str = "pass") -> TrialResult:
@@ -91,28 +95,8 @@ def test_saving_a_trial_twice_keeps_one_row_on_sqlite(tmp_path: Path) -> None:
     _check_idempotent(make_engine(f"sqlite:///{tmp_path / 'x' / 'farm.sqlite'}"))
 
 
-@pytest.fixture
-def pg_engine() -> Iterator[Engine]:
-    admin = make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
-    name = f"farm_test_{uuid.uuid4().hex[:10]}"
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'create database "{name}"'))
-    except OperationalError as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"PostgreSQL is required in CI and unreachable at {PG_ADMIN}: {exc.orig}")
-        pytest.skip(f"no PostgreSQL at {PG_ADMIN}")
-    engine = make_engine(PG_ADMIN.rsplit("/", 1)[0] + f"/{name}")
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with admin.connect() as conn:
-            conn.execute(text(f'drop database "{name}"'))
-        admin.dispose()
-
-
 @pytest.mark.integration
 def test_saving_a_trial_twice_keeps_one_row_on_postgres(pg_engine: Engine) -> None:
     assert pg_engine.dialect.name == "postgresql"
     _check_idempotent(pg_engine)
+

@@ -1,0 +1,14 @@
+"""A Celery app with the farm's broker configuration and one no-op task: the baseline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schema import get_settings, make_celery
+
+app = make_celery(get_settings(), name="bench")
+
+
+@app.task(name="bench.noop")  # type: ignore[untyped-decorator]
+def noop(payload: dict[str, Any]) -> None:
+    return None

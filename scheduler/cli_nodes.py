@@ -1,0 +1,94 @@
+"""`farm worker`, `farm workers`, `farm flower`: enrol lab machines and watch the farm."""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib.metadata import entry_points
+from importlib.util import find_spec
+from typing import Annotated, Any
+
+import typer
+
+from scheduler.cli_common import BrokerOption, DbOption, console, engine_from, settings_from
+from scheduler.nodes import list_nodes
+from scheduler.render_ops import nodes_table
+from schema import FarmError
+
+
+def _start_worker() -> Any:
+    # The worker lives in `workers`, which the scheduler never imports: find it by name.
+    for ep in entry_points(group="farm.worker"):
+        if ep.name == "start":
+            return ep.load()
+    raise FarmError("the worker is not installed: reinstall the project (`pip install -e .`)")
+
+
+def worker(
+    tags: Annotated[str, typer.Option(help="Hardware tags this machine serves, e.g. igpu,cpu")],
+    concurrency: Annotated[int, typer.Option(min=1, help="Trials at once on this node")] = 1,
+    name: Annotated[str | None, typer.Option(help="Node name; default farm-<tags>@<host>")] = None,
+    control: Annotated[
+        bool, typer.Option(help="Also consume the control queue (aggregation)")
+    ] = False,
+    endpoint: Annotated[
+        list[str] | None,
+        typer.Option(help="An OpenAI-compatible endpoint this box serves (repeatable)"),
+    ] = None,
+    pool: Annotated[str, typer.Option(help="Celery pool: prefork, threads or solo")] = "prefork",
+    db: DbOption = None,
+    broker: BrokerOption = None,
+) -> None:
+    """Enrol this machine as a worker node and run trials from its tags' queues."""
+    settings = settings_from(db, broker=broker)
+    _start_worker()(
+        settings,
+        tags=[t.strip() for t in tags.split(",") if t.strip()],
+        concurrency=concurrency,
+        name=name,
+        control=control,
+        endpoints=endpoint or [],
+        pool=pool,
+    )
+
+
+def workers(db: DbOption = None) -> None:
+    """List the worker nodes: tags, last heartbeat, trials done."""
+    settings = settings_from(db)
+    nodes = list_nodes(engine=engine_from(settings), heartbeat_s=settings.heartbeat_s)
+    if not nodes:
+        console.print("no worker has enrolled yet: start one with `farm worker --tags cpu`")
+        return
+    console.print(nodes_table(nodes))
+
+
+def flower(
+    port: Annotated[int, typer.Option(help="HTTP port")] = 5555,
+    address: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
+    broker: BrokerOption = None,
+) -> None:
+    """Start Flower on the farm's broker, with basic auth from FARM_FLOWER_USER/PASSWORD."""
+    settings = settings_from(broker=broker)
+    if find_spec("flower") is None:
+        raise FarmError("Flower is not installed: `pip install -e '.[head]'` on the head node")
+    if not settings.flower_password:
+        raise FarmError("set FARM_FLOWER_PASSWORD (and optionally FARM_FLOWER_USER) first")
+    argv = [
+        sys.executable,
+        "-m",
+        "celery",
+        f"--broker={settings.broker_url}",
+        "flower",
+        f"--port={port}",
+        f"--address={address}",
+        f"--basic-auth={settings.flower_user}:{settings.flower_password}",
+        "--purge_offline_workers=600",
+    ]
+    console.print(f"Flower on http://{address}:{port} (user {settings.flower_user})")
+    os.execv(sys.executable, argv)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(worker)
+    app.command()(workers)
+    app.command()(flower)

@@ -1,0 +1,103 @@
+"""`farm sweep …`: submit a sweep to the distributed farm, watch it, cancel or resume it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.live import Live
+from rich.table import Table
+
+from scheduler.cli_common import BrokerOption, DbOption, console, engine_from, settings_from
+from scheduler.control import cancel, resume
+from scheduler.expand import expand, load_sweep
+from scheduler.progress import latest_sweep_id, sweep_progress
+from scheduler.render_ops import progress_view
+from scheduler.submit import describe, per_queue, route, submit
+from schema import make_celery
+
+sweep_app = typer.Typer(no_args_is_help=True, help="Distributed sweeps: submit, status, control.")
+
+SweepIdArg = Annotated[str | None, typer.Argument(help="Sweep id; default: the latest")]
+
+
+@sweep_app.command("submit")
+def submit_cmd(
+    sweep_file: Annotated[Path, typer.Argument(help="A sweep YAML")],
+    db: DbOption = None,
+    broker: BrokerOption = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; record and publish nothing")
+    ] = False,
+) -> None:
+    """Expand a sweep, record its trials as pending and publish one task per trial."""
+    settings = settings_from(db, broker=broker)
+    plan = expand(load_sweep(sweep_file), str(sweep_file))
+    console.print(f"[bold]{plan.sweep_id}[/bold]: {describe(plan)}")
+    if dry_run:
+        queues = route(plan, settings)
+        console.print("dry run: nothing recorded or published")
+        table = Table(header_style="bold")
+        table.add_column("queue")
+        table.add_column("trials", justify="right")
+        for queue, n in sorted(per_queue(plan, queues).items()):
+            table.add_row(queue, str(n))
+        console.print(table)
+        return
+    engine = engine_from(settings)
+    started = time.perf_counter()
+    with console.status("recording and publishing trials…"):
+        result = submit(plan=plan, settings=settings, engine=engine, app=make_celery(settings))
+    if not result.new:
+        console.print(
+            "[yellow]already submitted[/yellow]: no trial was recorded or published again. "
+            f"See `farm sweep status {plan.sweep_id}`; `farm sweep resume {plan.sweep_id}` "
+            "re-publishes the trials still pending."
+        )
+        return
+    queued = ", ".join(f"{q} {n}" for q, n in sorted(result.per_queue.items()))
+    console.print(
+        f"published {result.published} trials in {time.perf_counter() - started:.1f} s ({queued})"
+    )
+    console.print(f"watch: farm sweep status {plan.sweep_id} --watch")
+
+
+@sweep_app.command("status")
+def status_cmd(
+    sweep_id: SweepIdArg = None,
+    db: DbOption = None,
+    watch: Annotated[bool, typer.Option("--watch", help="Refresh until the sweep ends")] = False,
+    every: Annotated[float, typer.Option(help="Seconds between refreshes")] = 2.0,
+) -> None:
+    """Counts by state and queue, the pass rate so far and an ETA."""
+    engine = engine_from(settings_from(db))
+    sweep_id = sweep_id or latest_sweep_id(engine=engine)
+    progress = sweep_progress(engine=engine, sweep_id=sweep_id)
+    if not watch:
+        console.print(progress_view(progress))
+        return
+    with Live(progress_view(progress), console=console, refresh_per_second=4) as live:
+        while progress.remaining:
+            time.sleep(every)
+            progress = sweep_progress(engine=engine, sweep_id=sweep_id)
+            live.update(progress_view(progress))
+    console.print(f"report: farm report {sweep_id}")
+
+
+@sweep_app.command("cancel")
+def cancel_cmd(sweep_id: Annotated[str, typer.Argument()], db: DbOption = None) -> None:
+    """Cancel the trials not run yet (running ones finish and are recorded)."""
+    n = cancel(engine=engine_from(settings_from(db)), sweep_id=sweep_id)
+    console.print(f"cancelled {n} pending trial(s) of {sweep_id}; `farm sweep resume` undoes it")
+
+
+@sweep_app.command("resume")
+def resume_cmd(
+    sweep_id: Annotated[str, typer.Argument()], db: DbOption = None, broker: BrokerOption = None
+) -> None:
+    """Re-publish the sweep's pending, cancelled and infra_error trials."""
+    settings = settings_from(db, broker=broker)
+    n = resume(engine=engine_from(settings), app=make_celery(settings), sweep_id=sweep_id)
+    console.print(f"re-published {n} trial(s) of {sweep_id}")

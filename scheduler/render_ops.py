@@ -1,0 +1,62 @@
+"""Terminal views of the distributed farm: a sweep's progress and the worker nodes."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from scheduler.nodes import NodeView
+from scheduler.progress import STATES, SweepProgress
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def progress_view(p: SweepProgress) -> RenderableType:
+    """A bar, a summary line and a queue × state table; fits in 100 columns."""
+    rate = "–" if p.pass_rate is None else f"{100 * p.pass_rate:.0f}%"
+    head = Text.assemble(
+        (p.sweep_id, "bold"),
+        f"  {p.status}  {p.finished}/{p.total} finished  pass {rate}  ",
+        f"{p.recent_per_s:.2f} trials/s  eta {_duration(p.eta_s)}",
+    )
+    table = Table(header_style="bold", title_justify="left")
+    table.add_column("queue")
+    for state in STATES:
+        table.add_column(state, justify="right")
+    for queue, counts in p.by_queue.items():
+        table.add_row(queue, *(str(counts[s]) for s in STATES))
+    outcomes = Text(
+        "  ".join(f"{o} {n}" for o, n in sorted(p.outcomes.items(), key=lambda x: -x[1])),
+        style="dim",
+    )
+    return Group(head, _bar(p.finished, p.total), table, outcomes)
+
+
+def _bar(done: int, total: int, width: int = 60) -> Text:
+    filled = round(width * done / total) if total else width
+    return Text.assemble(("━" * filled, "green"), ("━" * (width - filled), "grey23"))
+
+
+def nodes_table(nodes: list[NodeView]) -> Table:
+    table = Table(title="Worker nodes", title_justify="left", header_style="bold")
+    for col in ("node", "tags", "state", "heartbeat", "conc.", "done", "models"):
+        table.add_column(col, justify="right" if col in ("conc.", "done") else "left")
+    style = {"up": "green", "stale": "yellow", "stopped": "dim"}
+    for n in nodes:
+        table.add_row(
+            n.name,
+            ",".join(n.tags),
+            Text(n.state, style=style[n.state]),
+            f"{_duration(n.heartbeat_age_s)} ago",
+            str(n.concurrency),
+            str(n.trials_done),
+            ", ".join(n.models) or "–",
+        )
+    return table

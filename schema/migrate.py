@@ -1,0 +1,92 @@
+"""Schema versions. A new database gets every table at the latest version; an older one gets the
+missing migrations applied in order, so results recorded by an earlier release are kept.
+
+To change a table: edit schema/tables.py *and* append a migration here that brings an existing
+database to the same shape. tests/schema/test_migrate.py checks both paths agree.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import inspect, select, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
+from sqlmodel import SQLModel, col
+
+from schema.errors import StoreError
+from schema.tables import SchemaVersionRow
+
+MIGRATIONS: list[tuple[int, str, list[str]]] = [
+    (1, "sweep, trial and tool_call tables", []),
+    (
+        2,
+        "distributed mode: sweep status; trial queue, node and attempts; node and scorecard",
+        [
+            "ALTER TABLE sweep ADD COLUMN status VARCHAR NOT NULL DEFAULT 'active'",
+            "ALTER TABLE trial ADD COLUMN queue VARCHAR NOT NULL DEFAULT ''",
+            "ALTER TABLE trial ADD COLUMN node VARCHAR",
+            "ALTER TABLE trial ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+            "CREATE INDEX IF NOT EXISTS ix_trial_sweep_status ON trial (sweep_id, status)",
+        ],
+    ),
+]
+LATEST = MIGRATIONS[-1][0]
+
+
+def _current(conn: Connection) -> int:
+    found = conn.execute(select(col(SchemaVersionRow.version))).scalars().all()
+    # A database with a trial table but no recorded version predates versioning: version 1.
+    return max(found, default=1)
+
+
+def _stamp(conn: Connection, version: int, description: str) -> None:
+    conn.execute(
+        SchemaVersionRow.__table__.insert().values(  # type: ignore[attr-defined]
+            version=version, applied_at=datetime.now(UTC), description=description
+        )
+    )
+
+
+def migrate(engine: Engine) -> int:
+    """Bring the database to the latest schema version; returns the version it was at."""
+    try:
+        with engine.begin() as conn:
+            fresh = not inspect(conn).has_table("trial")
+            SQLModel.metadata.create_all(conn)
+            if fresh:
+                for version, description, _ in MIGRATIONS:
+                    _stamp(conn, version, description)
+                return 0
+            start = _current(conn)
+            for version, description, statements in MIGRATIONS:
+                if version > start:
+                    for statement in statements:
+                        conn.execute(text(statement))
+                    _stamp(conn, version, description)
+            return start
+    except OperationalError as exc:
+        raise StoreError(f"cannot reach the database: {exc.orig}") from None
+
+
+def schema_version(engine: Engine) -> int:
+    """The version the database is at (0 when it has no tables yet)."""
+    try:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table("trial"):
+                return 0
+            if not inspect(conn).has_table("schema_version"):
+                return 1
+            return _current(conn)
+    except OperationalError as exc:
+        raise StoreError(f"cannot reach the database: {exc.orig}") from None
+
+
+def require_latest(engine: Engine, url: str) -> None:
+    """Fail with what to do when the database is older than this code (workers call this)."""
+    found = schema_version(engine)
+    if found < LATEST:
+        raise StoreError(
+            f"the results database at {url} is at schema version {found}, this farm needs "
+            f"{LATEST}: run `farm db init --db {url}` on the head node"
+        )

@@ -1,0 +1,70 @@
+"""Schema versions: a database made by an earlier release is migrated, not recreated."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect
+
+from schema import SCHEMA_VERSION, StoreError, init_db, make_engine, require_latest, schema_version
+
+# The tables as the first release created them (before the distributed mode).
+VERSION_1 = """
+CREATE TABLE sweep (sweep_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL,
+  spec_json VARCHAR NOT NULL, trial_count INTEGER NOT NULL, created_at DATETIME NOT NULL);
+CREATE TABLE trial (trial_id VARCHAR PRIMARY KEY, sweep_id VARCHAR NOT NULL,
+  model_id VARCHAR NOT NULL, prompt_id VARCHAR NOT NULL, scenario_id VARCHAR NOT NULL,
+  scenario_version INTEGER NOT NULL, tier VARCHAR NOT NULL, expected_tools VARCHAR NOT NULL,
+  repetition INTEGER NOT NULL, status VARCHAR NOT NULL, outcome VARCHAR, stop_reason VARCHAR,
+  detail VARCHAR NOT NULL, latency_s FLOAT, first_token_s FLOAT, tokens_prompt INTEGER NOT NULL,
+  tokens_completion INTEGER NOT NULL, turns INTEGER NOT NULL, final_answer VARCHAR,
+  transcript_json VARCHAR NOT NULL, provenance_json VARCHAR NOT NULL, host VARCHAR,
+  worker_tag VARCHAR, payload_json VARCHAR NOT NULL, started_at DATETIME, finished_at DATETIME);
+CREATE TABLE tool_call (trial_id VARCHAR NOT NULL REFERENCES trial (trial_id), idx INTEGER NOT NULL,
+  server VARCHAR, tool VARCHAR NOT NULL, arguments_json VARCHAR NOT NULL, ok BOOLEAN NOT NULL,
+  error VARCHAR, result_digest VARCHAR NOT NULL, latency_s FLOAT NOT NULL,
+  PRIMARY KEY (trial_id, idx));
+INSERT INTO sweep VALUES ('old', 'old', '{}', 1, '2026-11-01 10:00:00');
+INSERT INTO trial VALUES ('t1', 'old', 'm', 'p', 's', 1, 'simple', '[]', 0, 'done', 'pass',
+  'answer', '', 1.5, NULL, 0, 0, 1, 'hi', '[]', '{}', 'h', 'cpu', '{}', NULL, NULL);
+"""
+
+
+def columns(engine: object, table: str) -> set[str]:
+    return {c["name"] for c in inspect(engine).get_columns(table)}  # type: ignore[arg-type]
+
+
+def test_a_version_1_database_is_migrated_and_keeps_its_trials(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(VERSION_1)
+    engine = make_engine(f"sqlite:///{path}")
+    assert schema_version(engine) == 1
+    with pytest.raises(StoreError, match="farm db init"):
+        require_latest(engine, "sqlite:///old")
+
+    init_db(engine)
+    assert schema_version(engine) == SCHEMA_VERSION
+    assert {"queue", "node", "attempts"} <= columns(engine, "trial")
+    assert "status" in columns(engine, "sweep")
+    with sqlite3.connect(path) as db:
+        assert db.execute("select outcome, attempts, queue from trial").fetchall() == [
+            ("pass", 0, "")
+        ]
+        assert db.execute("select status from sweep").fetchall() == [("active",)]
+    init_db(engine)  # running it again changes nothing
+    assert schema_version(engine) == SCHEMA_VERSION
+
+
+def test_a_new_database_gets_the_same_columns_as_a_migrated_one(tmp_path: Path) -> None:
+    old = tmp_path / "old.sqlite"
+    with sqlite3.connect(old) as db:
+        db.executescript(VERSION_1)
+    migrated, fresh = make_engine(f"sqlite:///{old}"), make_engine(f"sqlite:///{tmp_path / 'n.db'}")
+    init_db(migrated)
+    init_db(fresh)
+    for table in ("sweep", "trial", "tool_call", "node", "scorecard"):
+        assert columns(migrated, table) == columns(fresh, table), table
+    require_latest(fresh, "sqlite:///new")

@@ -1,0 +1,99 @@
+"""The Celery app of a worker: the shared broker configuration plus thin tasks.
+
+Each task only adapts Celery to a plain task function (found by name, like the embedded runner
+finds it): which node and queue it runs on, the per-endpoint slot, and retries with backoff for
+infrastructure failures. Model failures are recorded once and never retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Celery, Task
+from celery.signals import worker_process_init, worker_process_shutdown
+
+from schema import CONTROL_QUEUE, Settings, StoreError, TrialSpec, load_task, make_celery
+from schema.broker import QUEUE_PREFIX
+from workers.runtime import close_runtime
+from workers.slots import SlotBusy, Slots
+from workers.tasks import engine_for
+
+logger = logging.getLogger(__name__)
+
+SLOT_REQUEUE_S = 1.0
+
+
+def trial_settings(settings: Settings, request: Any) -> Settings:
+    """The settings for one delivery: this node's name and the tag of the queue it came from."""
+    routing_key = (request.delivery_info or {}).get("routing_key") or ""
+    tag = routing_key.removeprefix(QUEUE_PREFIX) if routing_key.startswith(QUEUE_PREFIX) else ""
+    return settings.model_copy(
+        update={"node_name": request.hostname or "", "worker_tag": tag or settings.worker_tag}
+    )
+
+
+def backoff(settings: Settings, attempt: int) -> float:
+    return float(settings.retry_backoff_s * (2**attempt))
+
+
+def create_app(settings: Settings) -> Celery:
+    """The worker's app, with `farm.run_trial` and `farm.aggregate` registered."""
+    app = make_celery(settings)
+    slots = Slots(settings.broker_url)
+
+    @app.task(name="farm.run_trial", bind=True, max_retries=None)
+    def run_trial(self: Task, payload: dict[str, Any], infra_attempt: int = 0) -> dict[str, Any]:
+        local = trial_settings(settings, self.request)
+        spec = TrialSpec.model_validate(payload)
+        final = infra_attempt >= settings.infra_retries
+
+        def retry_infra() -> Exception:
+            # The same message again later, one infrastructure attempt further.
+            retry: Exception = self.retry(
+                kwargs={"infra_attempt": infra_attempt + 1},
+                countdown=backoff(settings, infra_attempt),
+                throw=False,
+            )
+            return retry
+
+        try:
+            with slots.hold(
+                spec.model, wait_s=settings.slot_wait_s, lease_s=settings.visibility_timeout_s
+            ):
+                summary = load_task("farm.run_trial")(payload, local, record_infra=final)
+        except SlotBusy:
+            # Not a failure: the endpoint is busy. Back in the queue, attempt count unchanged.
+            raise self.retry(countdown=SLOT_REQUEUE_S) from None
+        except StoreError as exc:
+            if final:
+                raise
+            logger.warning("trial %s: %s; retrying", spec.trial_id[:12], exc)
+            raise retry_infra() from exc
+        if "retry" in summary:
+            raise retry_infra()
+        if summary.get("last"):
+            app.send_task(
+                "farm.aggregate",
+                args=[{"sweep_id": spec.sweep_id}],
+                queue=CONTROL_QUEUE,
+                argsrepr=spec.sweep_id,
+            )
+        return summary
+
+    @app.task(name="farm.aggregate")
+    def aggregate(payload: dict[str, Any]) -> dict[str, Any]:
+        return load_task("farm.aggregate")(payload, settings)
+
+    return app
+
+
+@worker_process_init.connect
+def _fresh_process(**_kwargs: Any) -> None:
+    # A forked pool process must not share the parent's database connections.
+    engine_for.cache_clear()
+
+
+@worker_process_shutdown.connect
+def _stop_servers(**_kwargs: Any) -> None:
+    close_runtime()
