@@ -71,6 +71,10 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
     sweep has trials left to run.
 
     A redelivered or re-run trial rewrites its one row and its calls; it never adds rows.
+    The "left" check runs after the commit: inside the transaction, two trials finishing at
+    the same moment each see the other still `running`, and neither would start the
+    aggregate. After the commit at least one of them sees none left (both may: the aggregate
+    is idempotent).
     """
     values = trial_values(spec, result)
     calls = [
@@ -92,6 +96,7 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
         conn.execute(delete(ToolCallRow).where(col(ToolCallRow.trial_id) == result.trial_id))
         if calls:
             conn.execute(dialect_insert(engine.dialect.name)(ToolCallRow), calls)
+    with _guarded(engine, f"count what is left of sweep {result.sweep_id[:12]}") as conn:
         return _any_left(conn, result.sweep_id)
 
 

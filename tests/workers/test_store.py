@@ -100,3 +100,53 @@ def test_saving_a_trial_twice_keeps_one_row_on_postgres(pg_engine: Engine) -> No
     assert pg_engine.dialect.name == "postgresql"
     _check_idempotent(pg_engine)
 
+
+@pytest.mark.integration
+def test_two_trials_landing_together_still_report_the_sweep_finished(pg_engine: Engine) -> None:
+    """The last-trial check must see the other trial's commit, or no aggregate ever starts.
+
+    Both transactions are held at their commit until the other has written, which is the
+    interleaving two workers finishing at once produce.
+    """
+    init_db(pg_engine)
+    specs = [trial(SCENARIO, ideal_script(SCENARIO), sweep_id="race", repetition=r) for r in (0, 1)]
+    with session_scope(pg_engine) as session:
+        for spec in specs:
+            session.add(
+                TrialRow(
+                    trial_id=spec.trial_id,
+                    sweep_id="race",
+                    model_id="m",
+                    prompt_id="native",
+                    scenario_id=SCENARIO.id,
+                    scenario_version=SCENARIO.version,
+                    tier=SCENARIO.tier,
+                    expected_tools="[]",
+                    repetition=spec.repetition,
+                    status="running",
+                    payload_json=spec.model_dump_json(),
+                )
+            )
+    both_written = threading.Barrier(2, timeout=20)
+    waited: set[int] = set()
+
+    def hold_first_commit(_conn: Any) -> None:
+        me = threading.get_ident()
+        if me not in waited:
+            waited.add(me)
+            both_written.wait()
+
+    event.listen(pg_engine, "commit", hold_first_commit)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            left = list(
+                pool.map(
+                    lambda s: save_trial(
+                        engine=pg_engine, spec=s, result=_result(s.trial_id, "race", 1)
+                    ),
+                    specs,
+                )
+            )
+    finally:
+        event.remove(pg_engine, "commit", hold_first_commit)
+    assert False in left, "neither trial saw the sweep finished, so nothing would aggregate it"
