@@ -1,16 +1,14 @@
 """Control plane: CLI, matrix expansion, submission, progress, scorecards, reports."""
 
-from scheduler.aggregate import aggregate, stored_scorecard
+from scheduler.aggregate import aggregate, scorecard_of, stored_scorecard
 from scheduler.embedded import run_embedded
 from scheduler.expand import Plan, expand, load_sweep, with_endpoint
-from scheduler.scorecard import Cell, Scorecard, build_scorecard
+from scheduler.scorecard import build_scorecard
 from scheduler.stats import percentiles, wilson
 from scheduler.submit import record_plan, runnable_ids
 
 __all__ = [
-    "Cell",
     "Plan",
-    "Scorecard",
     "aggregate",
     "build_scorecard",
     "expand",
@@ -19,6 +17,7 @@ __all__ = [
     "record_plan",
     "run_embedded",
     "runnable_ids",
+    "scorecard_of",
     "stored_scorecard",
     "wilson",
     "with_endpoint",

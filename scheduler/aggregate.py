@@ -1,67 +1,29 @@
 """The aggregate task: build a sweep's scorecard and store it, so `farm report` is instant.
 
 Runs on the control queue when a sweep's last trial lands (and at the end of an embedded run).
-Idempotent: building twice stores the same card once.
+Idempotent: building twice stores one card (the newer).
 """
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
-from scheduler.scorecard import Cell, Scorecard, build_scorecard
+from scheduler.scorecard import build_scorecard
 from schema import ScorecardRow, Settings, make_engine, session_scope, upsert
-
-CARD_VERSION = 1
-
-
-def card_to_json(card: Scorecard) -> str:
-    body: dict[str, Any] = {
-        "sweep_id": card.sweep_id,
-        "total": card.total,
-        "done": card.done,
-        "configs": [asdict(c) for c in card.configs],
-        "by_tool": [asdict(c) for c in card.by_tool],
-        "by_tier": [asdict(c) for c in card.by_tier],
-        "tool_latency": [asdict(c) for c in card.tool_latency],
-        "failures": [
-            {"model": m, "prompt": p, "counts": dict(counts)}
-            for (m, p), counts in card.failures.items()
-        ],
-    }
-    return json.dumps(body)
-
-
-def card_from_json(text: str) -> Scorecard:
-    body = json.loads(text)
-
-    def cells(name: str) -> list[Cell]:
-        return [Cell(**(c | {"key": tuple(c["key"])})) for c in body[name]]
-
-    return Scorecard(
-        sweep_id=body["sweep_id"],
-        total=body["total"],
-        done=body["done"],
-        configs=cells("configs"),
-        by_tool=cells("by_tool"),
-        by_tier=cells("by_tier"),
-        tool_latency=cells("tool_latency"),
-        failures={(f["model"], f["prompt"]): Counter(f["counts"]) for f in body["failures"]},
-    )
+from schema.scorecard import SCORECARD_VERSION, Scorecard
 
 
 def store_scorecard(*, engine: Engine, card: Scorecard) -> None:
     values = {
         "sweep_id": card.sweep_id,
-        "version": CARD_VERSION,
+        "version": SCORECARD_VERSION,
         "built_at": datetime.now(UTC),
         "trials_done": card.done,
-        "card_json": card_to_json(card),
+        "card_json": card.model_dump_json(),
     }
     stmt = upsert(engine, ScorecardRow, values, "sweep_id")
     with session_scope(engine) as session:
@@ -72,9 +34,21 @@ def stored_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard | None:
     """The stored card of a sweep, if one was built with this format version."""
     with session_scope(engine) as session:
         row = session.get(ScorecardRow, sweep_id)
-        if row is None or row.version != CARD_VERSION:
+        if row is None or row.version != SCORECARD_VERSION:
             return None
-        return card_from_json(row.card_json)
+        try:
+            return Scorecard.model_validate_json(row.card_json)
+        except ValidationError:
+            return None
+
+
+def scorecard_of(*, engine: Engine, sweep_id: str, rebuild: bool = False) -> Scorecard:
+    """The stored card, or one built (and stored) now when there is none or it is stale."""
+    card = None if rebuild else stored_scorecard(engine=engine, sweep_id=sweep_id)
+    if card is None:
+        card = build_scorecard(engine=engine, sweep_id=sweep_id)
+        store_scorecard(engine=engine, card=card)
+    return card
 
 
 def aggregate(payload: dict[str, Any], settings: Settings, **_options: Any) -> dict[str, Any]:

@@ -9,17 +9,15 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from scheduler import cli_nodes
-from scheduler.aggregate import store_scorecard, stored_scorecard
+from scheduler import cli_nodes, cli_report
+from scheduler.aggregate import scorecard_of
 from scheduler.cli_common import DataDirOption, DbOption, console, engine_from, settings_from
 from scheduler.cli_sweep import sweep_app
 from scheduler.embedded import run_embedded
 from scheduler.expand import expand, load_sweep, with_endpoint
-from scheduler.progress import latest_sweep_id, require_sweep
 from scheduler.render import print_scorecard
-from scheduler.scorecard import build_scorecard
 from scheduler.submit import describe
-from schema import FarmError, session_scope
+from schema import FarmError
 
 app = typer.Typer(
     add_completion=False,
@@ -31,6 +29,7 @@ db_app = typer.Typer(no_args_is_help=True, help="The results database.")
 app.add_typer(db_app, name="db")
 app.add_typer(sweep_app, name="sweep")
 cli_nodes.register(app)
+cli_report.register(app)
 
 
 @app.command()
@@ -58,34 +57,7 @@ def run(
     console.print(f"[dim]results: {settings.resolved_database_url()}[/dim]")
     run_embedded(plan=plan, settings=settings, engine=engine, console=console, rerun=rerun)
     # The run ended with the aggregate task, which built and stored the card: print that one.
-    card = stored_scorecard(engine=engine, sweep_id=plan.sweep_id)
-    print_scorecard(card or build_scorecard(engine=engine, sweep_id=plan.sweep_id), console)
-
-
-@app.command()
-def report(
-    sweep_id: Annotated[str | None, typer.Argument(help="Sweep id; default: the latest")] = None,
-    db: DbOption = None,
-    data_dir: DataDirOption = None,
-    rebuild: Annotated[
-        bool, typer.Option(help="Build the scorecard again from the trials (and store it)")
-    ] = False,
-) -> None:
-    """Print the scorecard of a recorded sweep (the stored one, or built now)."""
-    engine = engine_from(settings_from(db, data_dir))
-    sweep_id = sweep_id or latest_sweep_id(engine=engine)
-    with session_scope(engine) as session:
-        require_sweep(session, sweep_id)
-    card = None if rebuild else stored_scorecard(engine=engine, sweep_id=sweep_id)
-    if card is None:
-        card = build_scorecard(engine=engine, sweep_id=sweep_id)
-        store_scorecard(engine=engine, card=card)
-    elif card.done < card.total:
-        console.print(
-            f"[dim]stored scorecard covers {card.done}/{card.total} trials; "
-            "--rebuild builds it from what is recorded now[/dim]"
-        )
-    print_scorecard(card, console)
+    print_scorecard(scorecard_of(engine=engine, sweep_id=plan.sweep_id), console)
 
 
 @db_app.command("init")

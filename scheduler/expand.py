@@ -8,6 +8,7 @@ from pathlib import Path
 from scenarios import load_prompt, select
 from schema import (
     ModelTarget,
+    Scenario,
     ScenarioRef,
     SweepSpec,
     TrialSpec,
@@ -45,6 +46,17 @@ def with_endpoint(sweep: SweepSpec, endpoint: str, model: str, hardware: str) ->
     return sweep.model_copy(update={"models": [target]})
 
 
+def wordings(sweep: SweepSpec, scenario: Scenario) -> list[tuple[int, int]]:
+    """(repetition, variant) pairs of one scenario, per the sweep's `paraphrases` choice."""
+    count = 1 + len(scenario.paraphrases)
+    reps = range(sweep.repetitions)
+    if sweep.paraphrases == "verbatim":
+        return [(rep, 0) for rep in reps]
+    if sweep.paraphrases == "rotate":
+        return [(rep, rep % count) for rep in reps]
+    return [(rep, variant) for variant in range(count) for rep in reps]
+
+
 def expand(sweep: SweepSpec, source: str) -> Plan:
     """Every trial of the sweep, in a stable order, each with its deterministic trial_id."""
     prompts = [load_prompt(pid, source, f"prompts[{i}]") for i, pid in enumerate(sweep.prompts)]
@@ -52,7 +64,7 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
     # The id covers what the sweep resolves to, so editing a prompt config or bumping a
     # scenario version starts a new sweep instead of mixing old and new trials in one scorecard.
     resolved = {
-        "sweep": sweep.model_dump(mode="json"),
+        "sweep": sweep.model_dump(mode="json", exclude={"gates"}),
         "prompts": [p.model_dump(mode="json") for p in prompts],
         "scenarios": [(suite, s.id, s.version) for suite, s in picked],
     }
@@ -64,12 +76,13 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
             prompt=prompt,
             scenario=ScenarioRef(id=scenario.id, version=scenario.version, suite=suite),
             repetition=rep,
+            variant=variant,
             seed=sweep.seed * 1000 + rep,
         )
         for model in sweep.models
         for prompt in prompts
         for suite, scenario in picked
-        for rep in range(sweep.repetitions)
+        for rep, variant in wordings(sweep, scenario)
     ]
     return Plan(
         sweep_id=sweep_id,

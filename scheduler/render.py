@@ -2,74 +2,105 @@
 
 from __future__ import annotations
 
-import math
-
 from rich.console import Console
 from rich.table import Table
 
-from scheduler.scorecard import Cell, Scorecard, outcome_columns
+from scheduler.scorecard import outcome_columns
+from schema.scorecard import Latency, Row, Scorecard
 
 
-def _pct(x: float) -> str:
-    return "–" if math.isnan(x) else f"{100 * x:.0f}%"
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"
 
 
-def _secs(x: float) -> str:
-    return "–" if math.isnan(x) else (f"{x:.2f}s" if x < 10 else f"{x:.1f}s")
+def secs(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x < 1:
+        return f"{1000 * x:.0f}ms"
+    return f"{x:.2f}s" if x < 10 else f"{x:.1f}s"
 
 
-def _rate_table(title: str, heads: list[str], cells: list[Cell]) -> Table:
-    table = Table(title=title, title_justify="left", header_style="bold")
+def interval(row: Row) -> str:
+    return f"{pct(row.low)}–{pct(row.high)}"
+
+
+def _table(title: str, heads: list[str], right: list[str]) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold", pad_edge=False)
     for head in heads:
         table.add_column(head)
-    for col in ("n", "pass", "95% CI", "p50", "p95", "p99"):
-        table.add_column(col, justify="right")
-    for c in cells:
+    for head in right:
+        table.add_column(head, justify="right")
+    return table
+
+
+def _latency(lat: Latency) -> list[str]:
+    return [secs(lat.p50), secs(lat.p95), secs(lat.p99)]
+
+
+def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table:
+    heads = ["model", "prompt"] + ([head] if head else [])
+    table = _table(title, heads, ["n", "pass", "95% CI", "pass^k", "p50", "p95", "p99"])
+    for row in card.of(dimension):  # type: ignore[arg-type]
         table.add_row(
-            *c.key,
-            str(c.n),
-            _pct(c.rate),
-            f"{_pct(c.low)}–{_pct(c.high)}",
-            _secs(c.p50),
-            _secs(c.p95),
-            _secs(c.p99),
+            row.model,
+            row.prompt,
+            *([row.key] if head else []),
+            str(row.n),
+            pct(row.rate),
+            interval(row),
+            f"{pct(row.pass_hat_k)} k={row.k}" if row.k > 1 else "–",
+            *_latency(row.latency),
         )
     return table
 
 
 def print_scorecard(card: Scorecard, console: Console) -> None:
     console.print(f"\n[bold]Scorecard[/bold] {card.sweep_id}: {card.done}/{card.total} trials done")
-    console.print(
-        _rate_table(
-            "Pass rate per model × prompt config (trial latency)", ["model", "prompt"], card.configs
+    console.print(_rate_table(card, "config", "Pass rate per model × prompt config", ""))
+    speed = _table(
+        "Speed and tokens",
+        ["model", "prompt"],
+        ["pass@k", "TTFT p50", "tok/s", "tokens in", "tokens out"],
+    )
+    rows = {(r.model, r.prompt): r for r in card.of("config")}
+    for extra in card.extras:
+        row = rows.get((extra.model, extra.prompt))
+        speed.add_row(
+            extra.model,
+            extra.prompt,
+            pct(row.pass_at_k) if row and row.k > 1 else "–",
+            secs(extra.first_token.p50),
+            "–" if extra.tokens_per_s is None else f"{extra.tokens_per_s:.1f}",
+            f"{extra.tokens_prompt:,}",
+            f"{extra.tokens_completion:,}",
         )
-    )
+    console.print(speed)
     console.print(
-        _rate_table("Per tool the scenario expects", ["model", "prompt", "tool"], card.by_tool)
+        _rate_table(card, "tool", "Per tool the scenario expects (latency of its calls)", "tool")
     )
-    console.print(_rate_table("Per tier", ["model", "prompt", "tier"], card.by_tier))
+    console.print(_rate_table(card, "tier", "Per tier", "tier"))
+    console.print(_rate_table(card, "phrasing", "Verbatim vs paraphrased prompts", "wording"))
     outcomes = outcome_columns(card)
-    modes = Table(title="Outcomes (failure modes)", title_justify="left", header_style="bold")
-    modes.add_column("model")
-    modes.add_column("prompt")
-    for o in outcomes:
-        modes.add_column(o.replace("_", " "), justify="right")
-    for (model, prompt), counts in sorted(card.failures.items()):
-        modes.add_row(model, prompt, *(str(counts.get(o, 0)) for o in outcomes))
+    modes = _table(
+        "Outcomes (failure modes)", ["model", "prompt"], [o.replace("_", " ") for o in outcomes]
+    )
+    for row in card.of("config"):
+        modes.add_row(row.model, row.prompt, *(str(row.outcomes.get(o, 0)) for o in outcomes))
     console.print(modes)
-    if card.tool_latency:
-        table = Table(
-            title="Tool calls as executed (MCP latency)", title_justify="left", header_style="bold"
+    if card.tool_calls:
+        calls = _table(
+            "Tool calls as executed (MCP latency)",
+            ["model", "prompt", "tool"],
+            ["calls", "ok", "p50", "p95", "p99"],
         )
-        for col in ("tool", "calls", "ok", "p50", "p95", "p99"):
-            table.add_column(col, justify="left" if col == "tool" else "right")
-        for c in card.tool_latency:
-            table.add_row(
-                c.key[0],
-                str(c.n),
-                _pct(c.rate),
-                f"{1000 * c.p50:.0f}ms",
-                f"{1000 * c.p95:.0f}ms",
-                f"{1000 * c.p99:.0f}ms",
+        for c in card.tool_calls:
+            calls.add_row(
+                c.model,
+                c.prompt,
+                c.tool,
+                str(c.calls),
+                pct(c.ok / c.calls if c.calls else None),
+                *_latency(c.latency),
             )
-        console.print(table)
+        console.print(calls)

@@ -1,123 +1,202 @@
-"""Scorecards: pass rates with Wilson intervals, latency percentiles, failure modes."""
+"""Build a sweep's scorecard from its stored trials: grouped in SQL, finished with numpy.
+
+Counts (per model × prompt × scenario × tier × wording × outcome) come from one GROUP BY, so
+every rate, interval, pass^k and failure count is computed from a few thousand rows however big
+the sweep. Percentiles come from PostgreSQL's percentile_cont; SQLite has none, so there the
+(small, embedded) samples are fetched and numpy computes the same interpolation.
+"""
 
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
-import numpy as np
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
-from sqlmodel import col
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
 
-from scheduler.stats import percentiles, wilson
-from schema import OUTCOMES, ToolCallRow, TrialRow, session_scope
+from scheduler.latency import LATENCY_BINS, Key, histograms, tool_calls, trial_latency
+from scheduler.stats import pass_at_k, pass_hat_k, wilson
+from schema import OUTCOMES
+from schema.scorecard import (
+    ConfigExtras,
+    Latency,
+    Provenance,
+    Row,
+    Scorecard,
+)
 
 TIERS = ("simple", "moderate", "complex")
+AGGREGATOR_VERSION = "2"
 
-
-@dataclass(frozen=True)
-class Cell:
-    """Pass rate and latency of one group of trials."""
-
-    key: tuple[str, ...]
-    n: int
-    passes: int
-    low: float
-    high: float
-    p50: float
-    p95: float
-    p99: float
-
-    @property
-    def rate(self) -> float:
-        return self.passes / self.n if self.n else float("nan")
+COUNTS_SQL = """
+select model_id, prompt_id, scenario_id, tier, expected_tools, variant > 0 as paraphrased,
+       outcome, count(*) as n,
+       sum(tokens_prompt) as tokens_prompt, sum(tokens_completion) as tokens_completion,
+       sum(case when model_s > 0 and tokens_completion > 0 then tokens_completion else 0 end)
+         as timed_tokens,
+       sum(case when model_s > 0 and tokens_completion > 0 then model_s else 0 end) as timed_s
+from trial
+where sweep_id = :sweep and status = 'done'
+group by model_id, prompt_id, scenario_id, tier, expected_tools, variant > 0, outcome
+"""
 
 
 @dataclass
-class Scorecard:
-    sweep_id: str
-    total: int
-    done: int
-    configs: list[Cell] = field(default_factory=list)
-    """Per model × prompt config."""
-    by_tool: list[Cell] = field(default_factory=list)
-    """Per model × prompt config × expected tool (a trial counts once for each tool it expects)."""
-    by_tier: list[Cell] = field(default_factory=list)
-    failures: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
-    tool_latency: list[Cell] = field(default_factory=list)
-    """Per tool actually called: how often it succeeded, and its call latency."""
+class _Group:
+    """Counts gathered for one row of the scorecard."""
+
+    outcomes: Counter[str] = field(default_factory=Counter)
+    per_scenario: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+
+    def add(self, scenario: str, outcome: str, n: int) -> None:
+        self.outcomes[outcome] += n
+        if outcome != "infra_error":
+            counts = self.per_scenario[scenario]
+            counts[0] += n
+            counts[1] += n if outcome == "pass" else 0
 
 
-def _cell(key: tuple[str, ...], outcomes: list[str], latencies: list[float]) -> Cell:
-    passes = sum(1 for o in outcomes if o == "pass")
-    low, high = wilson(passes, len(outcomes))
-    p50, p95, p99 = percentiles(latencies)
-    return Cell(key, len(outcomes), passes, low, high, p50, p95, p99)
+def _row(key: Key, group: _Group, latency: Latency) -> Row:
+    dimension, model, prompt, name = key
+    n = sum(v[0] for v in group.per_scenario.values())
+    passes = sum(v[1] for v in group.per_scenario.values())
+    low, high = wilson(passes, n)
+    scenario_counts = [v for v in group.per_scenario.values() if v[0] > 0]
+    k = min((v[0] for v in scenario_counts), default=0)
+    hats = [pass_hat_k(sn, sc, k) for sn, sc in scenario_counts]
+    ats = [pass_at_k(sn, sc, k) for sn, sc in scenario_counts]
+    return Row(
+        dimension=dimension,
+        model=model,
+        prompt=prompt,
+        key=name,
+        n=n,
+        passes=passes,
+        rate=passes / n if n else None,
+        low=low,
+        high=high,
+        k=k,
+        pass_hat_k=sum(hats) / len(hats) if hats else None,
+        pass_at_k=sum(ats) / len(ats) if ats else None,
+        latency=latency,
+        outcomes={o: group.outcomes[o] for o in OUTCOMES if group.outcomes[o]},
+    )
 
 
-def _group(rows: list[tuple[tuple[str, ...], str, float]]) -> list[Cell]:
-    outcomes: dict[tuple[str, ...], list[str]] = defaultdict(list)
-    latencies: dict[tuple[str, ...], list[float]] = defaultdict(list)
-    for key, outcome, latency in rows:
-        outcomes[key].append(outcome)
-        latencies[key].append(latency)
-    return [_cell(k, outcomes[k], latencies[k]) for k in sorted(outcomes, key=_order)]
-
-
-def _order(key: tuple[str, ...]) -> tuple[object, ...]:
-    return tuple((TIERS.index(k), k) if k in TIERS else (len(TIERS), k) for k in key)
+def _order(row: Row) -> tuple[Any, ...]:
+    tier = TIERS.index(row.key) if row.dimension == "tier" and row.key in TIERS else 0
+    return (row.dimension, row.model, row.prompt, tier, row.key)
 
 
 def build_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard:
-    """Compute the scorecard of one sweep from the stored trials (infra errors excluded)."""
-    with session_scope(engine) as session:
-        total = session.execute(
-            select(func.count()).select_from(TrialRow).where(col(TrialRow.sweep_id) == sweep_id)
+    """Compute the scorecard of one sweep from its stored trials (rates exclude infra errors)."""
+    with engine.connect() as conn:
+        total = conn.execute(
+            text("select count(*) from trial where sweep_id = :sweep"), {"sweep": sweep_id}
         ).scalar_one()
-        trials = session.execute(
-            select(
-                col(TrialRow.model_id),
-                col(TrialRow.prompt_id),
-                col(TrialRow.tier),
-                col(TrialRow.expected_tools),
-                col(TrialRow.outcome),
-                col(TrialRow.latency_s),
-            ).where(col(TrialRow.sweep_id) == sweep_id, col(TrialRow.status) == "done")
-        ).all()
-        calls = session.execute(
-            select(col(ToolCallRow.tool), col(ToolCallRow.ok), col(ToolCallRow.latency_s))
-            .join(TrialRow, col(TrialRow.trial_id) == col(ToolCallRow.trial_id))
-            .where(col(TrialRow.sweep_id) == sweep_id)
-        ).all()
-    card = Scorecard(sweep_id=sweep_id, total=total, done=len(trials))
-    graded = [t for t in trials if t.outcome != "infra_error"]
-    card.configs = _group([((t.model_id, t.prompt_id), t.outcome, t.latency_s) for t in graded])
-    card.by_tier = _group(
-        [((t.model_id, t.prompt_id, t.tier), t.outcome, t.latency_s) for t in graded]
-    )
-    card.by_tool = _group(
-        [
-            ((t.model_id, t.prompt_id, tool), t.outcome, t.latency_s)
-            for t in graded
-            for tool in dict.fromkeys(json.loads(t.expected_tools))
+        counts = conn.execute(text(COUNTS_SQL), {"sweep": sweep_id}).all()
+        latency, first_token = trial_latency(conn, sweep_id)
+        calls = tool_calls(conn, sweep_id)
+        hist = histograms(conn, sweep_id)
+        provenance = _provenance(conn, sweep_id)
+
+    groups: dict[Key, _Group] = defaultdict(_Group)
+    tokens: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+    done = 0
+    for r in counts:
+        done += r.n
+        m, p = r.model_id, r.prompt_id
+        wording = "paraphrased" if r.paraphrased else "verbatim"
+        keys: list[Key] = [
+            ("config", m, p, ""),
+            ("tier", m, p, r.tier),
+            ("scenario", m, p, r.scenario_id),
+            ("phrasing", m, p, wording),
         ]
+        keys += [("tool", m, p, tool) for tool in dict.fromkeys(json.loads(r.expected_tools))]
+        for key in keys:
+            groups[key].add(r.scenario_id, r.outcome, r.n)
+        sums = tokens[(m, p)]
+        sums[0] += r.tokens_prompt or 0
+        sums[1] += r.tokens_completion or 0
+        sums[2] += r.timed_tokens or 0
+        sums[3] += float(r.timed_s or 0.0)
+
+    call_latency = {(c.model, c.prompt, c.tool): c.latency for c in calls}
+    rows = []
+    for key, group in groups.items():
+        if key[0] == "tool":
+            lat = call_latency.get((key[1], key[2], key[3]), Latency())
+        else:
+            lat = latency.get(key, Latency())
+        rows.append(_row(key, group, lat))
+    extras = [
+        ConfigExtras(
+            model=m,
+            prompt=p,
+            first_token=first_token.get((m, p), Latency()),
+            tokens_per_s=sums[2] / sums[3] if sums[3] > 0 else None,
+            tokens_prompt=int(sums[0]),
+            tokens_completion=int(sums[1]),
+            histogram=hist.get((m, p), [0] * (len(LATENCY_BINS) + 1)),
+        )
+        for (m, p), sums in sorted(tokens.items())
+    ]
+    return Scorecard(
+        sweep_id=sweep_id,
+        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        total=total,
+        done=done,
+        rows=sorted(rows, key=_order),
+        extras=extras,
+        tool_calls=calls,
+        latency_bins=list(LATENCY_BINS),
+        provenance=provenance,
     )
-    for t in trials:
-        card.failures.setdefault((t.model_id, t.prompt_id), Counter())[t.outcome] += 1
-    card.tool_latency = _group(
-        [((c.tool,), "pass" if c.ok else "error", c.latency_s) for c in calls]
+
+
+def _distinct(values: Iterable[str | None]) -> list[str]:
+    return sorted({v for v in values if v})
+
+
+def _provenance(conn: Connection, sweep_id: str) -> Provenance:
+    sweep = conn.execute(
+        text("select name, spec_json from sweep where sweep_id = :sweep"), {"sweep": sweep_id}
+    ).first()
+    # One recorded provenance per model and node stands for the rest (they differ only in
+    # host-level facts that these keys already separate).
+    samples = conn.execute(
+        text(
+            "select model_id, node, min(provenance_json) as low, max(provenance_json) as high"
+            " from trial where sweep_id = :sweep and status = 'done'"
+            " group by model_id, node"
+        ),
+        {"sweep": sweep_id},
+    ).all()
+    recorded = [json.loads(s.low) for s in samples] + [json.loads(s.high) for s in samples]
+    pins = {s.model_id: json.loads(s.low).get("model_pins", {}) for s in samples}
+    return Provenance(
+        sweep_name=sweep.name if sweep else "",
+        spec_json=sweep.spec_json if sweep else "{}",
+        farm_versions=_distinct(r.get("farm_version") for r in recorded),
+        git_commits=_distinct(r.get("git_commit") for r in recorded),
+        nodes=_distinct(s.node for s in samples),
+        model_pins=pins,
+        aggregator_version=AGGREGATOR_VERSION,
     )
-    return card
+
+
+def overall_pass_rate(card: Scorecard) -> float:
+    rows = card.of("config")
+    n = sum(r.n for r in rows)
+    return sum(r.passes for r in rows) / n if n else float("nan")
 
 
 def outcome_columns(card: Scorecard) -> list[str]:
     """The outcomes that occur in the sweep, in taxonomy order."""
-    seen = set().union(*card.failures.values()) if card.failures else set()
+    seen = {o for r in card.of("config") for o in r.outcomes}
     return [o for o in OUTCOMES if o in seen]
-
-
-def overall_pass_rate(card: Scorecard) -> float:
-    n = sum(c.n for c in card.configs)
-    return float(np.divide(sum(c.passes for c in card.configs), n)) if n else float("nan")

@@ -22,9 +22,10 @@ EMBEDDED_QUEUE = "embedded"
 
 def describe(plan: Plan) -> str:
     sweep = plan.sweep
+    wording = " (× each wording)" if sweep.paraphrases == "all" else ""
     return (
         f"{len(sweep.models)} model(s) × {len(sweep.prompts)} prompt config(s) × "
-        f"{plan.scenario_count} scenario(s) × {sweep.repetitions} repetition(s) = "
+        f"{plan.scenario_count} scenario(s) × {sweep.repetitions} repetition(s){wording} = "
         f"{len(plan.trials)} trials"
     )
 
@@ -55,6 +56,7 @@ def record_plan(*, engine: Engine, plan: Plan, queues: dict[str, str] | None = N
             "tier": "",
             "expected_tools": "[]",
             "repetition": t.repetition,
+            "variant": t.variant,
             "status": "pending",
             "queue": queues.get(t.model.id, EMBEDDED_QUEUE),
             "payload_json": t.model_dump_json(),

@@ -30,6 +30,14 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX IF NOT EXISTS ix_trial_sweep_status ON trial (sweep_id, status)",
         ],
     ),
+    (
+        3,
+        "paraphrased prompts and time in the model: trial variant and model_s",
+        [
+            "ALTER TABLE trial ADD COLUMN variant INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE trial ADD COLUMN model_s FLOAT",
+        ],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

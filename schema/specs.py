@@ -101,6 +101,9 @@ class Scenario(Strict):
     tier: Tier
     prompt: str = Field(min_length=1)
     """The user's request, as a person would type it."""
+    paraphrases: list[str] = Field(default_factory=list)
+    """Other ways a person would ask for the same thing. Trials that use one are tagged as
+    paraphrased, so a scorecard can split verbatim from paraphrased pass rates."""
     servers: list[str] = Field(min_length=1)
     """Names of the MCP servers (from the server catalogue) attached to the session."""
     expect: list[ExpectedCall] = Field(default_factory=list)
@@ -125,6 +128,12 @@ class Scenario(Strict):
     @property
     def expected_tools(self) -> list[str]:
         return [call.tool for call in self.expect]
+
+    def prompt_for(self, variant: int) -> str:
+        """Variant 0 is the verbatim prompt; 1..n are the paraphrases."""
+        if variant == 0:
+            return self.prompt
+        return self.paraphrases[variant - 1]
 
 
 class ServerDef(Strict):
@@ -240,6 +249,30 @@ class ScenarioSelection(Strict):
     ids: list[str] = Field(default_factory=list)
 
 
+class Gate(Strict):
+    """A threshold `farm report --gate` enforces, on every scorecard row of one kind."""
+
+    metric: Literal["pass_rate", "pass_low", "pass_hat_k", "pass_at_k", "p50_s", "p95_s", "p99_s"]
+    """`pass_low` is the lower end of the pass rate's 95% interval; `p95_s` etc. latency."""
+    per: Literal["config", "tool", "tier", "scenario", "phrasing"] = "config"
+    """Which rows: per model × prompt (`config`), or per tool, tier, scenario, wording."""
+    min: float | None = None
+    max: float | None = None
+    only: str | None = None
+    """Only rows whose tool / tier / scenario / wording is this one."""
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> Gate:
+        if (self.min is None) == (self.max is None):
+            raise ValueError("give exactly one of `min` and `max`")
+        return self
+
+    def describe(self) -> str:
+        bound = f">= {self.min:g}" if self.min is not None else f"<= {self.max:g}"
+        scope = f" {self.per}={self.only}" if self.only else f" per {self.per}"
+        return f"{self.metric} {bound}{scope}"
+
+
 class SweepSpec(Strict):
     """The matrix a user asks for: models × prompt configs × scenarios × repetitions."""
 
@@ -250,5 +283,12 @@ class SweepSpec(Strict):
     """Prompt configuration ids from scenarios/prompts."""
     scenarios: ScenarioSelection = Field(default_factory=ScenarioSelection)
     repetitions: int = Field(default=10, ge=1)
+    paraphrases: Literal["verbatim", "rotate", "all"] = "rotate"
+    """Which wording each trial uses: `verbatim` only the scenario's prompt; `rotate` cycles
+    prompt, paraphrase 1, paraphrase 2, … over the repetitions; `all` runs every repetition
+    once per wording (multiplies the trials)."""
     seed: int = 0
     """Base seed; each trial's sampling seed derives from it and its repetition index."""
+    gates: list[Gate] = Field(default_factory=list)
+    """Thresholds for `farm report --gate` (not part of the sweep id: tightening a gate does
+    not start a new sweep)."""

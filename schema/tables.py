@@ -39,6 +39,8 @@ class TrialRow(SQLModel, table=True):
     expected_tools: str
     """JSON list of the tools the scenario expects (per-tool scorecards group on it)."""
     repetition: int
+    variant: int = 0
+    """0 for the scenario's own prompt, k for its k-th paraphrase."""
     status: str = Field(default="pending", index=True)
     queue: str = ""
     """The broker queue the trial was published to (its model's hardware tag)."""
@@ -51,6 +53,7 @@ class TrialRow(SQLModel, table=True):
     detail: str = ""
     latency_s: float | None = None
     first_token_s: float | None = None
+    model_s: float | None = None
     tokens_prompt: int = 0
     tokens_completion: int = 0
     turns: int = 0

@@ -34,6 +34,8 @@ class TrialSpec(BaseModel):
     prompt: PromptConfig
     scenario: ScenarioRef
     repetition: int = Field(ge=0)
+    variant: int = Field(default=0, ge=0)
+    """Which wording of the request: 0 the scenario's prompt, k its k-th paraphrase."""
     seed: int
     """Sampling seed for this repetition."""
     trial_id: str = ""
@@ -119,6 +121,7 @@ class TrialResult(BaseModel):
     tier: Tier
     expected_tools: list[str]
     repetition: int
+    variant: int = 0
     status: TrialStatus = "done"
     outcome: Outcome
     stop_reason: StopReason
@@ -128,6 +131,8 @@ class TrialResult(BaseModel):
     finished_at: datetime
     latency_s: float
     first_token_s: float | None = None
+    model_s: float | None = None
+    """Seconds spent waiting for the model, summed over turns."""
     tokens: TokenCounts = Field(default_factory=TokenCounts)
     turns: int = 0
     final_answer: str | None = None

@@ -28,6 +28,8 @@ class SessionState:
     stop_reason: StopReason | None = None
     format_error: str | None = None
     first_token_s: float | None = None
+    model_s: float = 0.0
+    """Seconds spent waiting for the model (tokens/s is completion tokens over this)."""
 
 
 def _call_key(call: ParsedCall) -> str:
@@ -72,13 +74,19 @@ async def run_session(
     client: ModelClient,
     conn: Connected,
     seed: int,
+    variant: int = 0,
 ) -> None:
-    """Drive one session to an answer or a limit, recording into `state` as it goes."""
+    """Drive one session to an answer or a limit, recording into `state` as it goes.
+
+    `variant` picks the user's wording: 0 the scenario's prompt, k its k-th paraphrase.
+    """
     tools = list(conn.tools.values())
-    state.transcript = opening_messages(prompt, scenario.prompt, tools)
+    state.transcript = opening_messages(prompt, scenario.prompt_for(variant), tools)
     seen: dict[str, int] = {}
     for turn in range(scenario.max_turns):
+        asked = time.perf_counter()
         reply = await client.complete(state.transcript, tools, prompt, seed + turn)
+        state.model_s += time.perf_counter() - asked
         state.turns = turn + 1
         state.tokens = state.tokens.add(reply.tokens)
         if state.first_token_s is None:

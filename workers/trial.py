@@ -47,7 +47,7 @@ async def _converse(
     schemas: dict[str, dict[str, Any]] = {}
     async with connect(servers, pool, spec.prompt.tool_naming) as conn:
         schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
-        await run_session(state, scenario, spec.prompt, client, conn, spec.seed)
+        await run_session(state, scenario, spec.prompt, client, conn, spec.seed, spec.variant)
     return schemas
 
 
@@ -111,6 +111,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         tier=scenario.tier,
         expected_tools=scenario.expected_tools,
         repetition=spec.repetition,
+        variant=spec.variant,
         outcome=verdict.outcome,
         stop_reason=stop,
         detail=verdict.detail,
@@ -118,6 +119,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         finished_at=datetime.now(UTC),
         latency_s=time.perf_counter() - started,
         first_token_s=state.first_token_s,
+        model_s=state.model_s,
         tokens=state.tokens,
         turns=state.turns,
         final_answer=state.final_answer,

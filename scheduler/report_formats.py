@@ -1,0 +1,103 @@
+"""A scorecard as Markdown (for a PR comment or a wiki) and as JUnit XML (for CI systems)."""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree as ET
+
+from scheduler.render import interval, pct, secs
+from scheduler.scorecard import outcome_columns
+from schema.scorecard import Row, Scorecard
+
+DIMENSION_TITLES = {
+    "config": "Pass rate per model × prompt config",
+    "tool": "Per tool the scenario expects",
+    "tier": "Per tier",
+    "phrasing": "Verbatim vs paraphrased prompts",
+    "scenario": "Per scenario",
+}
+
+
+def _md_table(heads: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _rate_cells(row: Row) -> list[str]:
+    k = f"{pct(row.pass_hat_k)} / {pct(row.pass_at_k)} (k={row.k})" if row.k > 1 else "–"
+    lat = row.latency
+    return [str(row.n), pct(row.rate), interval(row), k, secs(lat.p50), secs(lat.p95)]
+
+
+def to_markdown(card: Scorecard) -> str:
+    lines = [
+        f"# Scorecard {card.sweep_id}",
+        "",
+        f"{card.done}/{card.total} trials recorded; rates exclude infra errors. "
+        f"Built {card.built_at} from sweep `{card.provenance.sweep_name}` "
+        f"(farm {', '.join(card.provenance.farm_versions) or '?'}).",
+        "",
+    ]
+    rate_heads = ["n", "pass", "95% CI", "pass^k / pass@k", "p50", "p95"]
+    for dimension, title in DIMENSION_TITLES.items():
+        rows = card.of(dimension)  # type: ignore[arg-type]
+        if not rows:
+            continue
+        key_head = [] if dimension == "config" else [dimension]
+        lines += [f"## {title}", ""]
+        lines += _md_table(
+            ["model", "prompt", *key_head, *rate_heads],
+            [[r.model, r.prompt, *([r.key] if key_head else []), *_rate_cells(r)] for r in rows],
+        )
+    outcomes = outcome_columns(card)
+    lines += ["## Outcomes", ""]
+    lines += _md_table(
+        ["model", "prompt", *outcomes],
+        [
+            [r.model, r.prompt, *(str(r.outcomes.get(o, 0)) for o in outcomes)]
+            for r in card.of("config")
+        ],
+    )
+    return "\n".join(lines)
+
+
+def to_junit(card: Scorecard) -> str:
+    """One test suite per model × prompt config, one test case per scenario in it.
+
+    A case fails when any of its repetitions failed (the message gives the outcome counts);
+    one whose trials all hit infrastructure errors is reported as an error, not a failure.
+    """
+    root = ET.Element("testsuites", name=f"farm {card.sweep_id}")
+    by_config: dict[tuple[str, str], list[Row]] = {}
+    for row in card.of("scenario"):
+        by_config.setdefault((row.model, row.prompt), []).append(row)
+    for (model, prompt), rows in by_config.items():
+        failures = sum(1 for r in rows if r.n and r.passes < r.n)
+        errors = sum(1 for r in rows if not r.n)
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=f"{model}/{prompt}",
+            tests=str(len(rows)),
+            failures=str(failures),
+            errors=str(errors),
+            time=f"{sum((r.latency.p50 or 0) * r.n for r in rows):.3f}",
+        )
+        for r in rows:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"{model}.{prompt}",
+                name=r.key,
+                time=f"{r.latency.p50 or 0:.3f}",
+            )
+            counts = ", ".join(f"{o} {c}" for o, c in r.outcomes.items())
+            if not r.n:
+                ET.SubElement(case, "error", message=f"no graded trial ({counts})")
+            elif r.passes < r.n:
+                failure = ET.SubElement(
+                    case, "failure", message=f"passed {r.passes}/{r.n}: {counts}"
+                )
+                failure.text = f"pass rate {pct(r.rate)} (95% CI {interval(r)})"
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
