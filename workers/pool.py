@@ -35,6 +35,10 @@ logger = logging.getLogger(__name__)
 MAX_IDLE = 16
 """Idle servers kept per process; the least recently used beyond this are stopped."""
 
+REPO_ROOT = FIXTURES_DIR.parents[1]
+"""Where `{root}` points: the folder that holds the `scenarios` package (a checkout's root),
+so a command can name a project-local install such as `.tools/` whatever the working folder."""
+
 
 @dataclass(eq=False)
 class LiveServer:
@@ -52,6 +56,7 @@ class LiveServer:
 def _expand(arg: str, sandbox: Path | None, attached: list[str]) -> str:
     return (
         arg.replace("{python}", sys.executable)
+        .replace("{root}", str(REPO_ROOT))
         .replace("{sandbox}", str(sandbox) if sandbox else "")
         .replace("{attached}", ",".join(attached))
     )
