@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +31,7 @@ from schema.scorecard import (
 )
 
 TIERS = ("simple", "moderate", "complex")
+WORK_MEM = "256MB"
 AGGREGATOR_VERSION = "2"
 
 COUNTS_SQL = """
@@ -94,15 +96,22 @@ def _order(row: Row) -> tuple[Any, ...]:
 
 def build_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard:
     """Compute the scorecard of one sweep from its stored trials (rates exclude infra errors)."""
-    with engine.connect() as conn:
-        total = conn.execute(
-            text("select count(*) from trial where sweep_id = :sweep"), {"sweep": sweep_id}
-        ).scalar_one()
-        counts = conn.execute(text(COUNTS_SQL), {"sweep": sweep_id}).all()
-        latency, first_token = trial_latency(conn, sweep_id)
-        calls = tool_calls(conn, sweep_id)
-        hist = histograms(conn, sweep_id)
-        provenance = _provenance(conn, sweep_id)
+    # The queries are independent: on PostgreSQL they run side by side on their own
+    # connections (each one scan of the sweep); SQLite runs them one after another.
+    parts = run_queries(
+        engine,
+        {
+            "counts": lambda c: c.execute(text(COUNTS_SQL), {"sweep": sweep_id}).all(),
+            "latency": lambda c: trial_latency(c, sweep_id),
+            "calls": lambda c: tool_calls(c, sweep_id),
+            "hist": lambda c: histograms(c, sweep_id),
+            "provenance": lambda c: _provenance(c, sweep_id),
+        },
+    )
+    counts = parts["counts"]
+    latency, first_token = parts["latency"]
+    calls, hist, provenance = parts["calls"], parts["hist"], parts["provenance"]
+    total = sum(r.n for r in counts) + _not_done(engine, sweep_id)
 
     groups: dict[Key, _Group] = defaultdict(_Group)
     tokens: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
@@ -157,6 +166,33 @@ def build_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard:
         latency_bins=list(LATENCY_BINS),
         provenance=provenance,
     )
+
+
+def run_queries(engine: Engine, queries: dict[str, Callable[[Connection], Any]]) -> dict[str, Any]:
+    """Run each query on its own connection, in parallel where the database allows it."""
+
+    def one(query: Callable[[Connection], Any]) -> Any:
+        with engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                # Grouping and percentiles sort in memory instead of spilling to disk.
+                conn.execute(text(f"set local work_mem = '{WORK_MEM}'"))
+            return query(conn)
+
+    if engine.dialect.name != "postgresql":
+        return {name: one(query) for name, query in queries.items()}
+    with ThreadPoolExecutor(len(queries)) as pool:
+        futures = {name: pool.submit(one, query) for name, query in queries.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def _not_done(engine: Engine, sweep_id: str) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                text("select count(*) from trial where sweep_id = :sweep and status <> 'done'"),
+                {"sweep": sweep_id},
+            ).scalar_one()
+        )
 
 
 def _distinct(values: Iterable[str | None]) -> list[str]:

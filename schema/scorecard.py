@@ -118,3 +118,10 @@ class Scorecard(Frozen):
 
 def rate_or_nan(value: float | None) -> float:
     return math.nan if value is None else value
+
+
+if __name__ == "__main__":
+    # The published schema: python -m schema.scorecard > docs/scorecard.schema.json
+    import json
+
+    print(json.dumps(Scorecard.model_json_schema(), indent=2))

@@ -1,0 +1,164 @@
+"""Scorecards from stored trials: the numbers, both databases, the stored JSON and its schema."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from statsmodels.stats.proportion import proportion_confint
+
+from bench.synthetic import SyntheticScenario, load, scenarios, trials
+from scheduler.aggregate import scorecard_of, store_scorecard, stored_scorecard
+from scheduler.scorecard import build_scorecard
+from schema import init_db, make_engine
+from schema.scorecard import Scorecard
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = [("big", "native"), ("big", "json"), ("small", "native")]
+
+
+def _rate(model: str, prompt: str, scenario: SyntheticScenario) -> float:
+    base = {"big": 0.8, "small": 0.3}[model]
+    return base - (0.2 if prompt == "json" else 0.0) - 0.1 * (scenario.tier == "complex")
+
+
+def _load(engine: Engine, reps: int = 5) -> list[tuple[dict[str, object], list[dict[str, object]]]]:
+    init_db(engine)
+    rows = list(trials("sw", CONFIGS, scenarios(9, seed=4), reps, _rate, seed=11))
+    load(engine, "sw", iter(rows))
+    return rows
+
+
+def _sqlite(tmp_path: Path) -> Engine:
+    return make_engine(f"sqlite:///{tmp_path / 'card.sqlite'}")
+
+
+def test_rates_intervals_and_pass_k_follow_the_stored_trials(tmp_path: Path) -> None:
+    engine = _sqlite(tmp_path)
+    rows = _load(engine)
+    card = build_scorecard(engine=engine, sweep_id="sw")
+    assert (card.total, card.done) == (len(rows), len(rows))
+    by_config: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    by_scenario: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
+    for row, _calls in rows:
+        key = (str(row["model_id"]), str(row["prompt_id"]))
+        by_config[key].append(row["outcome"] == "pass")
+        by_scenario[(*key, str(row["scenario_id"]))].append(row["outcome"] == "pass")
+    for r in card.of("config"):
+        outcomes = by_config[(r.model, r.prompt)]
+        assert (r.n, r.passes) == (len(outcomes), sum(outcomes))
+        assert (r.low, r.high) == pytest.approx(
+            proportion_confint(sum(outcomes), len(outcomes), method="wilson")
+        )
+        # pass^5 of a scenario with 5 repetitions is 1 only when all 5 passed.
+        scenario_all = [
+            all(v) for (m, p, _s), v in by_scenario.items() if (m, p) == (r.model, r.prompt)
+        ]
+        assert r.k == 5
+        assert r.pass_hat_k == pytest.approx(np.mean(scenario_all))
+        scenario_any = [
+            any(v) for (m, p, _s), v in by_scenario.items() if (m, p) == (r.model, r.prompt)
+        ]
+        assert r.pass_at_k == pytest.approx(np.mean(scenario_any))
+    tiers = {r.key for r in card.of("tier")}
+    assert tiers == {"simple", "moderate", "complex"}
+    assert {r.key for r in card.of("phrasing")} == {"verbatim", "paraphrased"}
+    # A trial counts once for each tool it expects.
+    expected_tool_rows = sum(len(json.loads(str(row["expected_tools"]))) for row, _ in rows)
+    assert sum(r.n for r in card.of("tool")) == expected_tool_rows
+
+
+def test_infra_errors_are_counted_but_not_graded_and_an_all_infra_cell_is_empty(
+    tmp_path: Path,
+) -> None:
+    engine = _sqlite(tmp_path)
+    _load(engine, reps=1)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "update trial set outcome = 'infra_error' where model_id = 'small'"
+                " and scenario_id = 's0000'"
+            )
+        )
+    card = build_scorecard(engine=engine, sweep_id="sw")
+    cell = next(r for r in card.of("scenario") if r.model == "small" and r.key == "s0000")
+    assert (cell.n, cell.rate, cell.pass_hat_k) == (0, None, None)
+    assert cell.outcomes == {"infra_error": 1}
+    config = next(r for r in card.of("config") if r.model == "small")
+    assert config.n == 8 and config.outcomes["infra_error"] == 1
+    # One repetition: pass^1 is the pass rate.
+    assert config.k == 1 and config.pass_hat_k == pytest.approx(config.rate)
+
+
+def _latency_of(card: Scorecard) -> dict[tuple[str, str, str, str], tuple[float | None, ...]]:
+    return {
+        (r.dimension, r.model, r.prompt, r.key): (r.latency.p50, r.latency.p95, r.latency.p99)
+        for r in card.rows
+    }
+
+
+@pytest.mark.integration
+def test_postgres_and_sqlite_build_the_same_card(tmp_path: Path, pg_engine: Engine) -> None:
+    lite = _sqlite(tmp_path)
+    rows = _load(lite)
+    _load(pg_engine)
+    a = build_scorecard(engine=lite, sweep_id="sw")
+    b = build_scorecard(engine=pg_engine, sweep_id="sw")
+    assert [(r.dimension, r.key, r.n, r.passes) for r in a.rows] == [
+        (r.dimension, r.key, r.n, r.passes) for r in b.rows
+    ]
+    lat_a, lat_b = _latency_of(a), _latency_of(b)
+    assert lat_a.keys() == lat_b.keys()
+    for key, values in lat_a.items():
+        assert values == pytest.approx(lat_b[key])
+    # And both equal numpy on the raw samples.
+    big = [float(str(r["latency_s"])) for r, _ in rows if r["model_id"] == "big"]
+    big_native = [
+        float(str(r["latency_s"]))
+        for r, _ in rows
+        if r["model_id"] == "big" and r["prompt_id"] == "native"
+    ]
+    assert big and lat_b[("config", "big", "native", "")] == pytest.approx(
+        tuple(np.percentile(big_native, [50, 95, 99]))
+    )
+    assert a.tool_calls == b.tool_calls
+
+
+def test_an_empty_sweep_builds_an_empty_card(tmp_path: Path) -> None:
+    engine = _sqlite(tmp_path)
+    init_db(engine)
+    load(engine, "empty", iter([]))
+    card = build_scorecard(engine=engine, sweep_id="empty")
+    assert (card.total, card.done, card.rows, card.tool_calls) == (0, 0, [], [])
+
+
+def test_the_stored_card_round_trips_and_validates_against_the_published_schema(
+    tmp_path: Path,
+) -> None:
+    engine = _sqlite(tmp_path)
+    _load(engine, reps=2)
+    card = build_scorecard(engine=engine, sweep_id="sw")
+    store_scorecard(engine=engine, card=card)
+    assert stored_scorecard(engine=engine, sweep_id="sw") == card
+    published = json.loads((ROOT / "docs" / "scorecard.schema.json").read_text())
+    assert published == Scorecard.model_json_schema(), (
+        "docs/scorecard.schema.json is stale: regenerate it with "
+        "`.venv/bin/python -m schema.scorecard > docs/scorecard.schema.json`"
+    )
+    jsonschema.validate(json.loads(card.model_dump_json()), published)
+
+
+def test_a_card_stored_in_an_older_format_is_rebuilt(tmp_path: Path) -> None:
+    engine = _sqlite(tmp_path)
+    _load(engine, reps=1)
+    card = scorecard_of(engine=engine, sweep_id="sw")
+    with engine.begin() as conn:
+        conn.execute(text("update scorecard set version = 1, card_json = '{}'"))
+    assert stored_scorecard(engine=engine, sweep_id="sw") is None
+    assert scorecard_of(engine=engine, sweep_id="sw").rows == card.rows
