@@ -80,7 +80,9 @@ class Mailbox:
 
 
 def addresses(to: str) -> list[str]:
-    found = [a.strip() for a in re.split(r"[,;]", to) if a.strip()]
+    """`a@x.org, Name <b@y.org>` → the bare addresses; anything else is an error."""
+    parts = [a.strip() for a in re.split(r"[,;]", to) if a.strip()]
+    found = [m.group(1).strip() if (m := re.search(r"<([^>]*)>", a)) else a for a in parts]
     bad = [a for a in found if not ADDRESS.match(a)]
     if not found or bad:
         raise ToolError(f"not an email address: {', '.join(bad) or repr(to)}")
