@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -26,6 +27,12 @@ from scenarios.servers._sdk import MCPServer, ToolError, serve
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 MAX_HITS = 50
 """Content-search lines returned at most, so one broad query cannot flood the context."""
+PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+def _squash(text: str) -> str:
+    """Lower-case without punctuation, so "wifi" finds "Wi-Fi" as a person would expect."""
+    return " ".join(PUNCTUATION.sub("", text.lower()).split())
 
 
 class Sandbox:
@@ -146,19 +153,19 @@ def build(root: Path) -> MCPServer:
     def search_file_contents(query: str, path: str = "/") -> str:
         """Find the lines inside files that mention some text, in a folder and all its subfolders.
 
-        Matching ignores case; a line matches when it contains the query or every word of it.
+        Matching ignores case and punctuation; a line matches when it contains every word of
+        the query.
         Each hit is shown as "/path/to/file:line number: the line".
         """
-        words = query.lower().split()
+        words = _squash(query).split()
         if not words:
-            raise ToolError("the query is empty")
-        phrase = " ".join(words)
+            raise ToolError("the query has no words to search for")
         hits = []
         for file in box.files_under(box.existing(path)):
             text = file.read_text(encoding="utf-8", errors="replace")
             for number, line in enumerate(text.splitlines(), start=1):
-                low = line.lower()
-                if phrase in low or all(w in low for w in words):
+                squashed = _squash(line)
+                if all(w in squashed for w in words):
                     hits.append(f"{box.show(file)}:{number}: {line.strip()}")
         if not hits:
             return f"no file mentions {query!r}"
