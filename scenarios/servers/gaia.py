@@ -43,8 +43,10 @@ async def probe(server: ServerDef, attached: list[str]) -> list[Tool]:
                 ):
                     await session.initialize()
                     return list((await session.list_tools()).tools)
+            # The same placeholders the farm's server pool expands (workers/pool.py).
             argv = [
                 a.replace("{python}", sys.executable)
+                .replace("{root}", str(ROOT.parent))
                 .replace("{sandbox}", str(sandbox))
                 .replace("{attached}", ",".join(attached))
                 for a in server.command or []
