@@ -6,8 +6,8 @@ model, prompt and key; sides naming a configuration are matched on the key alone
 `S@gemma/json` vs `S@gemma/native` compares two prompt configs of one sweep).
 
 Repetitions of one scenario are not independent, so cells spanning several scenarios cluster by
-scenario (see scheduler/stats.py); a single-scenario cell has nothing to cluster over and treats
-its repetitions as independent. Holm's adjustment runs within each kind of cell (config, tool,
+scenario; a cell with fewer than five scenarios (a single-scenario cell, a rarely used tool)
+uses Fisher's exact test on its pooled counts instead (see scheduler/stats.py). Holm's adjustment runs within each kind of cell (config, tool,
 tier, …), so a table of forty tools does not turn noise into a finding.
 """
 
@@ -21,7 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from scheduler.scorecard import COUNTS_SQL
-from scheduler.stats import Difference, clustered_difference, holm
+from scheduler.stats import Difference, compare_rates, holm
 from schema import SpecError
 
 ALPHA = 0.05
@@ -105,15 +105,6 @@ def _cells(engine: Engine, side: Side, by_config: bool) -> dict[CellKey, Cluster
     return {key: {s: (v[0], v[1]) for s, v in by.items()} for key, by in cells.items()}
 
 
-def _per_trial(clusters: Clusters) -> Clusters:
-    """One scenario's repetitions as independent clusters of one trial each."""
-    out: Clusters = {}
-    for scenario, (n, passes) in clusters.items():
-        for i in range(n):
-            out[f"{scenario}#{i}"] = (1, 1 if i < passes else 0)
-    return out
-
-
 def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Compared]:
     """Every cell present on both sides, regressions first, then improvements, then the rest."""
     by_config = not (a.selects or b.selects)
@@ -123,10 +114,7 @@ def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Com
         keys = sorted(k for k in left.keys() & right.keys() if k[0] == dimension)
         diffs = []
         for key in keys:
-            ca, cb = left[key], right[key]
-            if len(set(ca) | set(cb)) < 2:
-                ca, cb = _per_trial(ca), _per_trial(cb)
-            diffs.append(clustered_difference(ca, cb))
+            diffs.append(compare_rates(left[key], right[key]))
         adjusted = holm([d.p for d in diffs])
         found += [
             Compared(dimension, key[1], d, p)

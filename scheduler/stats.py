@@ -3,9 +3,10 @@
 - `wilson`: the Wilson score interval of a pass rate.
 - `pass_hat_k` / `pass_at_k`: the unbiased estimators of "all k repetitions pass" and "at least
   one of k passes" from n repetitions with c passes.
-- `clustered_difference`: the difference of two pass rates with a standard error that treats
-  trials of one scenario as correlated (a cluster-robust, CR1 sandwich estimator — the same
-  number as an OLS of pass on arm with standard errors clustered by scenario).
+- `compare_rates`: the difference of two pass rates with an interval and p-value that treat
+  trials of one scenario as correlated: a cluster-robust (CR1) standard error — the same number
+  as an OLS of pass on arm with errors clustered by scenario — with Student t on G-1 degrees of
+  freedom; with fewer than MIN_CLUSTERS scenarios, Fisher's exact test on the pooled counts.
 - `holm`: Holm's step-down adjustment, so many compared cells do not make noise significant.
 """
 
@@ -59,6 +60,65 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - pass_hat_k(n, n - c, k)
 
 
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz method)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 300):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return result
+
+
+def incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function I_x(a, b)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1) / (a + b + 2):
+        return math.exp(log_front) * _beta_fraction(a, b, x) / a
+    return 1.0 - incomplete_beta(b, a, 1.0 - x)
+
+
+def student_p(t: float, df: float) -> float:
+    """Two-sided p-value of a Student-t statistic with `df` degrees of freedom."""
+    if math.isnan(t):
+        return 1.0
+    if math.isinf(t):
+        return 0.0
+    return incomplete_beta(df / 2, 0.5, df / (df + t * t))
+
+
+def fisher_exact_p(a_n: int, a_passes: int, b_n: int, b_passes: int) -> float:
+    """Two-sided Fisher exact test of two pass counts (tables as likely as the seen one or
+    less likely, summed)."""
+    total_passes = a_passes + b_passes
+    total = a_n + b_n
+
+    def chance(x: int) -> float:
+        return math.comb(a_n, x) * math.comb(b_n, total_passes - x) / math.comb(total, total_passes)
+
+    seen = chance(a_passes)
+    low, high = max(0, total_passes - b_n), min(a_n, total_passes)
+    p = sum(chance(x) for x in range(low, high + 1) if chance(x) <= seen * (1 + 1e-7))
+    return min(1.0, p)
+
+
 def normal_p(z: float) -> float:
     """Two-sided p-value of a standard-normal statistic."""
     if math.isnan(z):
@@ -66,61 +126,86 @@ def normal_p(z: float) -> float:
     return math.erfc(abs(z) / math.sqrt(2))
 
 
+MIN_CLUSTERS = 5
+"""Below this many scenarios a cluster-robust error is unreliable; counts are pooled instead."""
+
+
 @dataclass(frozen=True)
 class Difference:
-    """B's pass rate minus A's, with a cluster-robust 95% interval."""
+    """B's pass rate minus A's, with a 95% interval and a two-sided p-value."""
 
     a_n: int
     a_rate: float
     b_n: int
     b_rate: float
     diff: float
-    se: float
     low: float
     high: float
     p: float
     clusters: int
+    method: str
+    """`clustered` (CR1 error, Student t with G-1 df) or `exact` (Fisher's test on pooled
+    counts, Newcombe's interval) when there are fewer than MIN_CLUSTERS scenarios."""
 
 
-def clustered_difference(
-    a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]]
-) -> Difference:
-    """Difference of pass rates between two arms, clustered by scenario.
+def clustered_se(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]]) -> float:
+    """Cluster-robust (CR1) standard error of B's pass rate minus A's.
 
-    `a` and `b` map a cluster (scenario) to (trials, passes) in that arm. A scenario in both
-    arms is one cluster (the comparison is paired on it). With residuals e = pass - arm rate,
-    the CR1 variance of the difference is G/(G-1) · (N-1)/(N-2) · Σ_g (Σe_gB/n_B - Σe_gA/n_A)².
+    `a` and `b` map a cluster (scenario) to (trials, passes) in that arm; a scenario in both
+    arms is one cluster, so the comparison is paired on it. With residuals e = pass - arm rate
+    the variance is G/(G-1) · (N-1)/(N-2) · Σ_g (Σe_gB/n_B - Σe_gA/n_A)²: the same number as an
+    OLS of pass on arm with errors clustered by scenario.
     """
-    a_n = sum(n for n, _ in a.values())
-    b_n = sum(n for n, _ in b.values())
-    if a_n == 0 or b_n == 0:
-        return Difference(a_n, math.nan, b_n, math.nan, math.nan, math.nan, -1, 1, 1.0, 0)
+    a_n, b_n = sum(n for n, _ in a.values()), sum(n for n, _ in b.values())
+    clusters = set(a) | set(b)
+    g, total = len(clusters), a_n + b_n
+    if a_n == 0 or b_n == 0 or g < 2 or total < 3:
+        return math.nan
     a_rate = sum(c for _, c in a.values()) / a_n
     b_rate = sum(c for _, c in b.values()) / b_n
-    diff = b_rate - a_rate
-    clusters = sorted(set(a) | set(b))
-    g = len(clusters)
-    total = a_n + b_n
     meat = 0.0
     for key in clusters:
         an, ac = a.get(key, (0, 0))
         bn, bc = b.get(key, (0, 0))
         score = (bc - bn * b_rate) / b_n - (ac - an * a_rate) / a_n
         meat += score * score
-    if g < 2 or total < 3:
-        se = math.nan
-    else:
-        se = math.sqrt(g / (g - 1) * (total - 1) / (total - 2) * meat)
-    if math.isnan(se):
-        p = 1.0
-    elif se == 0:
-        p = 1.0 if diff == 0 else 0.0
-    else:
-        p = normal_p(diff / se)
-    half = Z95 * se if not math.isnan(se) else math.inf
-    return Difference(
-        a_n, a_rate, b_n, b_rate, diff, se, max(-1.0, diff - half), min(1.0, diff + half), p, g
-    )
+    return math.sqrt(g / (g - 1) * (total - 1) / (total - 2) * meat)
+
+
+def student_quantile(df: float, p: float = 0.05) -> float:
+    """The t with two-sided p-value `p` (by bisection)."""
+    low, high = 0.0, 1e3
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if student_p(mid, df) > p else (low, mid)
+    return (low + high) / 2
+
+
+def compare_rates(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]]) -> Difference:
+    """Difference of pass rates between two arms whose trials are grouped by scenario."""
+    a_n, a_c = sum(n for n, _ in a.values()), sum(c for _, c in a.values())
+    b_n, b_c = sum(n for n, _ in b.values()), sum(c for _, c in b.values())
+    g = len(set(a) | set(b))
+    if a_n == 0 or b_n == 0:
+        return Difference(a_n, math.nan, b_n, math.nan, math.nan, -1, 1, 1.0, g, "none")
+    a_rate, b_rate = a_c / a_n, b_c / b_n
+    diff = b_rate - a_rate
+    se = clustered_se(a, b) if g >= MIN_CLUSTERS else math.nan
+    if not math.isnan(se):
+        if se == 0:
+            p = 1.0 if diff == 0 else 0.0
+        else:
+            p = student_p(diff / se, g - 1)
+        half = student_quantile(g - 1) * se
+        low, high = max(-1.0, diff - half), min(1.0, diff + half)
+        return Difference(a_n, a_rate, b_n, b_rate, diff, low, high, p, g, "clustered")
+    # Newcombe's hybrid score interval from the two Wilson intervals.
+    a_low, a_high = wilson(a_c, a_n)
+    b_low, b_high = wilson(b_c, b_n)
+    low = diff - math.sqrt((b_rate - b_low) ** 2 + (a_high - a_rate) ** 2)
+    high = diff + math.sqrt((b_high - b_rate) ** 2 + (a_rate - a_low) ** 2)
+    p = fisher_exact_p(a_n, a_c, b_n, b_c)
+    return Difference(a_n, a_rate, b_n, b_rate, diff, low, high, p, g, "exact")
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:

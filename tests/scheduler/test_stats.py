@@ -11,7 +11,21 @@ from scipy.special import comb
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from scheduler.stats import clustered_difference, holm, pass_at_k, pass_hat_k, percentiles, wilson
+from scipy import stats as sps
+
+from scheduler.stats import (
+    MIN_CLUSTERS,
+    clustered_se,
+    compare_rates,
+    fisher_exact_p,
+    holm,
+    pass_at_k,
+    pass_hat_k,
+    percentiles,
+    student_p,
+    student_quantile,
+    wilson,
+)
 
 
 @pytest.mark.parametrize(
@@ -81,21 +95,42 @@ def test_clustered_difference_matches_statsmodels_cluster_robust_ols(seed: int) 
     b = {f"s{i}": list((rng.random(6) < r - 0.1).astype(int)) for i, r in enumerate(rates[:10])}
     b |= {"extra1": [1, 0, 1], "extra2": [0, 0]}
     diff, se = _ols_cluster_se(a, b)
-    got = clustered_difference(
-        {k: (len(v), sum(v)) for k, v in a.items()}, {k: (len(v), sum(v)) for k, v in b.items()}
-    )
+    counts_a = {k: (len(v), int(sum(v))) for k, v in a.items()}
+    counts_b = {k: (len(v), int(sum(v))) for k, v in b.items()}
+    assert clustered_se(counts_a, counts_b) == pytest.approx(se, rel=1e-9)
+    got = compare_rates(counts_a, counts_b)
+    assert (got.method, got.clusters) == ("clustered", 14)
     assert got.diff == pytest.approx(diff)
-    assert got.se == pytest.approx(se, rel=1e-9)
-    assert got.clusters == 14
+    half = sps.t.ppf(0.975, 13) * se
+    assert (got.low, got.high) == pytest.approx((diff - half, diff + half))
+    assert got.p == pytest.approx(2 * sps.t.sf(abs(diff / se), 13))
 
 
-def test_clustered_difference_edge_cases() -> None:
-    same = clustered_difference({"s": (5, 5), "t": (5, 5)}, {"s": (5, 5), "t": (5, 5)})
+@pytest.mark.parametrize(("t", "df"), [(0.0, 3), (0.5, 1), (2.1, 4), (-3.3, 12), (1.96, 200)])
+def test_student_p_and_quantile_match_scipy(t: float, df: int) -> None:
+    assert student_p(t, df) == pytest.approx(2 * sps.t.sf(abs(t), df), rel=1e-9, abs=1e-12)
+    assert student_quantile(df) == pytest.approx(sps.t.ppf(0.975, df), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "table", [(10, 8, 10, 2), (10, 0, 10, 0), (5, 5, 7, 0), (20, 13, 30, 9), (1, 1, 1, 0)]
+)
+def test_fisher_exact_matches_scipy(table: tuple[int, int, int, int]) -> None:
+    a_n, a_c, b_n, b_c = table
+    expected = sps.fisher_exact([[a_c, a_n - a_c], [b_c, b_n - b_c]]).pvalue
+    assert fisher_exact_p(a_n, a_c, b_n, b_c) == pytest.approx(expected)
+
+
+def test_compare_rates_edge_cases() -> None:
+    same = compare_rates({"s": (5, 5), "t": (5, 5)}, {"s": (5, 5), "t": (5, 5)})
     assert (same.diff, same.p) == (0.0, 1.0)
-    empty = clustered_difference({}, {"s": (3, 1)})
+    empty = compare_rates({}, {"s": (3, 1)})
     assert math.isnan(empty.diff) and empty.p == 1.0
-    one_cluster = clustered_difference({"s": (5, 1)}, {"s": (5, 4)})
-    assert math.isnan(one_cluster.se) and one_cluster.p == 1.0
+    # Too few scenarios to cluster on: Fisher's exact test on the pooled counts.
+    few = compare_rates({"s": (10, 2)}, {"s": (10, 8)})
+    assert few.method == "exact" and MIN_CLUSTERS > 1
+    assert few.p == pytest.approx(sps.fisher_exact([[2, 8], [8, 2]]).pvalue)
+    assert few.low < few.diff < few.high
 
 
 def test_holm_matches_statsmodels() -> None:
