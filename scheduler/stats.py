@@ -192,10 +192,7 @@ def compare_rates(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, i
     diff = b_rate - a_rate
     se = clustered_se(a, b) if g >= MIN_CLUSTERS else math.nan
     if not math.isnan(se):
-        if se == 0:
-            p = 1.0 if diff == 0 else 0.0
-        else:
-            p = student_p(diff / se, g - 1)
+        p = (1.0 if diff == 0 else 0.0) if se == 0 else student_p(diff / se, g - 1)
         half = student_quantile(g - 1) * se
         low, high = max(-1.0, diff - half), min(1.0, diff + half)
         return Difference(a_n, a_rate, b_n, b_rate, diff, low, high, p, g, "clustered")

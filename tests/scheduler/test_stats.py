@@ -7,11 +7,10 @@ import math
 import numpy as np
 import pytest
 import statsmodels.api as sm
+from scipy import stats as sps
 from scipy.special import comb
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
-
-from scipy import stats as sps
 
 from scheduler.stats import (
     MIN_CLUSTERS,
