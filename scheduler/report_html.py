@@ -42,6 +42,7 @@ th{text-align:left;background:#f6f8fa}td.n{text-align:right;font-variant-numeric
 .muted{color:#666}details{margin:4px 0 4px 12px}summary{cursor:pointer}
 pre{white-space:pre-wrap;background:#f6f8fa;padding:8px;border-radius:4px;font-size:12px}
 .pass{color:#1a7f37}.fail{color:#cf222e}#errors{color:#cf222e;font-weight:bold}
+#errors:empty{display:none}
 svg text{font:11px system-ui,sans-serif}
 """
 
@@ -90,14 +91,15 @@ const palette={pass:'#1a7f37',infra_error:'#8c959f',timeout:'#bf8700',format_err
  no_tool_call:'#fb8f44',wrong_tool:'#cf222e',wrong_params:'#e16f24',wrong_sequence:'#a40e26',
  tool_loop:'#6e7781',output_mismatch:'#d4a72c'};
 const cfgRows=card.rows.filter(r=>r.dimension==='config');
-if(cfgRows.length){const s=svg('failures',980,40+30*cfgRows.length+40);
+if(cfgRows.length){const s=svg('failures',980,40+30*cfgRows.length+20);
  cfgRows.forEach((r,j)=>{const total=Object.values(r.outcomes).reduce((a,b)=>a+b,0);let x=190;
-  el('text',{x:4,y:28+j*30+16},s,r.model+' / '+r.prompt);
+  el('text',{x:4,y:36+j*30+16},s,r.model+' / '+r.prompt);
   Object.entries(r.outcomes).forEach(([o,n])=>{const w=760*n/Math.max(total,1);
-   const bar=el('rect',{x:x,y:28+j*30,width:w,height:22,fill:palette[o]||'#444'},s);
+   const bar=el('rect',{x:x,y:36+j*30,width:w,height:22,fill:palette[o]||'#444'},s);
    el('title',{},bar,o+': '+n);x+=w;});});
- let lx=190;Object.keys(palette).forEach(o=>{el('rect',{x:lx,y:6,width:10,height:10,
-  fill:palette[o]},s);el('text',{x:lx+13,y:15},s,o);lx+=o.length*6.3+24;});
+ let lx=190,ly=6;Object.keys(palette).forEach(o=>{const w=o.length*6.3+24;
+  if(lx+w>975){lx=190;ly+=14;}el('rect',{x:lx,y:ly,width:10,height:10,fill:palette[o]},s);
+  el('text',{x:lx+13,y:ly+9},s,o);lx+=w;});
  drawn++;}
 document.body.dataset.charts=drawn;
 })();
