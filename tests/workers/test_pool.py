@@ -41,7 +41,7 @@ def test_a_warm_server_serves_many_trials_and_each_sees_a_fresh_sandbox(
 def test_a_server_that_hung_is_replaced_not_lent_again(
     runtime: Runtime, settings: Settings, tmp_path: Path
 ) -> None:
-    suite = _suite(tmp_path, f'  - name: slow\n    command: ["{{python}}", "{SLOW_SERVER}"]', 2)
+    suite = _suite(tmp_path, f'  - name: slow\n    command: ["{{python}}", "{SLOW_SERVER}"]', 8)
     scenario = load_suite(suite).scenarios[0]
     hang = [{"call": {"name": "fetch_report", "arguments": {"report_id": "7"}}}]
     assert runtime.run(trial(scenario, hang, suite=suite), settings).outcome == "timeout"
