@@ -12,6 +12,7 @@ from rich.console import Console
 from scheduler import cli_nodes, cli_report
 from scheduler.aggregate import scorecard_of
 from scheduler.cli_common import DataDirOption, DbOption, console, engine_from, settings_from
+from scheduler.cli_scenarios import scenarios_app
 from scheduler.cli_sweep import sweep_app
 from scheduler.embedded import run_embedded
 from scheduler.expand import expand, load_sweep, with_endpoint
@@ -28,6 +29,7 @@ app = typer.Typer(
 db_app = typer.Typer(no_args_is_help=True, help="The results database.")
 app.add_typer(db_app, name="db")
 app.add_typer(sweep_app, name="sweep")
+app.add_typer(scenarios_app, name="scenarios")
 cli_nodes.register(app)
 cli_report.register(app)
 

@@ -4,7 +4,7 @@ from schema.broker import CONTROL_QUEUE, declared_queues, make_celery, queue_for
 from schema.db import dialect_insert, init_db, make_engine, session_scope, upsert
 from schema.errors import FarmError, SpecError, StoreError
 from schema.ids import canonical_json, digest
-from schema.loading import load_yaml_model, read_yaml, require_unique, validate
+from schema.loading import load_yaml_model, read_yaml, require_unique, spec_errors, validate
 from schema.migrate import LATEST as SCHEMA_VERSION
 from schema.migrate import require_latest, schema_version
 from schema.plugins import TaskFn, load_task
@@ -104,6 +104,7 @@ __all__ = [
     "require_unique",
     "schema_version",
     "session_scope",
+    "spec_errors",
     "upsert",
     "validate",
 ]

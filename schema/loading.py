@@ -41,6 +41,18 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+def spec_errors(exc: ValidationError, source: str) -> list[SpecError]:
+    """Each pydantic error as a SpecError naming the field (and the value, when short)."""
+    found = []
+    for error in exc.errors():
+        # Drop pydantic's internal validator names ("function-after[...]") from the path.
+        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
+        value = error.get("input")
+        shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
+        found.append(SpecError(source, field_path(loc), f"{error['msg']}{shown}"))
+    return found
+
+
 def validate(model: type[M], data: Any, source: str) -> M:
     """Validate data against a spec model; the first error becomes a SpecError."""
     if not isinstance(data, dict):
@@ -48,12 +60,7 @@ def validate(model: type[M], data: Any, source: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        # Drop pydantic's internal validator names ("function-after[...]") from the path.
-        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
-        value = first.get("input")
-        shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
-        raise SpecError(source, field_path(loc), f"{first['msg']}{shown}") from None
+        raise spec_errors(exc, source)[0] from None
 
 
 def require_unique(ids: list[str], source: str, field: str, what: str) -> None:
