@@ -1,0 +1,113 @@
+"""Self-checks of every bundled suite, through the real servers (third-party ones included).
+
+For each scenario, an ideal scripted agent (its expected calls with their `example` arguments,
+then its `example_answer`) must pass, and a scripted agent making one known mistake must get
+exactly the outcome that mistake deserves. A scenario whose matchers are too loose (a mistake
+passes) or wrong (the ideal agent fails) shows up here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from scenarios import load_suite
+from scenarios.validate import suite_files
+from schema import Scenario, Settings
+from tests.helpers import ideal_script, trial
+from workers.runtime import Runtime
+
+pytestmark = pytest.mark.integration
+
+SUITES = [path.stem for path in suite_files([])]
+INVENTED = {"call": {"name": "open_portal", "arguments": {}}}
+WRONG_ANSWER = {"answer": "Sorry, I could not find that."}
+
+
+def mistakes(scenario: Scenario) -> list[tuple[str, list[dict[str, Any]], str]]:
+    """(name, script, outcome it must get) for each mistake that applies to the scenario."""
+    ideal = ideal_script(scenario)
+    calls, answer = ideal[:-1], ideal[-1]
+    if not scenario.expect:
+        return [("calls-a-tool-when-none-is-needed", [INVENTED, answer], "wrong_tool")]
+    found = [
+        ("answers-without-a-tool", [answer], "no_tool_call"),
+        ("invents-a-tool", [INVENTED, *calls, answer], "wrong_tool"),
+        (
+            "repeats-the-last-call",
+            [*calls, *[calls[-1]] * scenario.max_repeats, answer],
+            "tool_loop",
+        ),
+    ]
+    tools = scenario.expected_tools
+    if tools.count(tools[0]) == 1:
+        first = calls[0]["call"]
+        extra = {"call": {"name": first["name"], "arguments": first["arguments"] | {"zz": 1}}}
+        found.append(("adds-an-argument", [extra, *calls[1:], answer], "wrong_params"))
+        if len(calls) > 1:
+            found.append(("skips-the-first-step", [*calls[1:], answer], "wrong_sequence"))
+    if scenario.final_answer and not _matches(scenario.final_answer, WRONG_ANSWER["answer"]):
+        found.append(("gives-a-wrong-answer", [*calls, WRONG_ANSWER], "output_mismatch"))
+    return found
+
+
+def _matches(pattern: str, text: str) -> bool:
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
+
+CASES = [
+    pytest.param(suite, scenario, name, script, outcome, id=f"{scenario.id}:{name}")
+    for suite in SUITES
+    for scenario in load_suite(suite).scenarios
+    for name, script, outcome in [("ideal", ideal_script(scenario), "pass"), *mistakes(scenario)]
+]
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runtime, Settings]]:
+    """One warm pool for the module, as a worker process has."""
+    if "thirdparty" in SUITES and not os.path.exists(".tools/py/installed"):
+        message = "third-party servers missing: run `bash scripts/setup.sh --dev`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+    data = tmp_path_factory.mktemp("selfcheck")
+    settings = Settings(
+        data_dir=data, database_url=f"sqlite:///{data / 'farm.sqlite'}", server_start_timeout_s=30
+    )
+    runtime = Runtime(settings)
+    try:
+        yield runtime, settings
+    finally:
+        runtime.close()
+
+
+def test_the_bundled_suites_are_the_size_and_shape_promised() -> None:
+    first_party = [
+        s for suite in SUITES if suite != "thirdparty" for s in load_suite(suite).scenarios
+    ]
+    tiers = [s.tier for s in first_party]
+    assert len(first_party) >= 60
+    assert tiers.count("simple") >= 15
+    assert tiers.count("moderate") >= 20
+    assert tiers.count("complex") >= 25
+    assert all(s.paraphrases for suite in SUITES for s in load_suite(suite).scenarios)
+    assert len(load_suite("thirdparty").scenarios) >= 8
+    assert sum(1 for s in first_party if not s.expect) >= 2
+
+
+@pytest.mark.parametrize(("suite", "scenario", "name", "script", "outcome"), CASES)
+def test_a_scripted_agent_gets_the_outcome_its_behaviour_deserves(
+    suite: str,
+    scenario: Scenario,
+    name: str,
+    script: list[dict[str, Any]],
+    outcome: str,
+    warm: tuple[Runtime, Settings],
+) -> None:
+    runtime, settings = warm
+    result = runtime.run(trial(scenario, script, suite=suite), settings)
+    assert result.outcome == outcome, f"{name}: {result.outcome} ({result.detail})"
