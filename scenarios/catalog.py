@@ -14,7 +14,6 @@ from schema import (
     SpecError,
     Suite,
     load_yaml_model,
-    require_unique,
 )
 
 ROOT = Path(__file__).resolve().parent
@@ -49,26 +48,48 @@ def load_suite(name: str) -> Suite:
 @lru_cache(maxsize=32)
 def _load_suite(path: Path, _stamp: int) -> Suite:
     suite = load_yaml_model(Suite, path)
-    require_unique([s.id for s in suite.scenarios], str(path), "scenarios", "scenario")
+    problems = structural_problems(suite, str(path))
+    if problems:
+        raise problems[0]
+    return suite
+
+
+def structural_problems(suite: Suite, source: str) -> list[SpecError]:
+    """What makes a suite unusable: repeated ids, unknown servers, chains pointing forward."""
+    problems: list[SpecError] = []
     servers = {**server_catalog(), **{s.name: s for s in suite.servers}}
+    seen: set[str] = set()
     for i, scenario in enumerate(suite.scenarios):
+        if scenario.id in seen:
+            problems.append(
+                ScenarioError(
+                    source, f"scenarios[{i}].id", f"duplicate scenario id {scenario.id!r}"
+                )
+            )
+        seen.add(scenario.id)
         for j, name_ in enumerate(scenario.servers):
             if name_ not in servers:
-                raise ScenarioError(
-                    str(path),
-                    f"scenarios[{i}].servers[{j}]",
-                    f"unknown server {name_!r}; known: {', '.join(sorted(servers))}",
+                problems.append(
+                    ScenarioError(
+                        source,
+                        f"scenarios[{i}].servers[{j}]",
+                        f"unknown server {name_!r}; known: {', '.join(sorted(servers))}",
+                    )
                 )
         for j, call in enumerate(scenario.expect):
             for arg, matcher in call.params.items():
                 step = matcher.derived_from_step
                 if step is not None and not 0 <= step < j:
-                    raise ScenarioError(
-                        str(path),
-                        f"scenarios[{i}].expect[{j}].params.{arg}.derived_from_step",
-                        f"must name an earlier step (0..{j - 1}), got {step}",
+                    problems.append(
+                        ScenarioError(
+                            source,
+                            f"scenarios[{i}].expect[{j}].params.{arg}.derived_from_step",
+                            f"must name an earlier step (0..{j - 1}), got {step}"
+                            if j
+                            else "the first step has no earlier result to derive from",
+                        )
                     )
-    return suite
+    return problems
 
 
 def find_scenario(suite: str, scenario_id: str, version: int | None = None) -> Scenario:

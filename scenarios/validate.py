@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from scenarios.catalog import SUITES_DIR, server_catalog
+from scenarios.catalog import SUITES_DIR, structural_problems
 from schema import SpecError, Suite, read_yaml, spec_errors
 
 
@@ -29,37 +29,12 @@ def suite_files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def _scenario_problems(suite: Suite, source: str) -> list[SpecError]:
+def _lint_problems(suite: Suite, source: str) -> list[SpecError]:
+    """What a suite can run with but should not ship with (the self-checks rely on these)."""
     problems: list[SpecError] = []
-    servers = set(server_catalog()) | {s.name for s in suite.servers}
-    seen: dict[str, int] = {}
     for i, scenario in enumerate(suite.scenarios):
         where = f"scenarios[{i}]"
-        if scenario.id in seen:
-            problems.append(
-                SpecError(source, f"{where}.id", f"duplicate scenario id {scenario.id!r}")
-            )
-        seen.setdefault(scenario.id, i)
-        for j, name in enumerate(scenario.servers):
-            if name not in servers:
-                problems.append(
-                    SpecError(
-                        source,
-                        f"{where}.servers[{j}]",
-                        f"unknown server {name!r}; known: {', '.join(sorted(servers))}",
-                    )
-                )
         for j, call in enumerate(scenario.expect):
-            for arg, matcher in call.params.items():
-                step = matcher.derived_from_step
-                if step is not None and not 0 <= step < j:
-                    problems.append(
-                        SpecError(
-                            source,
-                            f"{where}.expect[{j}].params.{arg}.derived_from_step",
-                            f"must name an earlier step (0..{j - 1}), got {step}",
-                        )
-                    )
             if call.example is None:
                 problems.append(
                     SpecError(
@@ -105,4 +80,4 @@ def check_file(path: Path) -> tuple[Suite | None, list[SpecError]]:
         suite = Suite.model_validate(data)
     except ValidationError as exc:
         return None, spec_errors(exc, source)
-    return suite, _scenario_problems(suite, source)
+    return suite, structural_problems(suite, source) + _lint_problems(suite, source)
