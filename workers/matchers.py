@@ -78,7 +78,9 @@ def _check_text(
     source = prior.get(step)
     if source is None:
         return f"step {step} was not done, so nothing could be derived from it"
-    needle = normalize_path(value) if "/" in value or "." in value else value.strip()
+    # A path is compared in its normal form; a URL (or any plain value) as written.
+    looks_like_path = ("/" in value or "." in value) and "://" not in value
+    needle = normalize_path(value) if looks_like_path else value.strip()
     if not needle or needle.lower() not in source.result_text.lower():
         return f"{value!r} does not come from the result of step {step}"
     return None

@@ -56,6 +56,10 @@ def test_derived_matcher_looks_into_the_earlier_steps_result() -> None:
     assert check(derived, "Documents/budget-q1-2026.md", prior) is None
     assert check(derived, "/Documents/other.md", prior) is not None
     assert "not done" in (check(derived, "x", {}) or "")
+    # A URL is looked for as written (path normalisation would turn :// into :/).
+    web = {0: prior[0].model_copy(update={"result_text": "1. https://docs.kestrel.test/faq"})}
+    assert check(derived, "https://docs.kestrel.test/faq", web) is None
+    assert check(derived, "https://docs.kestrel.test/install", web) is not None
 
 
 def test_path_normalisation() -> None:
