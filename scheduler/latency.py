@@ -9,7 +9,7 @@ holds PostgreSQL and SQLite to the same numbers.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sqlalchemy import text
@@ -85,8 +85,9 @@ def _pg(conn: Connection) -> bool:
 
 def trial_latency(
     conn: Connection, sweep_id: str
-) -> tuple[dict[Key, Latency], dict[tuple[str, str], Latency]]:
-    """Trial latency per row key, and time to first token per model × prompt."""
+) -> tuple[dict[Key, Latency], dict[tuple[str, str], Latency], dict[tuple[str, str], list[int]]]:
+    """Trial latency per row key; time to first token and the latency histogram per model ×
+    prompt."""
     samples: dict[Key, list[np.ndarray]] = defaultdict(list)
     ttft: dict[tuple[str, str], list[np.ndarray]] = defaultdict(list)
     sql = PG_TRIALS if _pg(conn) else SAMPLE_TRIALS
@@ -100,6 +101,7 @@ def trial_latency(
     return (
         {key: _from_samples(values) for key, values in samples.items()},
         {key: _from_samples(values) for key, values in ttft.items()},
+        {key[1:3]: histogram(values) for key, values in samples.items() if key[0] == "config"},
     )
 
 
@@ -126,20 +128,9 @@ def tool_calls(conn: Connection, sweep_id: str) -> list[ToolCalls]:
     ]
 
 
-def _bin_case(edges: Iterable[float]) -> str:
-    whens = " ".join(f"when latency_s <= {edge!r} then {i}" for i, edge in enumerate(edges))
-    return f"case {whens} else {len(LATENCY_BINS)} end"
-
-
-def histograms(conn: Connection, sweep_id: str) -> dict[tuple[str, str], list[int]]:
-    """Trial latency counts per LATENCY_BINS bin, per model × prompt (one GROUP BY)."""
-    sql = (
-        f"select model_id, prompt_id, {_bin_case(LATENCY_BINS)} as bin, count(*) as n"
-        f" from trial where {GRADED} and latency_s is not null"
-        " group by model_id, prompt_id, bin"
-    )
-    found: dict[tuple[str, str], list[int]] = {}
-    for r in conn.execute(text(sql), {"sweep": sweep_id}):
-        counts = found.setdefault((r.model_id, r.prompt_id), [0] * (len(LATENCY_BINS) + 1))
-        counts[r.bin] = r.n
-    return found
+def histogram(parts: Sequence[np.ndarray]) -> list[int]:
+    """Counts per LATENCY_BINS bin (upper edges inclusive; the last bin is open)."""
+    values = np.concatenate(parts) if parts else np.empty(0)
+    values = values[~np.isnan(values)]
+    bins = np.searchsorted(np.asarray(LATENCY_BINS), values, side="left")
+    return [int(n) for n in np.bincount(bins, minlength=len(LATENCY_BINS) + 1)]

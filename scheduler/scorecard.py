@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from scheduler.latency import LATENCY_BINS, Key, histograms, tool_calls, trial_latency
+from scheduler.latency import LATENCY_BINS, Key, tool_calls, trial_latency
 from scheduler.stats import pass_at_k, pass_hat_k, wilson
 from schema import OUTCOMES
 from schema.scorecard import (
@@ -104,13 +104,12 @@ def build_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard:
             "counts": lambda c: c.execute(text(COUNTS_SQL), {"sweep": sweep_id}).all(),
             "latency": lambda c: trial_latency(c, sweep_id),
             "calls": lambda c: tool_calls(c, sweep_id),
-            "hist": lambda c: histograms(c, sweep_id),
             "provenance": lambda c: _provenance(c, sweep_id),
         },
     )
     counts = parts["counts"]
-    latency, first_token = parts["latency"]
-    calls, hist, provenance = parts["calls"], parts["hist"], parts["provenance"]
+    latency, first_token, hist = parts["latency"]
+    calls, provenance = parts["calls"], parts["provenance"]
     total = sum(r.n for r in counts) + _not_done(engine, sweep_id)
 
     groups: dict[Key, _Group] = defaultdict(_Group)

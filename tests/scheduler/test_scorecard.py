@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 import jsonschema
@@ -66,6 +67,15 @@ def test_rates_intervals_and_pass_k_follow_the_stored_trials(tmp_path: Path) -> 
             any(v) for (m, p, _s), v in by_scenario.items() if (m, p) == (r.model, r.prompt)
         ]
         assert r.pass_at_k == pytest.approx(np.mean(scenario_any))
+    for extra in card.extras:
+        latencies = [
+            float(str(row["latency_s"]))
+            for row, _ in rows
+            if (row["model_id"], row["prompt_id"]) == (extra.model, extra.prompt)
+        ]
+        edges = [0.0, *card.latency_bins]
+        expected = [sum(1 for v in latencies if lo < v <= hi) for lo, hi in pairwise(edges)]
+        assert extra.histogram == [*expected, sum(1 for v in latencies if v > edges[-1])]
     tiers = {r.key for r in card.of("tier")}
     assert tiers == {"simple", "moderate", "complex"}
     assert {r.key for r in card.of("phrasing")} == {"verbatim", "paraphrased"}
@@ -128,6 +138,9 @@ def test_postgres_and_sqlite_build_the_same_card(tmp_path: Path, pg_engine: Engi
         tuple(np.percentile(big_native, [50, 95, 99]))
     )
     assert a.tool_calls == b.tool_calls
+    for x, y in zip(a.extras, b.extras, strict=True):
+        assert x.tokens_per_s == pytest.approx(y.tokens_per_s)  # summed in another order
+        assert x.model_copy(update={"tokens_per_s": 0}) == y.model_copy(update={"tokens_per_s": 0})
 
 
 def test_an_empty_sweep_builds_an_empty_card(tmp_path: Path) -> None:
