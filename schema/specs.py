@@ -133,6 +133,10 @@ class Scenario(Strict):
         """Variant 0 is the verbatim prompt; 1..n are the paraphrases."""
         if variant == 0:
             return self.prompt
+        if not 0 < variant <= len(self.paraphrases):
+            raise ValueError(
+                f"scenario {self.id} has {len(self.paraphrases)} paraphrase(s), no variant {variant}"
+            )
         return self.paraphrases[variant - 1]
 
 
