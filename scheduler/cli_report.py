@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from enum import StrEnum
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from scheduler.aggregate import scorecard_of
@@ -64,13 +66,15 @@ def report(
     with session_scope(engine) as session:
         require_sweep(session, sweep_id)
     card = scorecard_of(engine=engine, sweep_id=sweep_id, rebuild=rebuild)
+    # When the report itself goes to stdout, everything said about it goes to stderr.
+    notes = console if fmt == Format.table or output is not None else Console(stderr=True)
     if card.done < card.total:
-        console.print(f"[dim]{card.done}/{card.total} trials recorded so far[/dim]")
+        notes.print(f"[dim]{card.done}/{card.total} trials recorded so far[/dim]")
     if fmt == Format.table and output is None:
         print_scorecard(card, console)
     else:
         body = {
-            Format.table: lambda: to_markdown(card),
+            Format.table: lambda: _plain_tables(card),
             Format.md: lambda: to_markdown(card),
             Format.json: lambda: card.model_dump_json(indent=2) + "\n",
             Format.junit: lambda: to_junit(card),
@@ -80,17 +84,24 @@ def report(
             sys.stdout.write(body)
         else:
             output.write_text(body, encoding="utf-8")
-            console.print(f"wrote {output} ({fmt.value})")
+            notes.print(f"wrote {output} ({fmt.value})")
     if gate:
         spec = (
             load_sweep(gates_from)
             if gates_from
             else SweepSpec.model_validate(json.loads(card.provenance.spec_json))
         )
-        _enforce(spec.gates, card)
+        _enforce(spec.gates, card, notes)
 
 
-def _enforce(card_gates: list[Gate], card: Scorecard) -> None:
+def _plain_tables(card: Scorecard) -> str:
+    """The terminal tables as plain text, 100 columns wide, for a file."""
+    buffer = io.StringIO()
+    print_scorecard(card, Console(file=buffer, width=100, no_color=True, force_terminal=False))
+    return buffer.getvalue()
+
+
+def _enforce(card_gates: list[Gate], card: Scorecard, console: Console) -> None:
     if not card_gates:
         console.print(
             "[yellow]--gate: the sweep declares no gates[/yellow] (add `gates:` to the sweep "

@@ -140,13 +140,20 @@ def test_report_gate_and_compare_exit_codes_from_the_command_line(tmp_path: Path
     gates.write_text(yaml.safe_dump(spec))
     failed = _farm("report", "broken", "--gate", "--gates", str(gates), "-f", "md", data=data)
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert BROKEN_TOOL in failed.stdout and "gates failed" in failed.stdout
+    assert "# Scorecard broken" in failed.stdout
+    assert BROKEN_TOOL in failed.stderr and "gates failed" in failed.stderr
     passed = _farm("report", "base", "--gate", "--gates", str(gates), data=data)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "gates passed" in passed.stdout
     out = tmp_path / "card.json"
     assert _farm("report", "base", "-f", "json", "-o", str(out), data=data).returncode == 0
     assert json.loads(out.read_text())["sweep_id"] == "base"
+    # To stdout, the report is all there is on stdout (gate verdicts go to stderr).
+    piped = _farm("report", "base", "-f", "json", "--gate", "--gates", str(gates), data=data)
+    assert json.loads(piped.stdout)["sweep_id"] == "base" and "gates passed" in piped.stderr
+    text = tmp_path / "card.txt"
+    assert _farm("report", "base", "-o", str(text), data=data).returncode == 0
+    assert "Pass rate per model × prompt config" in text.read_text()
     regress = _farm("compare", "base", "broken", "--fail-on-regression", data=data)
     assert regress.returncode == 1, regress.stdout + regress.stderr
     assert "regression" in regress.stdout
