@@ -146,7 +146,8 @@ class ServerDef(Strict):
     name: str
     transport: Transport = "stdio"
     command: list[str] | None = None
-    """Argv for stdio. `{python}` is this interpreter, `{sandbox}` the trial's fresh sandbox."""
+    """Argv for stdio. `{python}` is this interpreter, `{root}` the repository root, `{sandbox}`
+    the trial's fresh sandbox, `{attached}` the trial's server names (comma-separated)."""
     url: str | None = None
     """Endpoint for `http`."""
     env: dict[str, str] = Field(default_factory=dict)
