@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from scheduler.latency import row_keys
 from scheduler.scorecard import COUNTS_SQL
 from scheduler.stats import Difference, compare_rates, holm
 from schema import SpecError
@@ -91,12 +92,11 @@ def _cells(engine: Engine, side: Side, by_config: bool) -> dict[CellKey, Cluster
             continue
         matched = True
         config = f"{r.model_id}/{r.prompt_id}" if by_config else ""
-        wording = "paraphrased" if r.paraphrased else "verbatim"
-        keys = [("config", config or "all"), ("tier", r.tier), ("phrasing", wording)]
-        keys += [("tool", t) for t in dict.fromkeys(json.loads(r.expected_tools))]
-        keys += [("scenario", r.scenario_id)]
-        for dimension, key in keys:
-            label = f"{config} {key}".strip() if dimension != "config" else key
+        tools = json.loads(r.expected_tools)
+        for dimension, _m, _p, key in row_keys(
+            r.model_id, r.prompt_id, r.tier, r.scenario_id, r.paraphrased, tools
+        ):
+            label = (config or "all") if dimension == "config" else f"{config} {key}".strip()
             counts_ = cells[(dimension, label)][r.scenario_id]
             counts_[0] += r.n
             counts_[1] += r.n if r.outcome == "pass" else 0

@@ -69,13 +69,18 @@ def _array(values: Sequence[float | None]) -> np.ndarray:
     return np.array(values, dtype=float)  # None becomes NaN
 
 
-def _row_keys(model: str, prompt: str, tier: str, scenario: str, para: object) -> list[Key]:
+def row_keys(
+    model: str, prompt: str, tier: str, scenario: str, para: object, tools: Sequence[str] = ()
+) -> list[Key]:
+    """Every scorecard row a trial belongs to: its config, tier, scenario, wording, and each
+    tool it expects (once per tool)."""
     wording = "paraphrased" if para else "verbatim"
     return [
         ("config", model, prompt, ""),
         ("tier", model, prompt, tier),
         ("scenario", model, prompt, scenario),
         ("phrasing", model, prompt, wording),
+        *(("tool", model, prompt, tool) for tool in dict.fromkeys(tools)),
     ]
 
 
@@ -90,13 +95,13 @@ def trial_latency(
     prompt."""
     samples: dict[Key, list[np.ndarray]] = defaultdict(list)
     ttft: dict[tuple[str, str], list[np.ndarray]] = defaultdict(list)
-    sql = PG_TRIALS if _pg(conn) else SAMPLE_TRIALS
-    for r in conn.execute(text(sql), {"sweep": sweep_id}):
-        latency = _array(r.latency if _pg(conn) else [r.latency_s])
-        for key in _row_keys(r.model_id, r.prompt_id, r.tier, r.scenario_id, r.para):
+    grouped = _pg(conn)
+    for r in conn.execute(text(PG_TRIALS if grouped else SAMPLE_TRIALS), {"sweep": sweep_id}):
+        latency = _array(r.latency if grouped else [r.latency_s])
+        for key in row_keys(r.model_id, r.prompt_id, r.tier, r.scenario_id, r.para):
             samples[key].append(latency)
         ttft[(r.model_id, r.prompt_id)].append(
-            _array(r.first_token if _pg(conn) else [r.first_token_s])
+            _array(r.first_token if grouped else [r.first_token_s])
         )
     return (
         {key: _from_samples(values) for key, values in samples.items()},
@@ -109,10 +114,10 @@ def tool_calls(conn: Connection, sweep_id: str) -> list[ToolCalls]:
     """Every tool as called by each model × prompt: calls, successes, call latency."""
     groups: dict[tuple[str, str, str], list[np.ndarray]] = defaultdict(list)
     totals: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-    sql = PG_CALLS if _pg(conn) else SAMPLE_CALLS
-    for r in conn.execute(text(sql), {"sweep": sweep_id}):
+    grouped = _pg(conn)
+    for r in conn.execute(text(PG_CALLS if grouped else SAMPLE_CALLS), {"sweep": sweep_id}):
         key = (r.model_id, r.prompt_id, r.tool)
-        groups[key].append(_array(r.latency if _pg(conn) else [r.latency_s]))
+        groups[key].append(_array(r.latency if grouped else [r.latency_s]))
         totals[key][0] += r.calls
         totals[key][1] += r.ok or 0
     return [

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from scheduler.latency import LATENCY_BINS, Key, tool_calls, trial_latency
+from scheduler.latency import LATENCY_BINS, Key, row_keys, tool_calls, trial_latency
 from scheduler.stats import pass_at_k, pass_hat_k, wilson
 from schema import OUTCOMES
 from schema.scorecard import (
@@ -45,6 +45,7 @@ from trial
 where sweep_id = :sweep and status = 'done'
 group by model_id, prompt_id, scenario_id, tier, expected_tools, variant > 0, outcome
 """
+NOT_DONE_SQL = "select count(*) from trial where sweep_id = :sweep and status <> 'done'"
 
 
 @dataclass
@@ -105,12 +106,13 @@ def build_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard:
             "latency": lambda c: trial_latency(c, sweep_id),
             "calls": lambda c: tool_calls(c, sweep_id),
             "provenance": lambda c: _provenance(c, sweep_id),
+            "not_done": lambda c: c.execute(text(NOT_DONE_SQL), {"sweep": sweep_id}).scalar_one(),
         },
     )
     counts = parts["counts"]
     latency, first_token, hist = parts["latency"]
     calls, provenance = parts["calls"], parts["provenance"]
-    total = sum(r.n for r in counts) + _not_done(engine, sweep_id)
+    total = sum(r.n for r in counts) + int(parts["not_done"])
 
     groups: dict[Key, _Group] = defaultdict(_Group)
     tokens: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
@@ -118,15 +120,8 @@ def build_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard:
     for r in counts:
         done += r.n
         m, p = r.model_id, r.prompt_id
-        wording = "paraphrased" if r.paraphrased else "verbatim"
-        keys: list[Key] = [
-            ("config", m, p, ""),
-            ("tier", m, p, r.tier),
-            ("scenario", m, p, r.scenario_id),
-            ("phrasing", m, p, wording),
-        ]
-        keys += [("tool", m, p, tool) for tool in dict.fromkeys(json.loads(r.expected_tools))]
-        for key in keys:
+        tools = json.loads(r.expected_tools)
+        for key in row_keys(m, p, r.tier, r.scenario_id, r.paraphrased, tools):
             groups[key].add(r.scenario_id, r.outcome, r.n)
         sums = tokens[(m, p)]
         sums[0] += r.tokens_prompt or 0
@@ -182,16 +177,6 @@ def run_queries(engine: Engine, queries: dict[str, Callable[[Connection], Any]])
     with ThreadPoolExecutor(len(queries)) as pool:
         futures = {name: pool.submit(one, query) for name, query in queries.items()}
         return {name: future.result() for name, future in futures.items()}
-
-
-def _not_done(engine: Engine, sweep_id: str) -> int:
-    with engine.connect() as conn:
-        return int(
-            conn.execute(
-                text("select count(*) from trial where sweep_id = :sweep and status <> 'done'"),
-                {"sweep": sweep_id},
-            ).scalar_one()
-        )
 
 
 def _distinct(values: Iterable[str | None]) -> list[str]:
