@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -67,22 +66,12 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runtime, Settings]]:
-    """One warm pool for the module, as a worker process has."""
+@pytest.fixture(autouse=True, scope="module")
+def _third_party_installed() -> None:
     if "thirdparty" in SUITES and not os.path.exists(".tools/py/installed"):
         message = "third-party servers missing: run `bash scripts/setup.sh --dev`"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
-    data = tmp_path_factory.mktemp("selfcheck")
-    settings = Settings(
-        data_dir=data, database_url=f"sqlite:///{data / 'farm.sqlite'}", server_start_timeout_s=30
-    )
-    runtime = Runtime(settings)
-    try:
-        yield runtime, settings
-    finally:
-        runtime.close()
 
 
 def test_the_bundled_suites_are_the_size_and_shape_promised() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,20 +43,6 @@ def _servers_installed() -> None:
     if os.environ.get("CI") == "true":  # CI must run these, never skip them
         pytest.fail(message)
     pytest.skip(message)
-
-
-@pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runtime, Settings]]:
-    """One warm pool for the whole module, as a worker process would have."""
-    data = tmp_path_factory.mktemp("thirdparty")
-    settings = Settings(
-        data_dir=data, database_url=f"sqlite:///{data / 'farm.sqlite'}", server_start_timeout_s=30
-    )
-    runtime = Runtime(settings)
-    try:
-        yield runtime, settings
-    finally:
-        runtime.close()
 
 
 def test_the_suite_is_complete_and_self_consistent() -> None:
