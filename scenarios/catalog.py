@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 
 from schema import (
     PromptConfig,
+    Rubric,
     Scenario,
     ScenarioSelection,
     ServerCatalog,
@@ -19,6 +21,7 @@ from schema import (
 ROOT = Path(__file__).resolve().parent
 SUITES_DIR = ROOT / "suites"
 PROMPTS_DIR = ROOT / "prompts"
+RUBRICS_DIR = ROOT / "rubrics"
 FIXTURES_DIR = ROOT / "fixtures"
 SERVERS_FILE = ROOT / "servers.yaml"
 
@@ -76,6 +79,7 @@ def structural_problems(suite: Suite, source: str) -> list[SpecError]:
                         f"unknown server {name_!r}; known: {', '.join(sorted(servers))}",
                     )
                 )
+        problems += _answer_problems(suite, i, scenario, source)
         for j, call in enumerate(scenario.expect):
             for arg, matcher in call.params.items():
                 step = matcher.derived_from_step
@@ -89,6 +93,45 @@ def structural_problems(suite: Suite, source: str) -> list[SpecError]:
                             else "the first step has no earlier result to derive from",
                         )
                     )
+    for i, toolset in enumerate(suite.toolsets):
+        for j, name_ in enumerate(toolset.servers):
+            if name_ not in servers:
+                problems.append(
+                    ScenarioError(
+                        source, f"toolsets[{i}].servers[{j}]", f"unknown server {name_!r}"
+                    )
+                )
+    if sum(t.baseline for t in suite.toolsets) > 1:
+        problems.append(ScenarioError(source, "toolsets", "at most one tool set is the baseline"))
+    return problems
+
+
+def _answer_problems(suite: Suite, i: int, scenario: Scenario, source: str) -> list[SpecError]:
+    """Tool-set scenarios must grade tools openly; answer scenarios need a rubric that exists."""
+    where = f"scenarios[{i}]"
+    problems: list[SpecError] = []
+    if scenario.open_tools and scenario.expect:
+        problems.append(
+            ScenarioError(source, f"{where}.expect", "an open_tools scenario expects no call")
+        )
+    if suite.toolsets and not scenario.open_tools:
+        problems.append(
+            ScenarioError(
+                source,
+                f"{where}.open_tools",
+                "a suite with tool sets swaps servers, so its scenarios must set open_tools: true",
+            )
+        )
+    if scenario.answer is not None:
+        rubric = scenario.answer.rubric or suite.rubric
+        if rubric is None:
+            problems.append(
+                ScenarioError(source, f"{where}.answer.rubric", "no rubric (nor a suite rubric)")
+            )
+        elif not (RUBRICS_DIR / f"{rubric}.yaml").exists():
+            problems.append(
+                ScenarioError(source, f"{where}.answer.rubric", f"unknown rubric {rubric!r}")
+            )
     return problems
 
 
@@ -149,3 +192,19 @@ def server_catalog() -> dict[str, ServerDef]:
     """Every server a scenario may attach, by name."""
     catalog = load_yaml_model(ServerCatalog, SERVERS_FILE)
     return {server.name: server for server in catalog.servers}
+
+
+def rubric_path(rubric_id: str) -> Path:
+    return RUBRICS_DIR / f"{rubric_id}.yaml"
+
+
+def load_rubric(rubric_id: str, source: str = "rubric") -> tuple[Rubric, str]:
+    """A rubric by id and the sha256 of its file's bytes (what judgements and anchors record)."""
+    path = rubric_path(rubric_id)
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in RUBRICS_DIR.glob("*.yaml")))
+        raise ScenarioError(source, "rubric", f"unknown rubric {rubric_id!r}; known: {known}")
+    rubric = load_yaml_model(Rubric, path)
+    if rubric.id != rubric_id:
+        raise ScenarioError(str(path), "id", f"must equal the file name {rubric_id!r}")
+    return rubric, hashlib.sha256(path.read_bytes()).hexdigest()

@@ -25,31 +25,43 @@ LATENCY_BINS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 60.0, 120.0, 30
 
 GRADED = "sweep_id = :sweep and status = 'done' and outcome <> 'infra_error'"
 
+
+def config_prompt(table: str = "") -> str:
+    """SQL for a trial's configuration label beside its model: the prompt config, and its tool
+    set when it has one (`native+symbols`). Every scorecard row, comparison and report groups
+    on it, so tool sets are compared exactly as prompt configs are."""
+    t = f"{table}." if table else ""
+    return f"({t}prompt_id || case when {t}toolset = '' then '' else '+' || {t}toolset end)"
+
+
+CONFIG = config_prompt()
+
 # PostgreSQL hands back one array of samples per group (hash aggregation, no sort); SQLite
 # has no array_agg, so there the rows come back one by one. numpy does the rest either way.
 PG_TRIALS = f"""
-select model_id, prompt_id, tier, scenario_id, variant > 0 as para,
+select model_id, {CONFIG} as prompt_id, tier, scenario_id, variant > 0 as para,
        array_agg(latency_s) as latency, array_agg(first_token_s) as first_token
 from trial where {GRADED}
-group by model_id, prompt_id, tier, scenario_id, variant > 0
+group by model_id, {CONFIG}, tier, scenario_id, variant > 0
 """
 
 SAMPLE_TRIALS = f"""
-select model_id, prompt_id, tier, scenario_id, variant > 0 as para, latency_s, first_token_s
+select model_id, {CONFIG} as prompt_id, tier, scenario_id, variant > 0 as para, latency_s,
+       first_token_s
 from trial where {GRADED}
 """
 
-PG_CALLS = """
-select t.model_id, t.prompt_id, c.tool, count(*) as calls,
+PG_CALLS = f"""
+select t.model_id, {config_prompt("t")} as prompt_id, c.tool, count(*) as calls,
        sum(case when c.ok then 1 else 0 end) as ok, array_agg(c.latency_s) as latency
 from tool_call c join trial t on t.trial_id = c.trial_id
 where t.sweep_id = :sweep
-group by t.model_id, t.prompt_id, c.tool
+group by t.model_id, {config_prompt("t")}, c.tool
 """
 
-SAMPLE_CALLS = """
-select t.model_id, t.prompt_id, c.tool, 1 as calls, case when c.ok then 1 else 0 end as ok,
-       c.latency_s
+SAMPLE_CALLS = f"""
+select t.model_id, {config_prompt("t")} as prompt_id, c.tool, 1 as calls,
+       case when c.ok then 1 else 0 end as ok, c.latency_s
 from tool_call c join trial t on t.trial_id = c.trial_id
 where t.sweep_id = :sweep
 """

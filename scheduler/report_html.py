@@ -17,16 +17,17 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from scheduler.latency import CONFIG
 from scheduler.render import interval, pct, secs
 from schema.scorecard import Row, Scorecard
 
 SAMPLES_PER_CELL = 2
 
-SAMPLES_SQL = """
+SAMPLES_SQL = f"""
 select * from (
-  select model_id, prompt_id, scenario_id, repetition, variant, outcome, detail, latency_s,
+  select model_id, {CONFIG} as prompt_id, scenario_id, repetition, variant, outcome, detail, latency_s,
          final_answer, transcript_json,
-         row_number() over (partition by model_id, prompt_id, scenario_id
+         row_number() over (partition by model_id, {CONFIG}, scenario_id
                             order by case when outcome = 'pass' then 1 else 0 end, repetition)
            as pick
   from trial where sweep_id = :sweep and status = 'done'

@@ -19,7 +19,14 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from scheduler.latency import LATENCY_BINS, Key, row_keys, tool_calls, trial_latency
+from scheduler.latency import (
+    CONFIG,
+    LATENCY_BINS,
+    Key,
+    row_keys,
+    tool_calls,
+    trial_latency,
+)
 from scheduler.stats import pass_at_k, pass_hat_k, wilson
 from schema import OUTCOMES
 from schema.scorecard import (
@@ -34,8 +41,9 @@ TIERS = ("simple", "moderate", "complex")
 WORK_MEM = "256MB"
 AGGREGATOR_VERSION = "2"
 
-COUNTS_SQL = """
-select model_id, prompt_id, scenario_id, tier, expected_tools, variant > 0 as paraphrased,
+COUNTS_SQL = f"""
+select model_id, {CONFIG} as prompt_id, scenario_id, tier, expected_tools,
+       variant > 0 as paraphrased,
        outcome, count(*) as n,
        sum(tokens_prompt) as tokens_prompt, sum(tokens_completion) as tokens_completion,
        sum(case when model_s > 0 and tokens_completion > 0 then tokens_completion else 0 end)
@@ -43,7 +51,7 @@ select model_id, prompt_id, scenario_id, tier, expected_tools, variant > 0 as pa
        sum(case when model_s > 0 and tokens_completion > 0 then model_s else 0 end) as timed_s
 from trial
 where sweep_id = :sweep and status = 'done'
-group by model_id, prompt_id, scenario_id, tier, expected_tools, variant > 0, outcome
+group by model_id, {CONFIG}, scenario_id, tier, expected_tools, variant > 0, outcome
 """
 NOT_DONE_SQL = "select count(*) from trial where sweep_id = :sweep and status <> 'done'"
 

@@ -23,8 +23,9 @@ EMBEDDED_QUEUE = "embedded"
 def describe(plan: Plan) -> str:
     sweep = plan.sweep
     wording = " (× each wording)" if sweep.paraphrases == "all" else ""
+    toolsets = f"{len(sweep.toolsets)} tool set(s) × " if sweep.toolsets else ""
     return (
-        f"{len(sweep.models)} model(s) × {len(sweep.prompts)} prompt config(s) × "
+        f"{len(sweep.models)} model(s) × {len(sweep.prompts)} prompt config(s) × {toolsets}"
         f"{plan.scenario_count} scenario(s) × {sweep.repetitions} repetition(s){wording} = "
         f"{len(plan.trials)} trials"
     )
@@ -57,6 +58,7 @@ def record_plan(*, engine: Engine, plan: Plan, queues: dict[str, str] | None = N
             "expected_tools": "[]",
             "repetition": t.repetition,
             "variant": t.variant,
+            "toolset": t.toolset_id,
             "status": "pending",
             "queue": queues.get(t.model.id, EMBEDDED_QUEUE),
             "payload_json": t.model_dump_json(),

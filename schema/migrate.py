@@ -38,6 +38,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE trial ADD COLUMN model_s FLOAT",
         ],
     ),
+    (
+        4,
+        "answer quality: trial tool set; scoring, answer_score, judgement, anchor_check tables",
+        # The new tables come from create_all above; only the trial table changes shape.
+        ["ALTER TABLE trial ADD COLUMN toolset VARCHAR NOT NULL DEFAULT ''"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

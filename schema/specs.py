@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from schema.answer import AnswerSpec, CodeRepo, ToolSet, Weights
+from schema.strict import Strict
 from schema.vocab import AdapterName, Tier, ToolMode, Transport
-
-
-class Strict(BaseModel):
-    """Base for every user-written spec: unknown fields are errors, never ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
 
 MATCHER_KINDS = (
     "exact",
@@ -122,6 +117,12 @@ class Scenario(Strict):
     """Identical calls (same tool, same arguments) allowed before it counts as a tool loop."""
     example_answer: str | None = None
     """A final answer an ideal agent would give; must match `final_answer`."""
+    open_tools: bool = False
+    """Any tool of the attached servers may be called (none is expected by name): tool grading
+    checks only that each call names a real tool, fits its schema and does not loop. For
+    answer-quality scenarios, whose servers change with the sweep's tool set."""
+    answer: AnswerSpec | None = None
+    """What a good answer contains: scored on the assistant's prose (keywords, citations, judge)."""
     tags: list[str] = Field(default_factory=list)
     description: str = ""
 
@@ -174,6 +175,12 @@ class Suite(Strict):
     description: str = ""
     servers: list[ServerDef] = Field(default_factory=list)
     """Servers only this suite uses, added to the catalogue in scenarios/servers.yaml."""
+    toolsets: list[ToolSet] = Field(default_factory=list)
+    """Tool sets this suite's scenarios can run with; a sweep picks them by id (`toolsets:`)."""
+    repo: CodeRepo | None = None
+    """The pinned source tree that citations in answers are checked against."""
+    rubric: str | None = None
+    """Default rubric id (scenarios/rubrics/<id>.yaml) for scenarios with an `answer`."""
     scenarios: list[Scenario] = Field(min_length=1)
 
 
@@ -278,6 +285,27 @@ class Gate(Strict):
         return f"{self.metric} {bound}{scope}"
 
 
+class JudgeSettings(Strict):
+    """The sweep's answer-quality settings: which model judges, how often, and the weights."""
+
+    model: ModelTarget | None = None
+    """The judge: any model target the farm speaks to (openai, local, scripted). None scores
+    keywords, grounding, efficiency and adoption without a judge."""
+    runs: int = Field(default=2, ge=2)
+    """Judge passes per transcript (at least two, so the judge's own variance is measured)."""
+    temperature: float = Field(default=0.5, ge=0)
+    max_tokens: int = Field(default=384, ge=16)
+    rubric: str | None = None
+    """Rubric id overriding the suites' and scenarios' own."""
+    tolerance: int = Field(default=5, ge=0)
+    """Lines a cited symbol may be away from the cited line and still be grounded."""
+    noise_floor: float = Field(default=0.05, ge=0)
+    """Criterion-level differences smaller than this are reported as noise."""
+    token_budget: int = Field(default=8192, ge=1)
+    """Tokens (all phases but verification) at which the efficiency's token part reaches 0."""
+    weights: Weights = Field(default_factory=Weights)
+
+
 class SweepSpec(Strict):
     """The matrix a user asks for: models × prompt configs × scenarios × repetitions."""
 
@@ -297,3 +325,9 @@ class SweepSpec(Strict):
     gates: list[Gate] = Field(default_factory=list)
     """Thresholds for `farm report --gate` (not part of the sweep id: tightening a gate does
     not start a new sweep)."""
+    toolsets: list[str | ToolSet] = Field(default_factory=list)
+    """The tool-set axis: ids of tool sets the picked suites declare, or inline tool sets
+    (`{id, servers, baseline}`). Scenarios of suites that declare tool sets run once per tool
+    set; other scenarios run once with their own servers."""
+    judge: JudgeSettings | None = None
+    """Answer-quality scoring: the judge model, its runs, the rubric, weights, tolerance."""

@@ -41,6 +41,8 @@ class TrialRow(SQLModel, table=True):
     repetition: int
     variant: int = 0
     """0 for the scenario's own prompt, k for its k-th paraphrase."""
+    toolset: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    """The tool set that replaced the scenario's servers; empty when it ran with its own."""
     status: str = Field(default="pending", index=True)
     queue: str = ""
     """The broker queue the trial was published to (its model's hardware tag)."""
@@ -82,6 +84,96 @@ class ToolCallRow(SQLModel, table=True):
     error: str | None = None
     result_digest: str = ""
     latency_s: float = 0.0
+
+
+class ScoringRow(SQLModel, table=True):
+    """One scoring pass over a sweep's transcripts: at run time, or a later `farm rescore`.
+    Scores are never overwritten; each pass has its own id and rows."""
+
+    __tablename__ = "scoring"
+
+    scoring_id: str = Field(primary_key=True)
+    sweep_id: str = Field(index=True)
+    kind: str
+    """`run` (scored as the trials ran) or `rescore`."""
+    created_at: datetime
+    config_json: str
+    """Grader version, judge (model, runs, temperature), rubric override, weights, tolerance."""
+
+
+class AnswerScoreRow(SQLModel, table=True):
+    """The answer-quality record of one trial under one scoring pass."""
+
+    __tablename__ = "answer_score"
+    __table_args__ = (Index("ix_answer_score_sweep", "sweep_id", "scoring_id"),)
+
+    trial_id: str = Field(primary_key=True, foreign_key="trial.trial_id")
+    scoring_id: str = Field(primary_key=True)
+    sweep_id: str
+    model_id: str
+    prompt_id: str
+    toolset: str = ""
+    baseline: bool = False
+    scenario_id: str
+    outcome: str
+    keyword_coverage: float | None = None
+    grounding_rate: float | None = None
+    grounded: int = 0
+    unresolved: int = 0
+    hallucinated: int = 0
+    judge_quality: float | None = None
+    efficiency: float
+    fairness: float
+    tool_fluency: float | None = None
+    discoverability: float | None = None
+    adoption: float
+    tokens_reasoning: int = 0
+    tokens_tool_io: int = 0
+    tokens_verification: int = 0
+    estimated_json: str = "[]"
+    judge_model: str = ""
+    rubric_id: str = ""
+    rubric_hash: str = ""
+    judge_s: float = 0.0
+    citations_json: str = "[]"
+    created_at: datetime
+
+
+class JudgementRow(SQLModel, table=True):
+    """One criterion of one judge run on one trial (many per trial: runs × criteria)."""
+
+    __tablename__ = "judgement"
+    __table_args__ = (Index("ix_judgement_sweep", "sweep_id", "scoring_id"),)
+
+    trial_id: str = Field(primary_key=True, foreign_key="trial.trial_id")
+    scoring_id: str = Field(primary_key=True)
+    run: int = Field(primary_key=True)
+    criterion: str = Field(primary_key=True)
+    sweep_id: str
+    step: str
+    score: float | None = None
+    normalized: float | None = None
+    rationale: str = ""
+    judge_model: str = ""
+    judge_pins_json: str = "{}"
+    rubric_hash: str = ""
+
+
+class AnchorCheckRow(SQLModel, table=True):
+    """One `farm anchors verify`: did this judge and rubric pass the drift guard?"""
+
+    __tablename__ = "anchor_check"
+
+    id: int | None = Field(default=None, primary_key=True)
+    judge_key: str = Field(index=True)
+    """The judge model's id and pins, as a digest (see workers.judge.judge_key)."""
+    judge_model: str
+    rubric_id: str
+    rubric_hash: str
+    rho: float | None = None
+    passed: bool
+    detail: str = ""
+    checked_at: datetime
 
 
 class NodeRow(SQLModel, table=True):

@@ -7,8 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from schema.answer import ToolSet
 from schema.ids import digest
-from schema.specs import ModelTarget, PromptConfig
+from schema.specs import JudgeSettings, ModelTarget, PromptConfig
 from schema.vocab import Outcome, StopReason, Tier, TrialStatus
 
 
@@ -38,17 +39,31 @@ class TrialSpec(BaseModel):
     """Which wording of the request: 0 the scenario's prompt, k its k-th paraphrase."""
     seed: int
     """Sampling seed for this repetition."""
+    toolset: ToolSet | None = None
+    """The tool set replacing the scenario's own servers; None: the scenario's servers."""
+    judge: JudgeSettings | None = None
+    """Answer-quality scoring for scenarios with an `answer`; None: no answer scoring."""
     trial_id: str = ""
     """sha256 of the canonical JSON of everything above; filled in when empty, checked when not."""
 
     @model_validator(mode="after")
     def _fill_or_check_id(self) -> TrialSpec:
-        expected = digest(self.model_dump(mode="json", exclude={"trial_id"}))
+        expected = digest(self.identity())
         if not self.trial_id:
             object.__setattr__(self, "trial_id", expected)
         elif self.trial_id != expected:
             raise ValueError(f"trial_id {self.trial_id[:12]} does not match its payload")
         return self
+
+    def identity(self) -> dict[str, Any]:
+        """What the trial id is the digest of. The answer-quality fields are left out when
+        unset, so trials of sweeps without them keep the ids they always had."""
+        unset = {name for name in ("toolset", "judge") if getattr(self, name) is None}
+        return self.model_dump(mode="json", exclude={"trial_id", *unset})
+
+    @property
+    def toolset_id(self) -> str:
+        return self.toolset.id if self.toolset else ""
 
 
 class Message(BaseModel):
@@ -122,6 +137,8 @@ class TrialResult(BaseModel):
     expected_tools: list[str]
     repetition: int
     variant: int = 0
+    toolset: str = ""
+    """The tool set's id; empty when the scenario ran with its own servers."""
     status: TrialStatus = "done"
     outcome: Outcome
     stop_reason: StopReason

@@ -105,6 +105,41 @@ def _loop(scenario: Scenario, calls: list[ToolCallRecord]) -> str | None:
     return None
 
 
+def _grade_open(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    final_answer: str | None,
+    stop_reason: StopReason,
+    schemas: dict[str, dict[str, Any]],
+) -> Verdict:
+    """Open tool use: any offered tool, with well-formed arguments, no loop, then an answer."""
+    for c in calls:
+        if c.server is None:
+            return Verdict("wrong_tool", f"called {c.tool!r}, which no server offers")
+    for c in calls:
+        problem = _schema_problem(c, schemas.get(c.tool))
+        if problem:
+            return Verdict("wrong_params", problem)
+    return _loop_or_answer(scenario, calls, final_answer, stop_reason)
+
+
+def _loop_or_answer(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    final_answer: str | None,
+    stop_reason: StopReason,
+) -> Verdict:
+    """The last checks of the taxonomy: tool_loop, output_mismatch, pass."""
+    loop = _loop(scenario, calls)
+    if loop or stop_reason == "tool_loop":
+        return Verdict("tool_loop", loop or "repeated identical calls")
+    if stop_reason != "answer" or final_answer is None:
+        return Verdict("output_mismatch", f"no final answer within {scenario.max_turns} turns")
+    if scenario.final_answer and not re.search(scenario.final_answer, final_answer, re.IGNORECASE):
+        return Verdict("output_mismatch", f"the answer does not mention /{scenario.final_answer}/")
+    return Verdict("pass", "")
+
+
 def grade(
     scenario: Scenario,
     calls: list[ToolCallRecord],
@@ -120,6 +155,8 @@ def grade(
         return Verdict("timeout", f"no answer within {scenario.time_limit_s:g} s")
     if stop_reason == "format_error":
         return Verdict("format_error", problem)
+    if scenario.open_tools:
+        return _grade_open(scenario, calls, final_answer, stop_reason, schemas)
     if scenario.expect and not calls:
         return Verdict("no_tool_call", "the model answered without calling a tool")
     if not scenario.expect and calls:
@@ -137,11 +174,4 @@ def grade(
     verdict = _match_steps(scenario, calls, schemas)
     if verdict:
         return verdict
-    loop = _loop(scenario, calls)
-    if loop or stop_reason == "tool_loop":
-        return Verdict("tool_loop", loop or "repeated identical calls")
-    if stop_reason != "answer" or final_answer is None:
-        return Verdict("output_mismatch", f"no final answer within {scenario.max_turns} turns")
-    if scenario.final_answer and not re.search(scenario.final_answer, final_answer, re.IGNORECASE):
-        return Verdict("output_mismatch", f"the answer does not mention /{scenario.final_answer}/")
-    return Verdict("pass", "")
+    return _loop_or_answer(scenario, calls, final_answer, stop_reason)

@@ -36,6 +36,7 @@ def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
         "expected_tools": json.dumps(result.expected_tools),
         "repetition": result.repetition,
         "variant": result.variant,
+        "toolset": result.toolset,
         "status": result.status,
         "outcome": result.outcome,
         "stop_reason": result.stop_reason,

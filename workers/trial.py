@@ -43,7 +43,8 @@ async def _converse(
     pool: ServerPool,
 ) -> dict[str, dict[str, Any]]:
     catalog = servers_for(spec.scenario.suite)
-    servers = [catalog[name] for name in scenario.servers]
+    names = spec.toolset.servers if spec.toolset else scenario.servers
+    servers = [catalog[name] for name in names]
     schemas: dict[str, dict[str, Any]] = {}
     async with connect(servers, pool, spec.prompt.tool_naming) as conn:
         schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
@@ -112,6 +113,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         expected_tools=scenario.expected_tools,
         repetition=spec.repetition,
         variant=spec.variant,
+        toolset=spec.toolset_id,
         outcome=verdict.outcome,
         stop_reason=stop,
         detail=verdict.detail,
