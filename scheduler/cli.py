@@ -11,6 +11,7 @@ from rich.console import Console
 
 from scheduler import cli_nodes, cli_report
 from scheduler.aggregate import scorecard_of
+from scheduler.cli_answers import anchors_app, rescore
 from scheduler.cli_common import DataDirOption, DbOption, console, engine_from, settings_from
 from scheduler.cli_scenarios import scenarios_app
 from scheduler.cli_sweep import sweep_app
@@ -30,6 +31,8 @@ db_app = typer.Typer(no_args_is_help=True, help="The results database.")
 app.add_typer(db_app, name="db")
 app.add_typer(sweep_app, name="sweep")
 app.add_typer(scenarios_app, name="scenarios")
+app.add_typer(anchors_app, name="anchors")
+app.command()(rescore)
 cli_nodes.register(app)
 cli_report.register(app)
 

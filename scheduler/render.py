@@ -104,3 +104,8 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
                 *_latency(c.latency),
             )
         console.print(calls)
+    if card.answers is not None:
+        # Imported here: the answer tables build on this module's formatters.
+        from scheduler.render_answers import print_answers
+
+        print_answers(card.answers, console)

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
+from scheduler.answers import answer_quality
 from scheduler.latency import (
     CONFIG,
     LATENCY_BINS,
@@ -39,7 +40,7 @@ from schema.scorecard import (
 
 TIERS = ("simple", "moderate", "complex")
 WORK_MEM = "256MB"
-AGGREGATOR_VERSION = "2"
+AGGREGATOR_VERSION = "3"
 
 COUNTS_SQL = f"""
 select model_id, {CONFIG} as prompt_id, scenario_id, tier, expected_tools,
@@ -103,7 +104,7 @@ def _order(row: Row) -> tuple[Any, ...]:
     return (row.dimension, row.model, row.prompt, tier, row.key)
 
 
-def build_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard:
+def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None) -> Scorecard:
     """Compute the scorecard of one sweep from its stored trials (rates exclude infra errors)."""
     # The queries are independent: on PostgreSQL they run side by side on their own
     # connections (each one scan of the sweep); SQLite runs them one after another.
@@ -115,6 +116,7 @@ def build_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard:
             "calls": lambda c: tool_calls(c, sweep_id),
             "provenance": lambda c: _provenance(c, sweep_id),
             "not_done": lambda c: c.execute(text(NOT_DONE_SQL), {"sweep": sweep_id}).scalar_one(),
+            "answers": lambda c: answer_quality(c, sweep_id, scoring),
         },
     )
     counts = parts["counts"]
@@ -167,6 +169,7 @@ def build_scorecard(*, engine: Engine, sweep_id: str) -> Scorecard:
         tool_calls=calls,
         latency_bins=list(LATENCY_BINS),
         provenance=provenance,
+        answers=parts["answers"],
     )
 
 

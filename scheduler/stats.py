@@ -90,9 +90,11 @@ def incomplete_beta(a: float, b: float, x: float) -> float:
     log_front = (
         math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
     )
+    # The continued fraction converges on one side of (a+1)/(a+b+2); evaluate that side once
+    # (swapping and re-testing would recurse without end when x sits on the switch point).
     if x < (a + 1) / (a + b + 2):
         return math.exp(log_front) * _beta_fraction(a, b, x) / a
-    return 1.0 - incomplete_beta(b, a, 1.0 - x)
+    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
 
 
 def student_p(t: float, df: float) -> float:

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from celery import Celery
 from sqlalchemy import or_, select
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import col
 
 from scheduler.expand import Plan
 from scheduler.publish import publish_trials
 from scheduler.routing import RoutingError, queue_of
-from schema import Settings, SweepRow, TrialRow, dialect_insert, session_scope
+from schema import (
+    JudgeSettings,
+    ScoringRow,
+    Settings,
+    SweepRow,
+    TrialRow,
+    dialect_insert,
+    session_scope,
+)
 
 BATCH = 2000
 EMBEDDED_QUEUE = "embedded"
@@ -77,7 +86,27 @@ def record_plan(*, engine: Engine, plan: Plan, queues: dict[str, str] | None = N
         stmt = insert(TrialRow).on_conflict_do_nothing()
         for start in range(0, len(rows), BATCH):
             conn.execute(stmt, rows[start : start + BATCH])
+        if plan.sweep.judge is not None:
+            record_scoring(conn, plan.sweep_id, plan.sweep.judge, "run")
     return created is not None
+
+
+def record_scoring(
+    conn: Connection, sweep_id: str, judge: JudgeSettings, kind: str, nonce: str = ""
+) -> str:
+    """Record a scoring pass (idempotent); returns its id."""
+    scoring_id = judge.scoring_id(kind, nonce)
+    values = {
+        "scoring_id": scoring_id,
+        "sweep_id": sweep_id,
+        "kind": kind,
+        "created_at": datetime.now(UTC),
+        "config_json": json.dumps(judge.scoring_config(nonce)),
+    }
+    conn.execute(
+        dialect_insert(conn.dialect.name)(ScoringRow).values(values).on_conflict_do_nothing()
+    )
+    return scoring_id
 
 
 def runnable_ids(*, engine: Engine, sweep_id: str) -> set[str]:

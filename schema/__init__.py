@@ -26,6 +26,7 @@ from schema.migrate import require_latest, schema_version
 from schema.plugins import TaskFn, load_task
 from schema.settings import Settings, get_settings
 from schema.specs import (
+    GRADER_VERSION,
     LOCAL_MODELS,
     ExpectedCall,
     FewShot,
@@ -75,6 +76,7 @@ from schema.vocab import (
 
 __all__ = [
     "CONTROL_QUEUE",
+    "GRADER_VERSION",
     "GROUNDINGS",
     "LOCAL_MODELS",
     "OUTCOMES",

@@ -24,6 +24,8 @@ GROUNDINGS: tuple[Grounding, ...] = ("grounded", "unresolved", "hallucinated")
 JudgeSees = Literal["reference", "keywords", "citations"]
 """What a rubric lets the judge see beside the request and the assistant's prose."""
 
+DEFAULT_SEES: tuple[JudgeSees, ...] = ("reference",)
+
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 
 
@@ -75,7 +77,7 @@ class Rubric(Strict):
     instructions: str = Field(min_length=1)
     """What the judge is told about its task."""
     steps: list[RubricStep] = Field(min_length=1)
-    judge_sees: list[JudgeSees] = Field(default_factory=lambda: ["reference"])
+    judge_sees: list[JudgeSees] = Field(default_factory=lambda: list(DEFAULT_SEES))
     """Besides the request and the prose: the reference answer, the expected keywords, and/or
     the citations a good answer gives. Tool calls and tool results are never shown."""
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 2
+SCORECARD_VERSION = 3
 
 Dimension = Literal["config", "tool", "tier", "scenario", "phrasing"]
 DIMENSIONS: tuple[Dimension, ...] = ("config", "tool", "tier", "scenario", "phrasing")
@@ -98,6 +98,108 @@ class Provenance(Frozen):
     aggregator_version: str
 
 
+class AnswerRow(Frozen):
+    """Answer quality of one model × prompt × tool set (`config`), or of one scenario in it.
+    Fairness and adoption are separate columns and are never combined."""
+
+    dimension: Literal["config", "scenario"]
+    model: str
+    prompt: str
+    """The configuration label: prompt config, `+tool set` when there is one."""
+    toolset: str
+    baseline: bool
+    key: str = ""
+    """The scenario id; empty for `config`."""
+    n: int
+    """Trials scored."""
+    scenarios: int
+    fairness: float | None
+    """Mean of the scenario-level mean fairness (what rankings use)."""
+    fairness_low: float | None
+    fairness_high: float | None
+    """95% interval (Student t over scenario-level means); null with fewer than 2 scenarios."""
+    keyword_coverage: float | None
+    judge_quality: float | None
+    grounding_rate: float | None
+    efficiency: float | None
+    adoption: float | None
+    """Structurally 0 for the baseline."""
+    tool_fluency: float | None
+    discoverability: float | None
+    grounded: int
+    unresolved: int
+    hallucinated: int
+    tokens_reasoning: int
+    tokens_tool_io: int
+    tokens_verification: int
+    estimated: list[str]
+    """Token phases whose counts are estimated, not reported by the endpoint."""
+    model_s: float | None
+    """Mean seconds per trial spent in the model (judging excluded)."""
+    judge_s: float | None
+    """Mean seconds per trial spent judging."""
+
+
+class JudgeVariance(Frozen):
+    """How much one judge disagrees with itself across duplicate runs."""
+
+    judge: str
+    rubric_id: str
+    rubric_hash: str
+    trials: int
+    runs: int
+    unreadable: int
+    """Criterion scores the judge's replies did not yield."""
+    sigma_criterion: float | None
+    sigma_step: float | None
+    sigma_scenario: float | None
+    """Pooled standard deviation across runs at each level (scores normalised to 0..1)."""
+    icc1: float | None
+    """ICC(1): the share of score variance that is the transcripts, not the judge."""
+    resolution: float | None
+    """The smallest difference between two scenario-level means the runs can resolve."""
+    noise_floor: float
+    """Criterion-level differences below this are noise, never findings."""
+    per_criterion: dict[str, float] = Field(default_factory=dict)
+    anchors: Literal["verified", "failed", "unverified"] = "unverified"
+    """The drift guard for this judge and rubric (`farm anchors verify`)."""
+    anchor_rho: float | None = None
+
+
+class Ranked(Frozen):
+    """One configuration in the answer-quality ranking (scenario-level means only)."""
+
+    model: str
+    prompt: str
+    toolset: str
+    baseline: bool
+    fairness: float | None
+    adoption: float | None
+    vs_baseline: float | None
+    """Fairness minus the baseline's on the same model and prompt; null without one."""
+
+
+class AnswerQuality(Frozen):
+    """The answer-quality layer of a scorecard, from one scoring pass."""
+
+    scoring_id: str
+    kind: str
+    """`run` or `rescore`."""
+    grader_version: str
+    judge: str
+    """The judge model's id; empty when scored without a judge."""
+    weights: dict[str, dict[str, float]]
+    rows: list[AnswerRow]
+    judges: list[JudgeVariance]
+    ranking: list[Ranked]
+    verified: bool
+    """False when the anchor gate has not passed for the judge and rubric used: the ranking is
+    unverified."""
+
+    def of(self, dimension: Literal["config", "scenario"]) -> list[AnswerRow]:
+        return [r for r in self.rows if r.dimension == dimension]
+
+
 class Scorecard(Frozen):
     schema_version: int = SCORECARD_VERSION
     sweep_id: str
@@ -111,6 +213,8 @@ class Scorecard(Frozen):
     latency_bins: list[float]
     """Upper edges (seconds) of the latency histogram bins; the last bin is open."""
     provenance: Provenance
+    answers: AnswerQuality | None = None
+    """Answer quality (fairness, adoption, grounding, judge variance) for sweeps that score it."""
 
     def of(self, dimension: Dimension) -> list[Row]:
         return [r for r in self.rows if r.dimension == dimension]

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from schema.answer import AnswerSpec, CodeRepo, ToolSet, Weights
+from schema.ids import digest
 from schema.strict import Strict
 from schema.vocab import AdapterName, Tier, ToolMode, Transport
 
@@ -213,6 +214,9 @@ class PromptConfig(Strict):
     generation: GenerationParams = Field(default_factory=GenerationParams)
 
 
+GRADER_VERSION = "1"
+"""Bump when the deterministic tool grading or the answer scoring changes meaning."""
+
 LOCAL_MODELS = ("gemma3-270m", "smollm2-135m")
 """Models the `local` adapter serves from PyPI packages (or give a path to a .gguf file)."""
 
@@ -236,6 +240,11 @@ class ModelTarget(Strict):
     """What changes results and must be recorded: chat template, tool parser, quantisation."""
     script: list[dict[str, Any]] | None = None
     """Only for the `scripted` adapter: the replies to give, in order."""
+
+    def key(self) -> str:
+        """Identifies this target across processes (pins included): e.g. which judge passed
+        the anchor gate."""
+        return digest(self.model_dump(mode="json"))[:16]
 
     @model_validator(mode="after")
     def _adapter_fields(self) -> ModelTarget:
@@ -304,6 +313,14 @@ class JudgeSettings(Strict):
     token_budget: int = Field(default=8192, ge=1)
     """Tokens (all phases but verification) at which the efficiency's token part reaches 0."""
     weights: Weights = Field(default_factory=Weights)
+
+    def scoring_id(self, kind: str, nonce: str = "") -> str:
+        """The id of a scoring pass: what scored (grader version, judge, rubric, weights) and,
+        for a rescore, when. Different passes never share rows."""
+        return f"{kind}-{digest(self.scoring_config(nonce))[:12]}"
+
+    def scoring_config(self, nonce: str = "") -> dict[str, Any]:
+        return {"grader": GRADER_VERSION, "judge": self.model_dump(mode="json"), "nonce": nonce}
 
 
 class SweepSpec(Strict):

@@ -166,7 +166,7 @@ class AnchorCheckRow(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     judge_key: str = Field(index=True)
-    """The judge model's id and pins, as a digest (see workers.judge.judge_key)."""
+    """The judge model's id and pins, as a digest (ModelTarget.key())."""
     judge_model: str
     rubric_id: str
     rubric_hash: str

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schema.answer import ToolSet
+from schema.answer import AnswerScore, ToolSet
 from schema.ids import digest
 from schema.specs import JudgeSettings, ModelTarget, PromptConfig
 from schema.vocab import Outcome, StopReason, Tier, TrialStatus
@@ -156,3 +156,5 @@ class TrialResult(BaseModel):
     transcript: list[Message] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     provenance: Provenance
+    answer: AnswerScore | None = None
+    """The answer-quality score, for scenarios with an `answer` in sweeps that score them."""

@@ -38,7 +38,7 @@ def backoff(settings: Settings, attempt: int) -> float:
 
 
 def create_app(settings: Settings) -> Celery:
-    """The worker's app, with `farm.run_trial` and `farm.aggregate` registered."""
+    """The worker's app, with `farm.run_trial`, `farm.aggregate` and `farm.rescore_trial`."""
     app = make_celery(settings)
     slots = Slots(settings.broker_url)
 
@@ -84,6 +84,13 @@ def create_app(settings: Settings) -> Celery:
     @app.task(name="farm.aggregate")
     def aggregate(payload: dict[str, Any]) -> dict[str, Any]:
         return load_task("farm.aggregate")(payload, settings)
+
+    @app.task(name="farm.rescore_trial", bind=True, max_retries=settings.infra_retries)
+    def rescore_trial(self: Task, payload: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return load_task("farm.rescore_trial")(payload, trial_settings(settings, self.request))
+        except StoreError as exc:
+            raise self.retry(countdown=backoff(settings, self.request.retries)) from exc
 
     return app
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import col
 
 from schema import (
+    AnswerScore,
+    AnswerScoreRow,
+    JudgementRow,
     StoreError,
     SweepRow,
     ToolCallRow,
@@ -22,6 +26,7 @@ from schema import (
     TrialSpec,
     dialect_insert,
 )
+from workers.answer import counts
 
 
 def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
@@ -99,6 +104,8 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
         conn.execute(delete(ToolCallRow).where(col(ToolCallRow.trial_id) == result.trial_id))
         if calls:
             conn.execute(dialect_insert(engine.dialect.name)(ToolCallRow), calls)
+        if result.answer is not None:
+            write_answer(conn, result.answer, result.model_id, result.prompt_id, result.scenario_id)
     with _guarded(engine, f"count what is left of sweep {result.sweep_id[:12]}") as conn:
         return _any_left(conn, result.sweep_id)
 
@@ -177,3 +184,52 @@ def mark_retrying(*, engine: Engine, trial_id: str, detail: str) -> None:
             .where(col(TrialRow.trial_id) == trial_id, col(TrialRow.status) == "running")
             .values(status="pending", detail=detail)
         )
+
+
+def write_answer(
+    conn: Connection, score: AnswerScore, model_id: str, prompt_id: str, scenario_id: str
+) -> None:
+    """Replace one trial's answer score and judgements under one scoring id (other scoring
+    passes' rows are never touched)."""
+    row = score.model_dump(
+        exclude={"version", "citations", "estimated", "judge_pins", "judgements", "rubric_id"}
+    )
+    found = counts(score.citations)
+    row |= {
+        "model_id": model_id,
+        "prompt_id": prompt_id,
+        "scenario_id": scenario_id,
+        "rubric_id": score.rubric_id,
+        "grounded": found["grounded"],
+        "unresolved": found["unresolved"],
+        "hallucinated": found["hallucinated"],
+        "estimated_json": json.dumps(score.estimated),
+        "citations_json": json.dumps([c.model_dump(mode="json") for c in score.citations]),
+        "created_at": datetime.now(UTC),
+    }
+    mine = (
+        col(AnswerScoreRow.trial_id) == score.trial_id,
+        col(AnswerScoreRow.scoring_id) == score.scoring_id,
+    )
+    conn.execute(
+        delete(JudgementRow).where(
+            col(JudgementRow.trial_id) == score.trial_id,
+            col(JudgementRow.scoring_id) == score.scoring_id,
+        )
+    )
+    conn.execute(delete(AnswerScoreRow).where(*mine))
+    conn.execute(insert(AnswerScoreRow).values(row))
+    judged = [
+        {
+            "trial_id": score.trial_id,
+            "scoring_id": score.scoring_id,
+            "sweep_id": score.sweep_id,
+            "judge_model": score.judge_model,
+            "judge_pins_json": json.dumps(score.judge_pins),
+            "rubric_hash": score.rubric_hash,
+            **j.model_dump(),
+        }
+        for j in score.judgements
+    ]
+    if judged:
+        conn.execute(insert(JudgementRow), judged)

@@ -40,3 +40,20 @@ class ModelReply:
     format_error: str | None = None
     """Set when the reply could not be decoded into calls or an answer."""
     first_token_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling for one schema-constrained completion (a judge's verdict)."""
+
+    temperature: float
+    max_tokens: int
+    seed: int
+
+
+@dataclass
+class JsonReply:
+    """The raw text of a schema-constrained completion and what it cost."""
+
+    text: str
+    tokens: TokenCounts = field(default_factory=TokenCounts)

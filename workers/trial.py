@@ -11,13 +11,15 @@ from typing import Any
 import anyio
 
 from scenarios import find_scenario, servers_for
-from schema import Scenario, Settings, StopReason, TrialResult, TrialSpec
+from schema import JudgeSettings, Scenario, Settings, StopReason, TrialResult, TrialSpec
 from workers.adapters import ModelClient, make_client
 from workers.errors import InfraError
 from workers.grading import grade
+from workers.judge import Judge, make_judge
 from workers.mcp_conn import connect
 from workers.pool import ServerPool
 from workers.provenance import provenance
+from workers.scoring import Transcript, score_answer
 from workers.session import SessionState, run_session
 
 logger = logging.getLogger(__name__)
@@ -94,6 +96,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
             state.stop_reason, problem = "infra_error", f"{type(exc).__name__}: {exc}"
         else:
             raise
+    latency_s = time.perf_counter() - started
     stop: StopReason = state.stop_reason or "turn_limit"
     verdict = grade(
         scenario,
@@ -103,7 +106,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         schemas,
         problem or state.format_error or "",
     )
-    return TrialResult(
+    result = TrialResult(
         trial_id=spec.trial_id,
         sweep_id=spec.sweep_id,
         model_id=spec.model.id,
@@ -119,7 +122,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         detail=verdict.detail,
         started_at=started_at,
         finished_at=datetime.now(UTC),
-        latency_s=time.perf_counter() - started,
+        latency_s=latency_s,
         first_token_s=state.first_token_s,
         model_s=state.model_s,
         tokens=state.tokens,
@@ -129,3 +132,37 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         tool_calls=state.calls,
         provenance=provenance(spec, settings, client.pins if client else {}),
     )
+    if spec.judge is not None and scenario.answer is not None and verdict.outcome != "infra_error":
+        # Judged after the clock stopped: judging is never part of the trial's latency.
+        result.answer = await score_answer(
+            trial=transcript_of(result, spec.seed),
+            scenario=scenario,
+            suite=spec.scenario.suite,
+            toolset=spec.toolset,
+            settings=spec.judge,
+            judge=judge_for(spec.judge, settings),
+            repos=settings.data_dir / "repos",
+            scoring=spec.judge.scoring_id("run"),
+        )
+    return result
+
+
+def transcript_of(result: TrialResult, seed: int) -> Transcript:
+    return Transcript(
+        trial_id=result.trial_id,
+        sweep_id=result.sweep_id,
+        outcome=result.outcome,
+        transcript=result.transcript,
+        calls=result.tool_calls,
+        latency_s=result.latency_s,
+        tokens_prompt=result.tokens.prompt,
+        tokens_completion=result.tokens.completion,
+        final_answer=result.final_answer,
+        seed=seed,
+    )
+
+
+def judge_for(judge: JudgeSettings, settings: Settings) -> Judge | None:
+    if judge.model is None:
+        return None
+    return make_judge(judge.model, settings.model_cache_dir, judge.temperature, judge.max_tokens)

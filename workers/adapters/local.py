@@ -22,7 +22,7 @@ import anyio
 from schema import Message, ModelTarget, PromptConfig, TokenCounts
 from workers.errors import AdapterError
 from workers.render import chat_messages, decode_text_reply, reply_schema
-from workers.toolspec import ModelReply, ParsedCall, ToolSpec
+from workers.toolspec import JsonReply, ModelReply, ParsedCall, Sampling, ToolSpec
 
 
 @dataclass(frozen=True)
@@ -193,6 +193,44 @@ class LocalClient:
             llm.reset()
             result: dict[str, Any] = llm.create_chat_completion(**kwargs)
         return result
+
+    def _generate_json(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], sampling: Sampling
+    ) -> dict[str, Any]:
+        llm = _load(str(self.path), self.chat_format, self.n_ctx)
+        if self.chat_format == "gemma" and messages and messages[0]["role"] == "system":
+            system, first, *rest = messages
+            messages = [
+                {"role": "user", "content": f"{system['content']}\n\n{first['content']}"},
+                *rest,
+            ]
+        with _LOCK:
+            llm.reset()
+            result: dict[str, Any] = llm.create_chat_completion(
+                messages=messages,
+                temperature=sampling.temperature,
+                max_tokens=sampling.max_tokens,
+                seed=sampling.seed,
+                response_format={"type": "json_object", "schema": schema},
+            )
+        return result
+
+    async def complete_json(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], sampling: Sampling
+    ) -> JsonReply:
+        """One reply constrained by a JSON schema (llama.cpp grammar): how the local judge
+        answers."""
+        data = await anyio.to_thread.run_sync(
+            self._generate_json, messages, schema, sampling, abandon_on_cancel=True
+        )
+        usage = data.get("usage") or {}
+        return JsonReply(
+            text=data["choices"][0]["message"].get("content") or "",
+            tokens=TokenCounts(
+                prompt=int(usage.get("prompt_tokens", 0)),
+                completion=int(usage.get("completion_tokens", 0)),
+            ),
+        )
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int

@@ -16,7 +16,7 @@ from workers.render import (
     openai_tools,
     reply_schema,
 )
-from workers.toolspec import ModelReply, ParsedCall, ToolSpec
+from workers.toolspec import JsonReply, ModelReply, ParsedCall, Sampling, ToolSpec
 
 
 class OpenAIClient:
@@ -50,10 +50,7 @@ class OpenAIClient:
             }
         return body
 
-    async def complete(
-        self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
-    ) -> ModelReply:
-        body = self._body(messages, tools, prompt, seed)
+    async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], TokenCounts]:
         try:
             async with httpx.AsyncClient(timeout=self.target.request_timeout_s) as client:
                 response = await client.post(self.url, json=body, headers=self.headers)
@@ -63,12 +60,36 @@ class OpenAIClient:
             raise InfraError(
                 f"endpoint {self.url} answered {response.status_code}: {response.text[:300]}"
             )
-        data = response.json()
+        data: dict[str, Any] = response.json()
         usage = data.get("usage") or {}
         tokens = TokenCounts(
             prompt=int(usage.get("prompt_tokens") or 0),
             completion=int(usage.get("completion_tokens") or 0),
         )
+        return data, tokens
+
+    async def complete_json(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], sampling: Sampling
+    ) -> JsonReply:
+        """One reply constrained to a JSON schema (`response_format: json_schema`)."""
+        body = {
+            "model": self.target.model,
+            "messages": messages,
+            "temperature": sampling.temperature,
+            "max_tokens": sampling.max_tokens,
+            "seed": sampling.seed,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "schema": schema},
+            },
+        }
+        data, tokens = await self._post(body)
+        return JsonReply(text=data["choices"][0]["message"].get("content") or "", tokens=tokens)
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
+    ) -> ModelReply:
+        data, tokens = await self._post(self._body(messages, tools, prompt, seed))
         message = data["choices"][0]["message"]
         reply = self._decode(message, prompt, len([m for m in messages if m.role == "assistant"]))
         reply.tokens = tokens
