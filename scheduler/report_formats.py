@@ -1,12 +1,18 @@
-"""A scorecard as Markdown (for a PR comment or a wiki) and as JUnit XML (for CI systems)."""
+"""A scorecard as Markdown (for a PR comment or a wiki) and as JUnit XML (for CI systems).
+
+A card with an answer-quality section gets it as Markdown tables and as JUnit suite properties
+(built in scheduler.report_answers); a card without one renders exactly as before.
+"""
 
 from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
 from scheduler.render import interval, pct, secs
+from scheduler.render_answers import unverified_note
+from scheduler.report_answers import answer_properties, answer_tables
 from scheduler.scorecard import outcome_columns
-from schema.scorecard import Row, Scorecard
+from schema.scorecard import AnswerQuality, Row, Scorecard
 
 DIMENSION_TITLES = {
     "config": "Pass rate per model × prompt config",
@@ -58,7 +64,26 @@ def to_markdown(card: Scorecard) -> str:
             for r in card.of("config")
         ],
     )
+    if card.answers is not None:
+        lines += _answers_markdown(card.answers)
     return "\n".join(lines)
+
+
+def _answers_markdown(answers: AnswerQuality) -> list[str]:
+    lines = [
+        "## Answer quality",
+        "",
+        f"Scoring `{answers.scoring_id}` ({answers.kind}), judge `{answers.judge or 'none'}`.",
+        "",
+    ]
+    note = unverified_note(answers)
+    if note:
+        lines += [f"> **Unverified ranking.** {note}", ""]
+    for table in answer_tables(answers):
+        lines += [f"### {table.title}", ""]
+        lines += _md_table(table.heads, table.rows)
+        lines += [f"_{table.caption}_", ""]
+    return lines
 
 
 def to_junit(card: Scorecard) -> str:
@@ -71,6 +96,8 @@ def to_junit(card: Scorecard) -> str:
     by_config: dict[tuple[str, str], list[Row]] = {}
     for row in card.of("scenario"):
         by_config.setdefault((row.model, row.prompt), []).append(row)
+    answers = card.answers
+    scored = {(r.model, r.prompt): r for r in answers.of("config")} if answers else {}
     for (model, prompt), rows in by_config.items():
         failures = sum(1 for r in rows if r.n and r.passes < r.n)
         errors = sum(1 for r in rows if not r.n)
@@ -83,6 +110,11 @@ def to_junit(card: Scorecard) -> str:
             errors=str(errors),
             time=f"{sum((r.latency.p50 or 0) * r.n for r in rows):.3f}",
         )
+        if answers is not None and (model, prompt) in scored:
+            # JUnit wants <properties> before the test cases.
+            properties = ET.SubElement(suite, "properties")
+            for name, value in answer_properties(answers, scored[(model, prompt)]):
+                ET.SubElement(properties, "property", name=name, value=value)
         for r in rows:
             case = ET.SubElement(
                 suite,

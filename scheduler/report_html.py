@@ -3,6 +3,7 @@
 The page embeds the scorecard JSON and a small script that draws three SVG charts — a pass-rate
 heatmap (model × prompt vs tool), latency distributions per configuration and failure-mode bars
 — plus tables per tier and scenario, and a drill-down to sample trial transcripts per scenario.
+A scorecard with answer quality gets that section too (scheduler.report_html_answers).
 The script counts what it drew in `body[data-charts]` and shows any script error on the page
 (tests/scheduler/test_report_html.py opens it in headless Chromium and checks both).
 """
@@ -19,6 +20,7 @@ from sqlalchemy.engine import Engine
 
 from scheduler.latency import CONFIG
 from scheduler.render import interval, pct, secs
+from scheduler.report_html_answers import answers_script, answers_section
 from schema.scorecard import Row, Scorecard
 
 SAMPLES_PER_CELL = 2
@@ -198,7 +200,7 @@ are Wilson 95%. Built {html.escape(card.built_at)} from sweep
 {_table(["model", "prompt", "n", "pass", "95% CI", "pass^k", "p50", "p95", "p99"], configs, 2)}
 <h2>Pass rate per tool (heatmap)</h2><div id="heatmap"></div>
 <h2>Trial latency distribution</h2><div id="latency"></div>
-<h2>Outcomes</h2><div id="failures"></div>
+<h2>Outcomes</h2><div id="failures"></div>{answers_section(card, _table)}
 <h2>Per tier</h2>{_rate_table(card, "tier")}
 <h2>Verbatim vs paraphrased</h2>{_rate_table(card, "phrasing")}
 <h2>Scenarios and sample transcripts</h2>
@@ -206,6 +208,6 @@ are Wilson 95%. Built {html.escape(card.built_at)} from sweep
 first.</p>
 {_drilldown(card, samples)}
 <script type="application/json" id="card">{data}</script>
-<script>{SCRIPT}</script>
+<script>{SCRIPT}</script>{answers_script(card)}
 </body></html>
 """

@@ -1,4 +1,5 @@
-"""The HTML report opens in headless Chromium with its charts drawn and no script errors."""
+"""The HTML report opens in headless Chromium with its charts drawn and no script errors, with
+and without an answer-quality section."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bench.synthetic import load, scenarios, trials
 from scheduler.report_html import to_html
 from scheduler.scorecard import build_scorecard
 from schema import init_db, make_engine
+from tests.scheduler.test_report_answers import answer_quality, scorecard
 
 CONFIGS = [("big", "native"), ("small", "json")]
 
@@ -71,3 +73,25 @@ def test_the_report_renders_its_charts_in_headless_chromium(tmp_path: Path) -> N
     assert taken.returncode == 0, taken.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 20_000, "the screenshot looks blank"
+
+
+def test_the_answer_quality_charts_render_in_headless_chromium(tmp_path: Path) -> None:
+    chromium = _chromium()
+    card = scorecard(answer_quality(verified=False))
+    page = tmp_path / "report.html"
+    page.write_text(to_html(card), encoding="utf-8")
+
+    dumped = _run(chromium, "--virtual-time-budget=5000", "--dump-dom", page.as_uri())
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    dom = dumped.stdout
+    assert '<pre id="errors"></pre>' in dom, "the page reported a script error"
+    configs = len(card.of("config"))
+    # Heatmap, a latency chart per configuration, failure bars; then the three answer charts.
+    assert re.search(r'data-charts="(\d+)"', dom).group(1) == str(2 + configs + 3)  # type: ignore[union-attr]
+    for chart in ("answer-fairness", "answer-grounding", "answer-judge"):
+        assert re.search(rf'<div id="{chart}"><svg', dom), f"{chart} was not drawn"
+    assert dom.count('class="baseline"') == 2
+    assert dom.count('class="noise-floor"') == 1
+    assert "0 (structural)</text>" in dom
+    console = [line for line in dumped.stderr.splitlines() if "CONSOLE" in line]
+    assert console == [], console
