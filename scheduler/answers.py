@@ -95,7 +95,7 @@ def _row(
         values |= {"adoption": 0.0, "tool_fluency": None, "discoverability": None}
     estimated = sorted({p for r in rows for p in json.loads(r.estimated_json or "[]")})
     return AnswerRow(
-        dimension=dimension,  # type: ignore[arg-type]
+        dimension=dimension,
         model=model,
         prompt=label(prompt, toolset),
         toolset=toolset,

@@ -7,7 +7,7 @@ import json
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -33,6 +33,7 @@ from scheduler.submit import record_scoring
 from schema import (
     AnchorCheckRow,
     JudgeSettings,
+    Settings,
     SpecError,
     SweepSpec,
     TrialSpec,
@@ -223,21 +224,21 @@ def _bar() -> Progress:
     )
 
 
-def _run_here(payloads: list[dict[str, object]], settings: object) -> None:
+def _run_here(payloads: list[dict[str, Any]], settings: Settings) -> None:
     task = load_task("farm.rescore_trial")
     changed = 0
     with _bar() as progress:
         bar = progress.add_task("rescoring", total=len(payloads))
         for payload in payloads:
-            summary = task(payload, settings)  # type: ignore[arg-type]
+            summary = task(payload, settings)
             changed += summary["outcome"] != summary["recorded_outcome"]
             progress.update(bar, advance=1)
     console.print(f"deterministic outcomes that changed on re-grading: {changed}")
 
 
-def _publish(payloads: list[dict[str, object]], settings: object, judge: JudgeSettings) -> None:
+def _publish(payloads: list[dict[str, Any]], settings: Settings, judge: JudgeSettings) -> None:
     hardware = judge.model.hardware if judge.model else "cpu"
-    app = make_celery(settings)  # type: ignore[arg-type]
+    app = make_celery(settings)
     queue = queue_for(hardware)
     for payload in payloads:
         app.send_task("farm.rescore_trial", args=[payload], queue=queue)

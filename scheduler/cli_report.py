@@ -16,10 +16,12 @@ from rich.table import Table
 from scheduler.aggregate import scorecard_of
 from scheduler.cli_common import DataDirOption, DbOption, console, engine_from, settings_from
 from scheduler.compare import Side, compare
+from scheduler.compare_answers import compare_answers
 from scheduler.expand import load_sweep
 from scheduler.gates import check_gates
 from scheduler.progress import latest_sweep_id, require_sweep
 from scheduler.render import pct, print_scorecard
+from scheduler.render_answers import print_answer_comparison
 from scheduler.report_formats import to_junit, to_markdown
 from scheduler.report_html import to_html
 from schema import Gate, SweepSpec, session_scope
@@ -130,11 +132,22 @@ def compare_cmd(
     fail_on_regression: Annotated[
         bool, typer.Option(help="Exit 1 when any cell regressed significantly")
     ] = False,
+    answers: Annotated[
+        bool,
+        typer.Option(
+            "--answers",
+            help="Also compare answer quality (fairness, adoption; scenario-level means)",
+        ),
+    ] = False,
     db: DbOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """B minus A per cell, with a 95% interval clustered by scenario; regressions first."""
+    """B minus A per cell, with a 95% interval clustered by scenario; regressions first.
+    Tool sets are part of the config label: S@MODEL/PROMPT+TOOLSET."""
     engine = engine_from(settings_from(db, data_dir))
+    if answers:
+        found_answers = compare_answers(engine, Side.parse(a), Side.parse(b))
+        print_answer_comparison(found_answers, a, b, console)
     dimensions = [d.strip() for d in by.split(",") if d.strip()]
     found = compare(engine, Side.parse(a), Side.parse(b), dimensions)
     table = Table(

@@ -3,11 +3,16 @@ side (never combined), grounding buckets, tokens by phase, and the judge's varia
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 
 from scheduler.render import pct, secs
 from schema.scorecard import AnswerQuality, AnswerRow, JudgeVariance
+
+if TYPE_CHECKING:
+    from scheduler.compare_answers import AnswerComparison
 
 
 def _table(title: str, left: list[str], right: list[str]) -> Table:
@@ -140,3 +145,31 @@ def judge_table(judges: list[JudgeVariance]) -> Table:
         "rankings use scenario-level means; criterion differences below the floor are noise"
     )
     return table
+
+
+def print_answer_comparison(found: AnswerComparison, a: str, b: str, console: Console) -> None:
+    """Fairness and adoption differences (scenario-level, paired), then the criteria."""
+    table = _table(
+        f"Answer quality: {b} vs {a} (scenario-level means, paired t)",
+        ["layer"],
+        ["scenarios", "A", "B", "Δ", "95% CI", "p"],
+    )
+    for name, d in (("fairness", found.fairness), ("adoption", found.adoption)):
+        table.add_row(
+            name,
+            str(d.n),
+            pct(d.a_mean),
+            pct(d.b_mean),
+            f"{100 * d.diff:+.1f}pt",
+            f"{100 * d.low:+.1f}…{100 * d.high:+.1f}",
+            num(d.p),
+        )
+    console.print(table)
+    criteria = _table(
+        f"Judge criteria (diagnostic only; |Δ| < {found.noise_floor:g} is noise)",
+        ["criterion"],
+        ["A", "B", "Δ", "verdict"],
+    )
+    for c in found.criteria:
+        criteria.add_row(c.criterion, num(c.a), num(c.b), f"{c.diff:+.3f}", c.verdict)
+    console.print(criteria)

@@ -1,0 +1,207 @@
+"""Citation grounding: find `path:line` references in an answer and check each against a
+checkout of the pinned commit.
+
+`grounded`: the file exists, the lines are in range and a symbol named beside the citation is
+defined there (the cited lines touch its definition, give or take `tolerance` lines) or used
+there (its name appears within `tolerance` lines); `unresolved`: no such path in the commit;
+`hallucinated`: the file exists but a line is past its end, or the symbol is too far away.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from schema import GROUNDINGS, Citation, Grounding
+
+EXTENSIONS = "py|pyi|md|rst|txt|toml|cfg|ini|json|ya?ml|js|ts|c|h|rs|go|java|sh"
+CITE = re.compile(
+    rf"(?<![\w/.-])(?P<path>(?:\.{{1,2}}/|/)?(?:[\w.-]+/)*[\w.-]*\w\.(?:{EXTENSIONS}))"
+    r"(?:(?::|#L)(?P<start>\d+)(?:\s*[-–]\s*L?(?P<end>\d+))?)?"
+    r"(?![\w/])"
+)
+SYMBOL = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`")
+CLAUSE_END = re.compile(r"[.;!?]\s|\n")
+WINDOW = 100
+AFTER = 30
+
+
+@dataclass(frozen=True)
+class CitationRef:
+    """A reference as the answer wrote it (not yet checked)."""
+
+    text: str
+    path: str
+    line_start: int | None = None
+    line_end: int | None = None
+    symbol: str | None = None
+
+
+def _symbol_near(prose: str, start: int, end: int) -> str | None:
+    """A backticked name in the same clause: the nearest one before the citation, else the
+    first one after it."""
+    before = prose[max(0, start - WINDOW) : start]
+    cut = [m.end() for m in CLAUSE_END.finditer(before)]
+    before = before[cut[-1] :] if cut else before
+    names = [m.group("name") for m in SYMBOL.finditer(before) if not CITE.search(m.group(0))]
+    if names:
+        return names[-1]
+    # After the citation only a name right beside it counts ("path:12 — `send`"): a name
+    # further on belongs to what the sentence says next.
+    after = prose[end : end + AFTER]
+    stops = [
+        m.start()
+        for m in (CLAUSE_END.search(after), CITE.search(after), re.search(r"[,)]", after))
+        if m
+    ]
+    after = after[: min(stops)] if stops else after
+    names = [m.group("name") for m in SYMBOL.finditer(after) if not CITE.search(m.group(0))]
+    return names[0] if names else None
+
+
+def extract(prose: str) -> list[CitationRef]:
+    """Every distinct `path`, `path:line`, `path:start-end`, `path#Lnn[-Lmm]` in the prose,
+    with the symbol named beside it, if any."""
+    found: dict[tuple[str, int | None, int | None, str | None], CitationRef] = {}
+    for m in CITE.finditer(prose):
+        path = m.group("path")
+        while path.startswith("./"):
+            path = path[2:]
+        start = int(m.group("start")) if m.group("start") else None
+        end = int(m.group("end")) if m.group("end") else start
+        if start is not None and end is not None and end < start:
+            start, end = end, start
+        symbol = _symbol_near(prose, m.start(), m.end())
+        key = (path, start, end, symbol)
+        found.setdefault(key, CitationRef(m.group(0), path, start, end, symbol))
+    return list(found.values())
+
+
+@dataclass(frozen=True)
+class _File:
+    lines: list[str]
+    definitions: dict[str, list[tuple[int, int]]]
+
+
+def _definitions(source: str) -> dict[str, list[tuple[int, int]]]:
+    """Name → the line spans of its definitions: functions, classes, methods (also as
+    `Class.method`) and module-level assignments."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    names: dict[str, list[tuple[int, int]]] = {}
+
+    def add(name: str, node: ast.stmt) -> None:
+        names.setdefault(name, []).append((node.lineno, node.end_lineno or node.lineno))
+
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    add(target.id, node)
+    for found in ast.walk(tree):
+        if isinstance(found, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            add(found.name, found)
+        if isinstance(found, ast.ClassDef):
+            for item in found.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    add(f"{found.name}.{item.name}", item)
+    return names
+
+
+def _load(path: Path) -> _File:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    definitions = _definitions(text) if path.suffix in (".py", ".pyi") else {}
+    return _File(lines=text.splitlines(), definitions=definitions)
+
+
+def _inside(repo: Path, relative: str) -> Path | None:
+    """The file in the checkout, or None when the path is absolute, escapes it, or is absent."""
+    if relative.startswith("/") or ".." in Path(relative).parts:
+        return None
+    target = (repo / relative).resolve()
+    if not target.is_relative_to(repo.resolve()) or not target.is_file():
+        return None
+    return target
+
+
+def _gap(a: tuple[int, int], b: tuple[int, int]) -> int:
+    """Lines between two spans (0 when they overlap)."""
+    return max(0, a[0] - b[1], b[0] - a[1])
+
+
+def _candidates(symbol: str) -> list[str]:
+    parts = [p for p in symbol.split(".") if p not in ("self", "cls")]
+    names = [".".join(parts), ".".join(parts[-2:]), parts[-1]] if parts else []
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _check_symbol(ref: CitationRef, file: _File, tolerance: int) -> tuple[Grounding, str]:
+    assert ref.symbol is not None
+    cited = (ref.line_start or 1, ref.line_end or ref.line_start or len(file.lines))
+    names = _candidates(ref.symbol)
+    spans = next(((n, file.definitions[n]) for n in names if n in file.definitions), None)
+    if spans is not None:
+        name, found = spans
+        near = min(found, key=lambda span: _gap(span, cited))
+        if _gap(near, cited) <= tolerance:
+            return "grounded", f"`{name}` defined at line {near[0]}"
+    # Not its definition: a use of the name at the cited lines grounds it too (a call site).
+    word = re.compile(rf"(?<!\w){re.escape(names[-1])}(?!\w)")
+    low, high = max(1, cited[0] - tolerance), min(len(file.lines), cited[1] + tolerance)
+    if any(word.search(file.lines[i - 1]) for i in range(low, high + 1)):
+        return "grounded", f"`{names[-1]}` used within {tolerance} lines"
+    if spans is not None:
+        away = _gap(near, cited)
+        return "hallucinated", f"`{name}` defined at line {near[0]}, {away} lines away"
+    return "hallucinated", f"`{ref.symbol}` is not within {tolerance} lines of the citation"
+
+
+def _check(ref: CitationRef, repo: Path, files: dict[Path, _File], tolerance: int) -> Citation:
+    def cited(status: Grounding, detail: str) -> Citation:
+        return Citation(
+            text=ref.text,
+            path=ref.path,
+            line_start=ref.line_start,
+            line_end=ref.line_end,
+            symbol=ref.symbol,
+            status=status,
+            detail=detail,
+        )
+
+    target = _inside(repo, ref.path)
+    if target is None:
+        return cited("unresolved", f"{ref.path} is not in the pinned commit")
+    if target not in files:
+        files[target] = _load(target)
+    file = files[target]
+    last = ref.line_end or ref.line_start
+    if ref.line_start is not None and (ref.line_start < 1 or (last or 0) > len(file.lines)):
+        return cited("hallucinated", f"line {last} past end of file ({len(file.lines)} lines)")
+    if ref.symbol and _candidates(ref.symbol):
+        return cited(*_check_symbol(ref, file, tolerance))
+    return cited("grounded", "file exists" + (", line in range" if ref.line_start else ""))
+
+
+def verify(refs: Iterable[CitationRef], repo: Path, tolerance: int = 5) -> list[Citation]:
+    """Check each reference against the checkout at `repo` (files parsed once per call)."""
+    files: dict[Path, _File] = {}
+    return [_check(ref, repo, files, tolerance) for ref in refs]
+
+
+def counts(citations: Iterable[Citation]) -> dict[Grounding, int]:
+    """Citations per bucket (every bucket present)."""
+    out: dict[Grounding, int] = dict.fromkeys(GROUNDINGS, 0)
+    for c in citations:
+        out[c.status] += 1
+    return out
+
+
+def grounding_rate(citations: list[Citation]) -> float | None:
+    """Grounded share of all citations; None when the answer cites nothing."""
+    return counts(citations)["grounded"] / len(citations) if citations else None

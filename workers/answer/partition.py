@@ -1,0 +1,61 @@
+"""Splitting a transcript into what the answer says (prose) and how it got there (audit).
+
+Answer scoring reads the prose only: a keyword or a citation that appears in a tool call's
+arguments or in a tool's result was never said to the developer, so it earns nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from schema import Message
+
+
+@dataclass(frozen=True)
+class Partitioned:
+    """A transcript split in two streams; neither holds the system prompt, the few-shot
+    examples or the user's request."""
+
+    prose: str
+    """The assistant's own words: messages that call no tool, joined with blank lines."""
+    audit: str
+    """Tool calls (the calling message's text and each call's arguments as JSON) and tool
+    results, in order, joined with blank lines."""
+
+
+def partition(transcript: list[Message]) -> Partitioned:
+    """Split `transcript` into prose and audit.
+
+    Only messages after the last `user` message count: the opening of a transcript is the
+    system prompt, then few-shot user/assistant pairs, then the real request, and the session
+    never adds a user message after that (tool results are stored with role `tool`, even in
+    the text modes that show them to the model as user turns). So a few-shot assistant reply
+    is never mistaken for the model's answer.
+    """
+    prose: list[str] = []
+    audit: list[str] = []
+    for message in transcript[_agent_start(transcript) :]:
+        if message.role == "assistant" and not message.tool_calls:
+            prose.append(message.content)
+        elif message.role == "assistant":
+            audit.append(message.content)
+            audit.extend(_call_text(call) for call in message.tool_calls or [])
+        elif message.role == "tool":
+            audit.append(message.content)
+    return Partitioned(prose=_join(prose), audit=_join(audit))
+
+
+def _agent_start(transcript: list[Message]) -> int:
+    """Index of the first message after the last user message (0 when there is none)."""
+    users = [i for i, m in enumerate(transcript) if m.role == "user"]
+    return users[-1] + 1 if users else 0
+
+
+def _call_text(call: dict[str, object]) -> str:
+    arguments = json.dumps(call.get("arguments", {}), sort_keys=True, ensure_ascii=False)
+    return f"{call.get('name', '')} {arguments}"
+
+
+def _join(parts: list[str]) -> str:
+    return "\n\n".join(p.strip() for p in parts if p.strip())
