@@ -19,7 +19,7 @@ from workers.adapters import make_client
 from workers.errors import AdapterError
 from workers.toolspec import JsonReply, Sampling
 
-RATIONALE_CHARS = 200
+RATIONALE_CHARS = 120
 
 
 @dataclass(frozen=True)

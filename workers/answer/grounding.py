@@ -18,13 +18,19 @@ from pathlib import Path
 from schema import GROUNDINGS, Citation, Grounding
 
 EXTENSIONS = "py|pyi|md|rst|txt|toml|cfg|ini|json|ya?ml|js|ts|c|h|rs|go|java|sh"
+# Line numbers are bounded: int() refuses strings of more than 4300 digits, and a longer
+# number is no line anyway (the path is then cited without one).
 CITE = re.compile(
     rf"(?<![\w/.-])(?P<path>(?:\.{{1,2}}/|/)?(?:[\w.-]+/)*[\w.-]*\w\.(?:{EXTENSIONS}))"
-    r"(?:(?::|#L)(?P<start>\d+)(?:\s*[-–]\s*L?(?P<end>\d+))?)?"
-    r"(?![\w/])"
+    r"(?:(?::|#L)(?P<start>\d{1,9})(?:\s*[-–]\s*L?(?P<end>\d{1,9}))?"
+    r"|\s*\(\s*(?i:lines?)\s+(?P<pstart>\d{1,9})(?:\s*[-–]\s*(?P<pend>\d{1,9}))?\s*\))?"
+    # Not followed by `(`: `response.json()` is a call, not a file.
+    r"(?![\w/(])"
 )
 SYMBOL = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`")
-CLAUSE_END = re.compile(r"[.;!?]\s|\n")
+# A clause ends at a sentence stop, a blank line, or a new list item, table row or heading; a
+# single newline does not end it, since prose is often hard-wrapped.
+CLAUSE_END = re.compile(r"[.;!?]\s|\n\s*(?:\n|[-*+>#|]|\d+[.)]\s)")
 WINDOW = 100
 AFTER = 30
 
@@ -40,15 +46,26 @@ class CitationRef:
     symbol: str | None = None
 
 
-def _symbol_near(prose: str, start: int, end: int) -> str | None:
+def _names(text: str, offset: int, taken: set[int]) -> list[tuple[int, str]]:
+    """Backticked names in `text` (which starts at `offset` in the prose) that are no file
+    name and that no earlier citation took as the name written after it."""
+    return [
+        (offset + m.start(), m.group("name"))
+        for m in SYMBOL.finditer(text)
+        if not CITE.search(m.group(0)) and offset + m.start() not in taken
+    ]
+
+
+def _symbol_near(prose: str, start: int, end: int, taken: set[int]) -> str | None:
     """A backticked name in the same clause: the nearest one before the citation, else the
-    first one after it."""
-    before = prose[max(0, start - WINDOW) : start]
-    cut = [m.end() for m in CLAUSE_END.finditer(before)]
-    before = before[cut[-1] :] if cut else before
-    names = [m.group("name") for m in SYMBOL.finditer(before) if not CITE.search(m.group(0))]
+    first one after it. A name taken after an earlier citation is not reused before this one,
+    so in "a.py:1 — `f`, a.py:9 — `g`" the second citation gets `g`."""
+    low = max(0, start - WINDOW)
+    cut = [m.end() for m in CLAUSE_END.finditer(prose, low, start)]
+    low = cut[-1] if cut else low
+    names = _names(prose[low:start], low, taken)
     if names:
-        return names[-1]
+        return names[-1][1]
     # After the citation only a name right beside it counts ("path:12 — `send`"): a name
     # further on belongs to what the sentence says next.
     after = prose[end : end + AFTER]
@@ -58,23 +75,33 @@ def _symbol_near(prose: str, start: int, end: int) -> str | None:
         if m
     ]
     after = after[: min(stops)] if stops else after
-    names = [m.group("name") for m in SYMBOL.finditer(after) if not CITE.search(m.group(0))]
-    return names[0] if names else None
+    names = _names(after, end, taken)
+    if not names:
+        return None
+    taken.add(names[0][0])
+    return names[0][1]
+
+
+def _lines(m: re.Match[str]) -> tuple[int | None, int | None]:
+    """The cited lines, in order (a range written backwards names the same lines)."""
+    first = m.group("start") or m.group("pstart")
+    last = m.group("end") or m.group("pend") or first
+    if first is None or last is None:
+        return None, None
+    return min(int(first), int(last)), max(int(first), int(last))
 
 
 def extract(prose: str) -> list[CitationRef]:
-    """Every distinct `path`, `path:line`, `path:start-end`, `path#Lnn[-Lmm]` in the prose,
-    with the symbol named beside it, if any."""
+    """Every distinct `path`, `path:line`, `path:start-end`, `path#Lnn[-Lmm]`,
+    `path (line n)` or `path (lines n-m)` in the prose, with the symbol named beside it."""
     found: dict[tuple[str, int | None, int | None, str | None], CitationRef] = {}
+    taken: set[int] = set()
     for m in CITE.finditer(prose):
         path = m.group("path")
         while path.startswith("./"):
             path = path[2:]
-        start = int(m.group("start")) if m.group("start") else None
-        end = int(m.group("end")) if m.group("end") else start
-        if start is not None and end is not None and end < start:
-            start, end = end, start
-        symbol = _symbol_near(prose, m.start(), m.end())
+        start, end = _lines(m)
+        symbol = _symbol_near(prose, m.start(), m.end(), taken)
         key = (path, start, end, symbol)
         found.setdefault(key, CitationRef(m.group(0), path, start, end, symbol))
     return list(found.values())
@@ -181,7 +208,9 @@ def _check(ref: CitationRef, repo: Path, files: dict[Path, _File], tolerance: in
         files[target] = _load(target)
     file = files[target]
     last = ref.line_end or ref.line_start
-    if ref.line_start is not None and (ref.line_start < 1 or (last or 0) > len(file.lines)):
+    if ref.line_start is not None and ref.line_start < 1:
+        return cited("hallucinated", f"line {ref.line_start} is before the first line")
+    if last is not None and last > len(file.lines):
         return cited("hallucinated", f"line {last} past end of file ({len(file.lines)} lines)")
     if ref.symbol and _candidates(ref.symbol):
         return cited(*_check_symbol(ref, file, tolerance))
