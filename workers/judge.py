@@ -178,7 +178,23 @@ def _as_reply(item: dict[str, Any]) -> dict[str, Any]:
     return {k: {"score": v, "why": why} for k, v in dict(item.get("scores", {})).items()}
 
 
+class BrokenJudge:
+    """A judge that could not be set up on this worker (e.g. its model package is missing):
+    every run fails with the reason, which scoring records instead of a score."""
+
+    def __init__(self, target: ModelTarget, reason: str) -> None:
+        self.model_id = target.id
+        self.pins = dict(target.pins)
+        self.reason = reason
+
+    async def judge(self, rubric: Rubric, shown: Shown, run: int, seed: int) -> Verdict:
+        raise AdapterError(self.reason)
+
+
 def make_judge(target: ModelTarget, cache_dir: Path, temperature: float, max_tokens: int) -> Judge:
     if target.adapter == "scripted":
         return ScriptedJudge(target)
-    return ModelJudge(target, cache_dir, temperature, max_tokens)
+    try:
+        return ModelJudge(target, cache_dir, temperature, max_tokens)
+    except AdapterError as exc:
+        return BrokenJudge(target, str(exc))

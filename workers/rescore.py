@@ -13,11 +13,12 @@ from typing import Any
 
 from sqlmodel import col, select
 
-from scenarios import find_scenario, load_rubric, servers_for
+from scenarios import find_scenario, load_rubric
 from scenarios.anchors import anchor_folder, load_anchors
 from schema import (
     JudgeSettings,
     Message,
+    Scenario,
     Settings,
     StoreError,
     ToolCallRecord,
@@ -34,7 +35,7 @@ from workers.runtime import get_runtime
 from workers.scoring import Transcript, score_answer
 from workers.store import write_answer
 from workers.tasks import engine_for
-from workers.trial import judge_for
+from workers.trial import attached, judge_for
 
 
 def _calls(rows: list[ToolCallRow], transcript: list[Message]) -> list[ToolCallRecord]:
@@ -59,9 +60,9 @@ def _calls(rows: list[ToolCallRow], transcript: list[Message]) -> list[ToolCallR
     return calls
 
 
-async def _schemas(spec: TrialSpec, names: list[str], pool: ServerPool) -> dict[str, Any]:
-    catalog = servers_for(spec.scenario.suite)
-    async with connect([catalog[n] for n in names], pool, spec.prompt.tool_naming) as conn:
+async def _schemas(spec: TrialSpec, scenario: Scenario, pool: ServerPool) -> dict[str, Any]:
+    """The attached tools' input schemas, listed again from the servers (no model involved)."""
+    async with connect(attached(spec, scenario), pool, spec.prompt.tool_naming) as conn:
         return {t.tool: t.input_schema for t in conn.tools.values()}
 
 
@@ -84,8 +85,7 @@ async def _rescore(payload: dict[str, Any], settings: Settings, pool: ServerPool
     scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
     transcript = [Message.model_validate(m) for m in json.loads(trial.transcript_json)]
     calls = _calls(call_rows, transcript)
-    names = spec.toolset.servers if spec.toolset else scenario.servers
-    schemas = await _schemas(spec, names, pool)
+    schemas = await _schemas(spec, scenario, pool)
     verdict = grade(
         scenario,
         calls,

@@ -11,7 +11,16 @@ from typing import Any
 import anyio
 
 from scenarios import find_scenario, servers_for
-from schema import JudgeSettings, Scenario, Settings, StopReason, TrialResult, TrialSpec
+from schema import (
+    AnswerScore,
+    JudgeSettings,
+    Scenario,
+    ServerDef,
+    Settings,
+    StopReason,
+    TrialResult,
+    TrialSpec,
+)
 from workers.adapters import ModelClient, make_client
 from workers.errors import InfraError
 from workers.grading import grade
@@ -37,6 +46,13 @@ def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None
     return None
 
 
+def attached(spec: TrialSpec, scenario: Scenario) -> list[ServerDef]:
+    """The servers a trial attaches: its tool set's, or the scenario's own."""
+    catalog = servers_for(spec.scenario.suite)
+    names = spec.toolset.servers if spec.toolset else scenario.servers
+    return [catalog[name] for name in names]
+
+
 async def _converse(
     state: SessionState,
     spec: TrialSpec,
@@ -44,11 +60,8 @@ async def _converse(
     client: ModelClient,
     pool: ServerPool,
 ) -> dict[str, dict[str, Any]]:
-    catalog = servers_for(spec.scenario.suite)
-    names = spec.toolset.servers if spec.toolset else scenario.servers
-    servers = [catalog[name] for name in names]
     schemas: dict[str, dict[str, Any]] = {}
-    async with connect(servers, pool, spec.prompt.tool_naming) as conn:
+    async with connect(attached(spec, scenario), pool, spec.prompt.tool_naming) as conn:
         schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
         await run_session(state, scenario, spec.prompt, client, conn, spec.seed, spec.variant)
     return schemas
@@ -134,7 +147,18 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     )
     if spec.judge is not None and scenario.answer is not None and verdict.outcome != "infra_error":
         # Judged after the clock stopped: judging is never part of the trial's latency.
-        result.answer = await score_answer(
+        result.answer = await _scored(result, spec, scenario, settings)
+    return result
+
+
+async def _scored(
+    result: TrialResult, spec: TrialSpec, scenario: Scenario, settings: Settings
+) -> AnswerScore | None:
+    """The answer score, or None (logged) when scoring itself broke: the trial is recorded
+    either way, and `farm rescore` can score it later."""
+    assert spec.judge is not None
+    try:
+        return await score_answer(
             trial=transcript_of(result, spec.seed),
             scenario=scenario,
             suite=spec.scenario.suite,
@@ -144,7 +168,9 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
             repos=settings.data_dir / "repos",
             scoring=spec.judge.scoring_id("run"),
         )
-    return result
+    except Exception:  # a boundary: scoring must never cost the trial its record
+        logger.exception("trial %s: answer scoring failed", spec.trial_id[:12])
+        return None
 
 
 def transcript_of(result: TrialResult, seed: int) -> Transcript:

@@ -27,7 +27,7 @@ from schema import (
     load_task,
     make_engine,
 )
-from tests.helpers import scripted
+from tests.helpers import free_port, scripted
 
 SCENARIO = "code.where.keep-alive"
 CRITERIA = {
@@ -180,3 +180,35 @@ def test_rescoring_keeps_the_deterministic_scores_and_adds_judge_rows(
     card = scorecard_of(engine=engine, sweep_id=sweep_id, rebuild=True)
     assert card.answers is not None and card.answers.scoring_id == scoring
     assert card.answers.judges[0].sigma_criterion == pytest.approx(0.5 / 2**0.5)
+
+
+def test_a_judge_that_cannot_be_reached_leaves_the_trial_recorded_and_says_why(
+    settings: Settings,
+) -> None:
+    unreachable = ModelTarget(
+        id="down-judge",
+        adapter="openai",
+        model="judge",
+        endpoint=f"http://127.0.0.1:{free_port()}/v1",
+        request_timeout_s=5,
+    )
+    sweep = code_sweep([{"answer": "It is `_keep_alive` (h11/_connection.py:84)."}])
+    sweep = sweep.model_copy(
+        update={
+            "toolsets": ["baseline"],
+            "repetitions": 1,
+            "judge": JudgeSettings(model=unreachable, runs=2),
+        }
+    )
+    engine = make_engine(settings.resolved_database_url())
+    init_db(engine)
+    plan = expand(sweep, "test")
+    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    with engine.connect() as conn:
+        trial = conn.execute(text("select status, outcome from trial")).one()
+        judged = conn.execute(text("select score, rationale from judgement")).all()
+        score = conn.execute(text("select judge_quality, grounded from answer_score")).one()
+    assert (trial.status, trial.outcome) == ("done", "pass")
+    assert len(judged) == 2 * len(CRITERIA)
+    assert all(j.score is None and "unreachable" in j.rationale for j in judged)
+    assert score.judge_quality is None and score.grounded == 1
