@@ -155,11 +155,19 @@ def _variance(
     return found
 
 
+def _prompt_of(row: AnswerRow) -> str:
+    """The prompt config of a row, without its tool set."""
+    return row.prompt.removesuffix(f"+{row.toolset}") if row.toolset else row.prompt
+
+
 def _ranking(rows: list[AnswerRow]) -> list[Ranked]:
-    baselines = {(r.model, r.prompt.split("+")[0]): r.fairness for r in rows if r.baseline}
+    """Configurations by fairness (scenario-level means), each against the baseline of the
+    same model and prompt config."""
+    baselines = {(r.model, _prompt_of(r)): r.fairness for r in rows if r.baseline}
     ranked = []
     for r in rows:
-        base = baselines.get((r.model, r.prompt.split("+")[0]))
+        base = baselines.get((r.model, _prompt_of(r)))
+        gap = None if base is None or r.fairness is None or r.baseline else r.fairness - base
         ranked.append(
             Ranked(
                 model=r.model,
@@ -168,9 +176,7 @@ def _ranking(rows: list[AnswerRow]) -> list[Ranked]:
                 baseline=r.baseline,
                 fairness=r.fairness,
                 adoption=r.adoption,
-                vs_baseline=None
-                if base is None or r.fairness is None or r.baseline
-                else r.fairness - base,
+                vs_baseline=gap,
             )
         )
     return sorted(ranked, key=lambda x: -(x.fairness if x.fairness is not None else -np.inf))

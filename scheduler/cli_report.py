@@ -120,8 +120,14 @@ def _enforce(card_gates: list[Gate], card: Scorecard, console: Console) -> None:
 
 
 def compare_cmd(
-    a: Annotated[str, typer.Argument(help="Baseline: SWEEP or SWEEP@MODEL/PROMPT[+TOOLSET] (prompt optional)")],
-    b: Annotated[str, typer.Argument(help="Candidate: SWEEP or SWEEP@MODEL/PROMPT[+TOOLSET] (prompt optional)")],
+    a: Annotated[
+        str,
+        typer.Argument(help="Baseline: SWEEP or SWEEP@MODEL/PROMPT[+TOOLSET] (prompt optional)"),
+    ],
+    b: Annotated[
+        str,
+        typer.Argument(help="Candidate: SWEEP or SWEEP@MODEL/PROMPT[+TOOLSET] (prompt optional)"),
+    ],
     by: Annotated[
         str,
         typer.Option(help="Cells to compare, comma-separated: config,tool,tier,phrasing,scenario"),
