@@ -12,7 +12,6 @@ import math
 from collections import defaultdict
 from typing import Any
 
-import numpy as np
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
@@ -179,7 +178,7 @@ def _ranking(rows: list[AnswerRow]) -> list[Ranked]:
                 vs_baseline=gap,
             )
         )
-    return sorted(ranked, key=lambda x: -(x.fairness if x.fairness is not None else -np.inf))
+    return sorted(ranked, key=lambda x: -(x.fairness if x.fairness is not None else -math.inf))
 
 
 def answer_quality(
