@@ -89,6 +89,9 @@ def _row(
         per_scenario[r.scenario_id].append(float(r.fairness))
     means = [sum(v) / len(v) for v in per_scenario.values()]
     centre, low, high = mean_interval(means)
+    # Fairness lives in [0, 1]; a t interval over few scenarios can reach past either end.
+    low = None if low is None else max(0.0, low)
+    high = None if high is None else min(1.0, high)
     values = {name: _mean([getattr(r, name) for r in rows]) for name in MEANS}
     if baseline:
         values |= {"adoption": 0.0, "tool_fluency": None, "discoverability": None}
