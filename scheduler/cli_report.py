@@ -24,7 +24,8 @@ from scheduler.render import pct, print_scorecard
 from scheduler.render_answers import print_answer_comparison
 from scheduler.report_formats import to_junit, to_markdown
 from scheduler.report_html import to_html
-from schema import Gate, SweepSpec, session_scope
+from scheduler.scorecard import build_scorecard
+from schema import Gate, SpecError, SweepSpec, session_scope
 from schema.scorecard import Scorecard
 
 GATE_FAILED = 1
@@ -59,6 +60,10 @@ def report(
     rebuild: Annotated[
         bool, typer.Option(help="Build the scorecard again from the trials (and store it)")
     ] = False,
+    scoring: Annotated[
+        str | None,
+        typer.Option(help="Answer quality from this scoring pass (default: the newest)"),
+    ] = None,
     db: DbOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
@@ -67,7 +72,13 @@ def report(
     sweep_id = sweep_id or latest_sweep_id(engine=engine)
     with session_scope(engine) as session:
         require_sweep(session, sweep_id)
-    card = scorecard_of(engine=engine, sweep_id=sweep_id, rebuild=rebuild)
+    if scoring:
+        # An older scoring pass is shown, not stored: the stored card stays the newest.
+        card = build_scorecard(engine=engine, sweep_id=sweep_id, scoring=scoring)
+        if card.answers is None:
+            raise SpecError("--scoring", scoring, f"no scoring pass with scores in {sweep_id}")
+    else:
+        card = scorecard_of(engine=engine, sweep_id=sweep_id, rebuild=rebuild)
     # When the report itself goes to stdout, everything said about it goes to stderr.
     notes = console if fmt == Format.table or output is not None else Console(stderr=True)
     if card.done < card.total:

@@ -3,15 +3,18 @@ servers, a scripted judge with known noise, the stored scorecard, and rescoring.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from rich.console import Console
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
+from typer.testing import CliRunner
 
 from scenarios import find_scenario
 from scheduler.aggregate import scorecard_of
+from scheduler.cli import app
 from scheduler.embedded import run_embedded
 from scheduler.expand import expand
 from scheduler.submit import record_scoring
@@ -180,6 +183,11 @@ def test_rescoring_keeps_the_deterministic_scores_and_adds_judge_rows(
     card = scorecard_of(engine=engine, sweep_id=sweep_id, rebuild=True)
     assert card.answers is not None and card.answers.scoring_id == scoring
     assert card.answers.judges[0].sigma_criterion == pytest.approx(0.5 / 2**0.5)
+    # The earlier pass is still there, and a report can show it.
+    args = ["report", sweep_id, "--scoring", first, "-f", "json"]
+    shown = CliRunner().invoke(app, [*args, "--db", settings.resolved_database_url()])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["answers"]["scoring_id"] == first
 
 
 def test_a_judge_that_cannot_be_reached_leaves_the_trial_recorded_and_says_why(
