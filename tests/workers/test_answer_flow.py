@@ -220,3 +220,19 @@ def test_a_judge_that_cannot_be_reached_leaves_the_trial_recorded_and_says_why(
     assert len(judged) == 2 * len(CRITERIA)
     assert all(j.score is None and "unreachable" in j.rationale for j in judged)
     assert score.judge_quality is None and score.grounded == 1
+
+
+def test_compare_answers_pairs_scenario_means_and_calls_small_criterion_gaps_noise(
+    ran: tuple[Engine, str], settings: Settings
+) -> None:
+    _engine, sweep_id = ran
+    args = ["compare", f"{sweep_id}@agent/code+baseline", f"{sweep_id}@agent/code+symbols"]
+    result = CliRunner().invoke(
+        app, [*args, "--answers", "--db", settings.resolved_database_url()], env={"COLUMNS": "160"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "Answer quality:" in result.output and "fairness" in result.output
+    # The same prose got the same judge scores in both arms: every criterion gap is noise.
+    for criterion in CRITERIA:
+        line = next(x for x in result.output.splitlines() if criterion in x)
+        assert "noise" in line and "finding" not in line
