@@ -7,8 +7,31 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from scheduler.render import pct, secs
-from scheduler.render_answers import adoption_cell, fairness_cell, num
 from schema.scorecard import AnswerQuality, AnswerRow, JudgeVariance
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def fairness_cell(row: AnswerRow) -> str:
+    if row.fairness_low is None or row.fairness_high is None:
+        return pct(row.fairness)
+    return f"{pct(row.fairness)} ({pct(row.fairness_low)}–{pct(row.fairness_high)})"
+
+
+def adoption_cell(row: AnswerRow) -> str:
+    return "0 (structural)" if row.baseline else pct(row.adoption)
+
+
+def unverified_note(answers: AnswerQuality) -> str | None:
+    """Why the ranking cannot be trusted yet, when the anchor gate has not passed."""
+    if answers.verified:
+        return None
+    if not answers.judges:
+        return "no judge scored this sweep: fairness has no judge-quality part"
+    names = ", ".join(f"{j.judge} with rubric {j.rubric_id}" for j in answers.judges)
+    return f"ranking unverified: the anchor gate has not passed for {names} (farm anchors verify)"
 
 
 class AnswerTable(NamedTuple):

@@ -9,8 +9,7 @@ from __future__ import annotations
 from xml.etree import ElementTree as ET
 
 from scheduler.render import interval, pct, secs
-from scheduler.render_answers import unverified_note
-from scheduler.report_answers import answer_properties, answer_tables
+from scheduler.report_answers import answer_properties, answer_tables, unverified_note
 from scheduler.scorecard import outcome_columns
 from schema.scorecard import AnswerQuality, Row, Scorecard
 

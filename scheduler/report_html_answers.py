@@ -12,8 +12,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 
-from scheduler.render_answers import unverified_note
-from scheduler.report_answers import answer_tables
+from scheduler.report_answers import answer_tables, unverified_note
 from schema.scorecard import Scorecard
 
 TableHtml = Callable[[list[str], list[list[str]], int], str]
