@@ -115,7 +115,7 @@ def _row(
 
 
 def _variance(
-    conn: Connection, sweep_id: str, scoring: str, noise_floor: float, anchors: dict[str, Any]
+    conn: Connection, sweep_id: str, scoring: str, settings: JudgeSettings, anchors: dict[str, Any]
 ) -> list[JudgeVariance]:
     rows = conn.execute(text(JUDGEMENTS_SQL), {"sweep": sweep_id, "scoring": scoring}).all()
     by_judge: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -133,7 +133,7 @@ def _variance(
         )
     found = []
     for (judge, rubric_id, rubric_hash), records in sorted(by_judge.items()):
-        v = judge_variance(records, noise_floor=noise_floor)
+        v = judge_variance(records, noise_floor=settings.noise_floor)
         check = anchors.get(rubric_hash)
         found.append(
             JudgeVariance(
@@ -141,14 +141,14 @@ def _variance(
                 rubric_id=rubric_id,
                 rubric_hash=rubric_hash,
                 trials=v.trials,
-                runs=v.runs,
+                runs=settings.runs,  # as configured; unreadable replies are counted apart
                 unreadable=v.unreadable,
                 sigma_criterion=v.sigma_criterion,
                 sigma_step=v.sigma_step,
                 sigma_scenario=v.sigma_scenario,
                 icc1=v.icc1,
                 resolution=v.resolution,
-                noise_floor=noise_floor,
+                noise_floor=settings.noise_floor,
                 per_criterion=dict(v.per_criterion),
                 anchors="unverified" if check is None else ("verified" if check[0] else "failed"),
                 anchor_rho=None if check is None else check[1],
@@ -213,7 +213,7 @@ def answer_quality(
         for r in members:
             by_scenario[r.scenario_id].append(r)
         rows += [_row("scenario", key, s, m) for s, m in sorted(by_scenario.items())]
-    judges = _variance(conn, sweep_id, chosen.scoring_id, judge.noise_floor, anchors)
+    judges = _variance(conn, sweep_id, chosen.scoring_id, judge, anchors)
     config_rows = [r for r in rows if r.dimension == "config"]
     return AnswerQuality(
         scoring_id=chosen.scoring_id,

@@ -7,6 +7,8 @@ README records its sigma and anchor rho).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from rich.console import Console
 from sqlalchemy import text
@@ -21,7 +23,7 @@ from tests.workers.test_real_models import _needs_llama
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-SWEEP = "scenarios/sweeps/code.yaml"
+SWEEP = Path(__file__).resolve().parents[2] / "scenarios" / "sweeps" / "code.yaml"
 
 
 def test_the_bundled_model_judges_a_real_run_twice_per_transcript(settings: Settings) -> None:
@@ -34,7 +36,7 @@ def test_the_bundled_model_judges_a_real_run_twice_per_transcript(settings: Sett
     )
     engine = make_engine(settings.resolved_database_url())
     init_db(engine)
-    plan = expand(sweep, SWEEP)
+    plan = expand(sweep, str(SWEEP))
     run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
     with engine.connect() as conn:
         rows = conn.execute(text("select judge_model, rubric_hash, score from judgement")).all()
@@ -58,7 +60,7 @@ def test_the_anchor_gate_runs_the_bundled_judge_and_records_its_verdict(
     _needs_llama()
     db = settings.resolved_database_url()
     result = CliRunner().invoke(
-        app, ["anchors", "verify", "code", "--judge-from", SWEEP, "--db", db]
+        app, ["anchors", "verify", "code", "--judge-from", str(SWEEP), "--db", db]
     )
     assert result.exit_code in (0, 1), result.output
     assert "ρ =" in result.output
