@@ -2,7 +2,8 @@
 
 Loading a suite for a sweep stops at the first error; a person fixing a file wants all of them:
 schema errors, duplicate ids, unknown servers, chained arguments that point forward, examples
-that do not match their own answer pattern, and tools never given an example.
+that do not match their own answer pattern, tools never given an example, and answer citations
+that do not exist in the suite's pinned tree.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from scenarios.catalog import SUITES_DIR, structural_problems
+from scenarios.catalog import FIXTURES_DIR, SUITES_DIR, structural_problems
 from schema import SpecError, Suite, read_yaml, spec_errors
 
 
@@ -67,6 +68,43 @@ def _lint_problems(suite: Suite, source: str) -> list[SpecError]:
     return problems
 
 
+CITATION = re.compile(r"^(?P<path>[^:#\s]+)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
+
+
+def _citation_problem(tree: Path, cited: str) -> str | None:
+    """Why a citation an answer spec lists does not exist in the pinned tree, if it does not."""
+    m = CITATION.match(cited)
+    if m is None:
+        return f"{cited!r} is not `path`, `path:line` or `path:start-end`"
+    path = tree / m.group("path")
+    if ".." in Path(m.group("path")).parts or not path.is_file():
+        return f"{m.group('path')} is not in {tree.relative_to(FIXTURES_DIR)}"
+    lines = len(path.read_text(encoding="utf-8", errors="replace").splitlines())
+    start = int(m.group("start") or 1)
+    end = int(m.group("end") or start)
+    if not 1 <= start <= end <= lines:
+        return f"{cited}: lines must lie in 1..{lines}"
+    return None
+
+
+def _answer_problems(suite: Suite, source: str) -> list[SpecError]:
+    """The citations answer specs list must exist in the suite's pinned tree: the self-checks
+    and the judge's reference both lean on them."""
+    if suite.repo is None:
+        return []
+    tree = FIXTURES_DIR / suite.repo.fixture
+    if not tree.is_dir():
+        return [SpecError(source, "repo.fixture", f"no folder {tree}")]
+    problems = []
+    for i, scenario in enumerate(suite.scenarios):
+        for j, cited in enumerate(scenario.answer.citations if scenario.answer else []):
+            problem = _citation_problem(tree, cited)
+            if problem:
+                field = f"scenarios[{i}].answer.citations[{j}]"
+                problems.append(SpecError(source, field, problem))
+    return problems
+
+
 def check_file(path: Path) -> tuple[Suite | None, list[SpecError]]:
     """The parsed suite (None if it does not parse) and every problem found in it."""
     source = str(path)
@@ -80,4 +118,5 @@ def check_file(path: Path) -> tuple[Suite | None, list[SpecError]]:
         suite = Suite.model_validate(data)
     except ValidationError as exc:
         return None, spec_errors(exc, source)
-    return suite, structural_problems(suite, source) + _lint_problems(suite, source)
+    problems = structural_problems(suite, source) + _lint_problems(suite, source)
+    return suite, problems + _answer_problems(suite, source)
