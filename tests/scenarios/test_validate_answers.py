@@ -28,7 +28,8 @@ def test_a_citation_past_the_end_or_to_a_missing_file_is_named(tmp_path: Path) -
     _suite, problems = check_file(path)
     found = [(p.field, p.problem) for p in problems]
     field = "scenarios[0].answer.citations"
-    lines = len(FIXTURES_DIR / "code/h11/h11/_connection.py".read_text().splitlines())
+    source = FIXTURES_DIR / "code" / "h11" / "h11" / "_connection.py"
+    lines = len(source.read_text(encoding="utf-8").splitlines())
     assert (f"{field}[0]", f"h11/_connection.py:9999: lines must lie in 1..{lines}") in found
     assert any(f == f"{field}[1]" and "not in code/h11" in why for f, why in found)
     assert any(f == f"{field}[2]" and "lines must lie" in why for f, why in found)
