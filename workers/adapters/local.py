@@ -166,12 +166,14 @@ class LocalClient:
                 plain.append(Message(role="assistant", content=text))
             else:
                 plain.append(m)
-        out = chat_messages(plain, "json")
-        if self.chat_format == "gemma" and out and out[0]["role"] == "system":
-            # Gemma has no system role; its own template puts the system text in the first turn.
-            system = out.pop(0)["content"]
-            out[0] = {"role": "user", "content": f"{system}\n\n{out[0]['content']}"}
-        return out
+        return self._fold_system(chat_messages(plain, "json"))
+
+    def _fold_system(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Gemma has no system role; its own template puts the system text in the first turn."""
+        if self.chat_format != "gemma" or len(messages) < 2 or messages[0]["role"] != "system":
+            return messages
+        system, first, *rest = messages
+        return [{"role": "user", "content": f"{system['content']}\n\n{first['content']}"}, *rest]
 
     def _generate(
         self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
@@ -198,16 +200,10 @@ class LocalClient:
         self, messages: list[dict[str, str]], schema: dict[str, Any], sampling: Sampling
     ) -> dict[str, Any]:
         llm = _load(str(self.path), self.chat_format, self.n_ctx)
-        if self.chat_format == "gemma" and messages and messages[0]["role"] == "system":
-            system, first, *rest = messages
-            messages = [
-                {"role": "user", "content": f"{system['content']}\n\n{first['content']}"},
-                *rest,
-            ]
         with _LOCK:
             llm.reset()
             result: dict[str, Any] = llm.create_chat_completion(
-                messages=messages,
+                messages=self._fold_system(messages),
                 temperature=sampling.temperature,
                 max_tokens=sampling.max_tokens,
                 seed=sampling.seed,
