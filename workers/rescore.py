@@ -8,18 +8,18 @@ again, writing new rows under a new scoring id. Nothing recorded before is chang
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from sqlmodel import col, select
 
-from scenarios import find_scenario, load_rubric
+from scenarios import find_scenario
 from scenarios.anchors import anchor_folder, load_anchors
 from schema import (
     JudgeSettings,
     Message,
     Scenario,
     Settings,
+    SpecError,
     StoreError,
     ToolCallRecord,
     ToolCallRow,
@@ -32,7 +32,7 @@ from workers.judge import Shown
 from workers.mcp_conn import connect
 from workers.pool import ServerPool
 from workers.runtime import get_runtime
-from workers.scoring import Transcript, score_answer
+from workers.scoring import Transcript, judge_runs, score_answer
 from workers.store import write_answer
 from workers.tasks import engine_for
 from workers.trial import attached, judge_for
@@ -137,28 +137,23 @@ async def _judge_anchors(payload: dict[str, Any], settings: Settings) -> dict[st
     judge_settings = JudgeSettings.model_validate(payload["judge"])
     judge = judge_for(judge_settings, settings)
     if judge is None:
-        raise StoreError("the anchor gate needs a judge model (judge.model in the sweep)")
-    rubric, _hash = load_rubric(anchors.rubric_id)
+        raise SpecError("anchors", "judge.model", "the anchor gate needs a judge model")
     means: dict[str, dict[str, float | None]] = {}
-    unreadable = 0
-    started = time.perf_counter()
+    unreadable, judge_s = 0, 0.0
     for i, anchor in enumerate(anchors.anchors):
         shown = Shown(request=anchor.request, prose=anchor.answer)
-        sums: dict[str, list[float]] = {c.id: [] for _s, c in rubric.criteria}
-        for run in range(judge_settings.runs):
-            verdict = await judge.judge(rubric, shown, run, 1000 * i + run)
-            for s in verdict.scores:
-                if s.score is None:
-                    unreadable += 1
-                else:
-                    sums[s.criterion].append(s.score)
-        means[anchor.id] = {k: (sum(v) / len(v) if v else None) for k, v in sums.items()}
-    return {
-        "judge": judge.model_id,
-        "scores": means,
-        "unreadable": unreadable,
-        "judge_s": time.perf_counter() - started,
-    }
+        scores, _tokens, _estimated, _hash, seconds = await judge_runs(
+            judge, judge_settings, anchors.rubric_id, shown, seed=10 * i
+        )
+        judge_s += seconds
+        found: dict[str, list[float]] = {s.criterion: [] for s in scores}
+        for s in scores:
+            if s.score is None:
+                unreadable += 1
+            else:
+                found[s.criterion].append(s.score)
+        means[anchor.id] = {c: sum(v) / len(v) if v else None for c, v in found.items()}
+    return {"judge": judge.model_id, "scores": means, "unreadable": unreadable, "judge_s": judge_s}
 
 
 def judge_anchors(payload: dict[str, Any], settings: Settings, **_options: Any) -> dict[str, Any]:

@@ -88,9 +88,12 @@ def _tool_io_tokens(calls: list[ToolCallRecord]) -> int:
     return chars // CHARS_PER_TOKEN
 
 
-async def _judge_runs(
+async def judge_runs(
     judge: Judge, settings: JudgeSettings, rubric_id: str, shown: Shown, seed: int
 ) -> tuple[list[JudgeScore], int, bool, str, float]:
+    """`settings.runs` judge runs (run r with seed `seed * 100 + r`): every score, the tokens
+    spent, whether that count is estimated, the rubric's hash, and the seconds it took. A judge
+    that fails leaves that run's scores empty with the reason."""
     rubric, rubric_hash = load_rubric(rubric_id)
     scores: list[JudgeScore] = []
     tokens, estimated = 0, False
@@ -140,7 +143,7 @@ async def score_answer(
             keywords=tuple(spec.keywords),
             citations=tuple(spec.citations),
         )
-        judged, verification, estimated, rubric_hash, judge_s = await _judge_runs(
+        judged, verification, estimated, rubric_hash, judge_s = await judge_runs(
             judge, settings, rubric_id, shown, trial.seed
         )
     readable = [s.normalized for s in judged if s.normalized is not None]
