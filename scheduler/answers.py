@@ -16,6 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from scheduler.judge_stats import judge_variance, mean_interval
+from scheduler.latency import config_prompt
 from schema import JudgeSettings
 from schema.scorecard import AnswerQuality, AnswerRow, JudgeVariance, Ranked
 
@@ -26,8 +27,8 @@ where sweep_id = :sweep and exists
 order by created_at desc
 """
 
-SCORES_SQL = """
-select a.model_id, a.prompt_id, a.toolset, a.baseline, a.scenario_id, a.fairness,
+SCORES_SQL = f"""
+select a.model_id, {config_prompt("a")} as config, a.toolset, a.baseline, a.scenario_id, a.fairness,
        a.keyword_coverage, a.judge_quality, a.grounding_rate, a.efficiency, a.adoption,
        a.tool_fluency, a.discoverability, a.grounded, a.unresolved, a.hallucinated,
        a.tokens_reasoning, a.tokens_tool_io, a.tokens_verification, a.estimated_json,
@@ -36,8 +37,8 @@ from answer_score a join trial t on t.trial_id = a.trial_id
 where a.sweep_id = :sweep and a.scoring_id = :scoring
 """
 
-JUDGEMENTS_SQL = """
-select a.model_id, a.prompt_id, a.toolset, a.scenario_id, j.trial_id, j.run, j.step,
+JUDGEMENTS_SQL = f"""
+select a.model_id, {config_prompt("a")} as config, a.scenario_id, j.trial_id, j.run, j.step,
        j.criterion, j.normalized, j.judge_model, j.rubric_hash, a.rubric_id
 from judgement j join answer_score a
   on a.trial_id = j.trial_id and a.scoring_id = j.scoring_id
@@ -70,11 +71,6 @@ SUMS = (
 )
 
 
-def label(prompt: str, toolset: str) -> str:
-    """The configuration label used everywhere a prompt config is shown."""
-    return f"{prompt}+{toolset}" if toolset else prompt
-
-
 def _mean(values: list[Any]) -> float | None:
     present = [float(v) for v in values if v is not None]
     return sum(present) / len(present) if present else None
@@ -83,7 +79,7 @@ def _mean(values: list[Any]) -> float | None:
 def _row(
     dimension: str, key: tuple[str, str, str, bool], scenario: str, rows: list[Any]
 ) -> AnswerRow:
-    model, prompt, toolset, baseline = key
+    model, config, toolset, baseline = key
     per_scenario: dict[str, list[float]] = defaultdict(list)
     for r in rows:
         per_scenario[r.scenario_id].append(float(r.fairness))
@@ -99,7 +95,7 @@ def _row(
     return AnswerRow(
         dimension=dimension,
         model=model,
-        prompt=label(prompt, toolset),
+        prompt=config,
         toolset=toolset,
         baseline=baseline,
         key=scenario,
@@ -122,7 +118,7 @@ def _variance(
     for r in rows:
         by_judge[(r.judge_model, r.rubric_id, r.rubric_hash)].append(
             {
-                "config": f"{r.model_id}/{label(r.prompt_id, r.toolset)}",
+                "config": f"{r.model_id}/{r.config}",
                 "scenario": r.scenario_id,
                 "trial": r.trial_id,
                 "run": r.run,
@@ -205,7 +201,7 @@ def answer_quality(
     scores = conn.execute(text(SCORES_SQL), {"sweep": sweep_id, "scoring": chosen.scoring_id}).all()
     groups: dict[tuple[str, str, str, bool], list[Any]] = defaultdict(list)
     for r in scores:
-        groups[(r.model_id, r.prompt_id, r.toolset, bool(r.baseline))].append(r)
+        groups[(r.model_id, r.config, r.toolset, bool(r.baseline))].append(r)
     rows: list[AnswerRow] = []
     for key, members in sorted(groups.items()):
         rows.append(_row("config", key, "", members))

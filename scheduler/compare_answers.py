@@ -14,21 +14,22 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from scheduler.answers import SCORING_SQL, label
+from scheduler.answers import SCORING_SQL
 from scheduler.compare import Side
 from scheduler.judge_stats import MeanDifference, Verdict, classify_difference, compare_means
+from scheduler.latency import config_prompt
 from schema import JudgeSettings, SpecError
 
-SIDE_SQL = """
-select model_id, prompt_id, toolset, scenario_id, fairness, adoption
+SIDE_SQL = f"""
+select model_id, {config_prompt()} as config, scenario_id, fairness, adoption
 from answer_score where sweep_id = :sweep and scoring_id = :scoring
 """
 
-CRITERIA_SQL = """
-select a.model_id, a.prompt_id, a.toolset, j.criterion, avg(j.normalized) as mean
+CRITERIA_SQL = f"""
+select a.model_id, {config_prompt("a")} as config, j.criterion, avg(j.normalized) as mean
 from judgement j join answer_score a on a.trial_id = j.trial_id and a.scoring_id = j.scoring_id
 where a.sweep_id = :sweep and j.scoring_id = :scoring and j.normalized is not null
-group by a.model_id, a.prompt_id, a.toolset, j.criterion
+group by a.model_id, {config_prompt("a")}, j.criterion
 """
 
 
@@ -59,10 +60,10 @@ class AnswerComparison:
     noise_floor: float
 
 
-def _matches(side: Side, model: str, prompt: str, toolset: str) -> bool:
+def _matches(side: Side, model: str, config: str) -> bool:
     if side.model and model != side.model:
         return False
-    return not side.prompt or label(prompt, toolset) == side.prompt
+    return not side.prompt or config == side.prompt
 
 
 def side_scores(engine: Engine, side: Side) -> SideScores:
@@ -78,7 +79,7 @@ def side_scores(engine: Engine, side: Side) -> SideScores:
     fair: dict[str, list[float]] = defaultdict(list)
     adopt: dict[str, list[float]] = defaultdict(list)
     for r in rows:
-        if _matches(side, r.model_id, r.prompt_id, r.toolset):
+        if _matches(side, r.model_id, r.config):
             fair[r.scenario_id].append(float(r.fairness))
             adopt[r.scenario_id].append(float(r.adoption))
     if not fair:
@@ -88,9 +89,7 @@ def side_scores(engine: Engine, side: Side) -> SideScores:
         fairness={s: sum(v) / len(v) for s, v in fair.items()},
         adoption={s: sum(v) / len(v) for s, v in adopt.items()},
         criteria={
-            c.criterion: float(c.mean)
-            for c in criteria
-            if _matches(side, c.model_id, c.prompt_id, c.toolset)
+            c.criterion: float(c.mean) for c in criteria if _matches(side, c.model_id, c.config)
         },
         noise_floor=judge.noise_floor,
     )
