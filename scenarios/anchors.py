@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scenarios.catalog import ROOT, ScenarioError, load_rubric, rubric_path
+from scenarios.catalog import ROOT, ScenarioError, load_rubric
 from schema import Rubric, read_yaml
 
 ANCHORS_DIR = ROOT / "anchors"
@@ -37,6 +37,8 @@ class Anchor:
 class AnchorSet:
     folder: Path
     rubric_id: str
+    rubric_hash: str
+    """SHA256 of the rubric file as read now (what the lock compares and the verdict records)."""
     anchors: list[Anchor]
     gold: dict[str, dict[str, float]]
     """Gold score per anchor id per criterion id, on the rubric's scale."""
@@ -63,12 +65,12 @@ def load_anchors(folder: Path, rubric_id: str | None = None) -> AnchorSet:
     if not isinstance(raw, dict) or not isinstance(raw.get("anchors"), dict):
         raise ScenarioError(str(gold_file), "anchors", "expected a mapping anchor id → scores")
     rubric_id = rubric_id or str(raw.get("rubric", "code-answer"))
-    rubric, _hash = load_rubric(rubric_id, str(gold_file))
+    rubric, rubric_hash = load_rubric(rubric_id, str(gold_file))
     anchors = [_read_anchor(p) for p in _transcripts(folder)]
     if len(anchors) < MIN_ANCHORS:
         raise ScenarioError(str(folder), "", f"needs at least {MIN_ANCHORS} anchor-*.json files")
     gold = {a.id: _gold_for(raw["anchors"], a.id, rubric, str(gold_file)) for a in anchors}
-    return AnchorSet(folder=folder, rubric_id=rubric_id, anchors=anchors, gold=gold)
+    return AnchorSet(folder, rubric_id, rubric_hash, anchors, gold)
 
 
 def _read_anchor(path: Path) -> Anchor:
@@ -99,7 +101,7 @@ def _gold_for(table: dict[str, Any], anchor: str, rubric: Rubric, source: str) -
 def current_hashes(anchors: AnchorSet) -> dict[str, Any]:
     """What the lock freezes: each transcript, the gold scores and the rubric, by SHA256."""
     return {
-        "rubric": {"id": anchors.rubric_id, "sha256": _sha(rubric_path(anchors.rubric_id))},
+        "rubric": {"id": anchors.rubric_id, "sha256": anchors.rubric_hash},
         "gold": _sha(anchors.folder / GOLD),
         "transcripts": {p.name: _sha(p) for p in _transcripts(anchors.folder)},
         "threshold": THRESHOLD,

@@ -15,7 +15,14 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from scenarios import find_scenario, load_rubric
-from scenarios.anchors import THRESHOLD, anchor_folder, load_anchors, lock_problems, write_lock
+from scenarios.anchors import (
+    THRESHOLD,
+    AnchorSet,
+    anchor_folder,
+    load_anchors,
+    lock_problems,
+    write_lock,
+)
 from scheduler.aggregate import scorecard_of
 from scheduler.cli_common import (
     BrokerOption,
@@ -103,7 +110,7 @@ def verify_cmd(
             f"judge {found['judge']}: ρ = {rho:.3f} over {_pairs(anchors.gold)} anchor × criterion "
             f"scores ({found['unreadable']} unreadable), {found['judge_s']:.1f} s"
         )
-    _record(engine_from(settings), judge, anchors.rubric_id, rho, problems)
+    _record(engine_from(settings), judge, anchors, rho, problems)
     if problems:
         console.print("[bold red]anchor gate failed[/bold red]")
         for problem in problems:
@@ -130,17 +137,16 @@ def _agreement(
 
 
 def _record(
-    engine: Engine, judge: JudgeSettings, rubric_id: str, rho: float | None, problems: list[str]
+    engine: Engine, judge: JudgeSettings, anchors: AnchorSet, rho: float | None, problems: list[str]
 ) -> None:
     assert judge.model is not None
-    _rubric, rubric_hash = load_rubric(rubric_id)
     with session_scope(engine) as session:
         session.add(
             AnchorCheckRow(
                 judge_key=judge.model.key(),
                 judge_model=judge.model.id,
-                rubric_id=rubric_id,
-                rubric_hash=rubric_hash,
+                rubric_id=anchors.rubric_id,
+                rubric_hash=anchors.rubric_hash,
                 rho=None if rho is None or rho != rho else rho,
                 passed=not problems,
                 detail="; ".join(problems),
