@@ -97,7 +97,17 @@ def cancel_cmd(sweep_id: Annotated[str, typer.Argument()], db: DbOption = None) 
 def resume_cmd(
     sweep_id: Annotated[str, typer.Argument()], db: DbOption = None, broker: BrokerOption = None
 ) -> None:
-    """Re-publish the sweep's pending, cancelled and infra_error trials."""
+    """Re-publish what the sweep still needs and the broker no longer holds: pending, cancelled
+    and infra_error trials, and running trials whose worker died."""
     settings = settings_from(db, broker=broker)
-    n = resume(engine=engine_from(settings), app=make_celery(settings), sweep_id=sweep_id)
-    console.print(f"re-published {n} trial(s) of {sweep_id}")
+    done = resume(
+        engine=engine_from(settings),
+        app=make_celery(settings),
+        sweep_id=sweep_id,
+        settings=settings,
+    )
+    console.print(
+        f"re-published {done.published} trial(s) of {sweep_id}; {done.still_queued} still "
+        f"queued in the broker were left alone; {done.requeued} abandoned by a dead worker "
+        "were given back to the queue"
+    )

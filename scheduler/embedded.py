@@ -54,7 +54,8 @@ def run_embedded(
             progress.update(
                 bar, description=f"{trial.model.id} · {trial.prompt.id} · {trial.scenario.id}"
             )
-            summary = task(trial.model_dump(mode="json"), settings, force=rerun)
+            # takeover: a trial left `running` here can only be a killed earlier run's.
+            summary = task(trial.model_dump(mode="json"), settings, force=rerun, takeover=True)
             outcomes[summary.get("outcome") or "skipped"] += 1
             progress.update(bar, advance=1, passes=outcomes["pass"])
         progress.update(bar, description=plan.sweep.name)

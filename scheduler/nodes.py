@@ -12,8 +12,7 @@ from sqlmodel import col
 
 from scheduler.progress import as_utc
 from schema import NodeRow, TrialRow, session_scope
-
-STALE_AFTER_BEATS = 3
+from schema.settings import STALE_AFTER_BEATS
 
 
 @dataclass(frozen=True)

@@ -110,11 +110,15 @@ def record_scoring(
 
 
 def runnable_ids(*, engine: Engine, sweep_id: str) -> set[str]:
-    """Trials still to run: pending ones, and those that ended in infra_error (never the model's)."""
+    """Trials an embedded run still has to run: pending ones, those that ended in infra_error
+    (never the model's), and those left `running` by an earlier run that was killed."""
     with session_scope(engine) as session:
         stmt = select(col(TrialRow.trial_id)).where(
             col(TrialRow.sweep_id) == sweep_id,
-            or_(col(TrialRow.status) == "pending", col(TrialRow.outcome) == "infra_error"),
+            or_(
+                col(TrialRow.status).in_(("pending", "running")),
+                col(TrialRow.outcome) == "infra_error",
+            ),
         )
         return set(session.execute(stmt).scalars())
 

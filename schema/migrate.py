@@ -15,6 +15,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel, col
 
 from schema.errors import StoreError
+from schema.redact import mask_url
 from schema.tables import SchemaVersionRow
 
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
@@ -43,6 +44,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "answer quality: trial tool set; scoring, answer_score, judgement, anchor_check tables",
         # The new tables come from create_all above; only the trial table changes shape.
         ["ALTER TABLE trial ADD COLUMN toolset VARCHAR NOT NULL DEFAULT ''"],
+    ),
+    (
+        5,
+        "fault tolerance: the lease of a running trial (trial beat_at)",
+        ["ALTER TABLE trial ADD COLUMN beat_at TIMESTAMP"],
     ),
 ]
 LATEST = MIGRATIONS[-1][0]
@@ -100,7 +106,8 @@ def require_latest(engine: Engine, url: str) -> None:
     """Fail with what to do when the database is older than this code (workers call this)."""
     found = schema_version(engine)
     if found < LATEST:
+        # The URL may hold the database password, and this message lands in worker logs.
         raise StoreError(
-            f"the results database at {url} is at schema version {found}, this farm needs "
-            f"{LATEST}: run `farm db init --db {url}` on the head node"
+            f"the results database at {mask_url(url)} is at schema version {found}, this farm "
+            f"needs {LATEST}: run `farm db init` on the head node with FARM_DATABASE_URL set to it"
         )

@@ -8,6 +8,9 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+STALE_AFTER_BEATS = 3
+"""Missed heartbeats after which a node or a trial's holder counts as gone."""
+
 
 class Settings(BaseSettings):
     """Everything configurable from the environment. Build with `get_settings()`."""
@@ -17,7 +20,8 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default=Path("farm-data"))
     """Where the embedded mode keeps its SQLite file and per-trial sandboxes (FARM_DATA_DIR)."""
 
-    database_url: str | None = None
+    # The URLs and the password stay out of the settings' repr: it may end up in a log.
+    database_url: str | None = Field(default=None, repr=False)
     """SQLAlchemy URL of the results database (FARM_DATABASE_URL); default: SQLite in data_dir."""
 
     model_cache_dir: Path = Field(default=Path.home() / ".cache" / "mcp-farm" / "models")
@@ -33,8 +37,16 @@ class Settings(BaseSettings):
     node_name: str = ""
     """This worker node's name, recorded with each trial it runs (set by `farm worker`)."""
 
-    broker_url: str = "redis://127.0.0.1:6379/0"
+    broker_url: str = Field(default="redis://127.0.0.1:6379/0", repr=False)
     """The Celery broker for the distributed mode (FARM_BROKER_URL)."""
+
+    preflight: bool = True
+    """Before a sweep starts, ask every `openai` model's endpoint for its model list and stop
+    when it is unreachable or does not serve the model (FARM_PREFLIGHT; `--no-preflight`). Turn
+    it off when only the workers can reach an endpoint."""
+
+    preflight_timeout_s: float = 5.0
+    """How long that check waits for an endpoint to answer (FARM_PREFLIGHT_TIMEOUT_S)."""
 
     hardware_tags: str = "cpu,igpu,dgpu,npu"
     """Comma-separated hardware tags that have a queue (FARM_HARDWARE_TAGS); a model's
@@ -52,7 +64,13 @@ class Settings(BaseSettings):
     """First retry delay; doubled on each further retry (FARM_RETRY_BACKOFF_S)."""
 
     heartbeat_s: float = 10.0
-    """How often a worker node writes its heartbeat (FARM_HEARTBEAT_S)."""
+    """How often a worker node writes its heartbeat, and a process renews the lease of the
+    trials it is running (FARM_HEARTBEAT_S). A lease older than three heartbeats is taken
+    as the mark of a dead process: its trial may be run again."""
+
+    store_retry_s: float = 120.0
+    """How long a finished trial waits for the results database (retrying with backoff) before
+    its message is given back to the queue unacknowledged (FARM_STORE_RETRY_S)."""
 
     slot_wait_s: float = 30.0
     """How long a trial waits for a free slot at its model endpoint before it is requeued
@@ -61,8 +79,12 @@ class Settings(BaseSettings):
     flower_user: str = "farm"
     """Flower basic-auth user (FARM_FLOWER_USER)."""
 
-    flower_password: str | None = None
+    flower_password: str | None = Field(default=None, repr=False)
     """Flower basic-auth password (FARM_FLOWER_PASSWORD); Flower does not start without one."""
+
+    def stale_after_s(self) -> float:
+        """How old a heartbeat or trial lease is when its holder counts as gone."""
+        return STALE_AFTER_BEATS * self.heartbeat_s
 
     def declared_tags(self) -> list[str]:
         return [t.strip() for t in self.hardware_tags.split(",") if t.strip()]

@@ -68,6 +68,9 @@ class TrialRow(SQLModel, table=True):
     """The TrialSpec, so a trial can be re-run exactly."""
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    beat_at: datetime | None = None
+    """The lease of a `running` trial: renewed every heartbeat by the process running it. A
+    lease older than a few heartbeats means that process is gone, and the trial may be taken."""
 
 
 class ToolCallRow(SQLModel, table=True):

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from celery import Celery, Task
+from celery.exceptions import Reject
 from celery.signals import worker_process_init, worker_process_shutdown
 
 from schema import CONTROL_QUEUE, Settings, StoreError, TrialSpec, load_task, make_celery
@@ -66,10 +67,15 @@ def create_app(settings: Settings) -> Celery:
             # Not a failure: the endpoint is busy. Back in the queue, attempt count unchanged.
             raise self.retry(countdown=SLOT_REQUEUE_S) from None
         except StoreError as exc:
-            if final:
-                raise
-            logger.warning("trial %s: %s; retrying", spec.trial_id[:12], exc)
-            raise retry_infra() from exc
+            # The database stayed away past FARM_STORE_RETRY_S. Acknowledging now would lose
+            # the trial (it would stay `running` with nothing left to deliver it again), so
+            # the message goes back to the queue, unacknowledged.
+            logger.warning("trial %s: %s; giving it back to the queue", spec.trial_id[:12], exc)
+            raise Reject(str(exc), requeue=True) from exc
+        if "held" in summary:
+            # Another live process runs this trial (a duplicate message): look again once
+            # its lease could have lapsed, so the trial is never lost if that holder dies.
+            raise self.retry(countdown=settings.stale_after_s())
         if "retry" in summary:
             raise retry_infra()
         if summary.get("last"):

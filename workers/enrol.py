@@ -11,6 +11,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from datetime import UTC, datetime
 from importlib.util import find_spec
 from typing import Any
@@ -27,6 +28,7 @@ from schema import (
     FarmError,
     NodeRow,
     Settings,
+    load_task,
     make_engine,
     queue_for,
     require_latest,
@@ -94,6 +96,48 @@ class Node:
             session.execute(update(NodeRow).where(col(NodeRow.name) == self.name).values(**values))
 
 
+class Reaper:
+    """On the control node: give trials whose holder died back to their queues, every beat.
+
+    It acts only after it has reached the database without a break for a full stale window:
+    right after an outage every lease looks old, though live holders have simply not been
+    able to renew them yet.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._stop = threading.Event()
+        self._reachable_since: float | None = None
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="farm-reaper", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.settings.heartbeat_s):
+            self.sweep_once()
+
+    def sweep_once(self) -> int:
+        """One pass; returns how many trials were given back (0 while it may not act yet)."""
+        now = time.monotonic()
+        since = self._reachable_since
+        act = since is not None and now - since >= self.settings.stale_after_s()
+        try:
+            done = load_task("farm.requeue_orphans")({"act": act}, self.settings)
+        except Exception:  # a boundary: the reaper must outlive any outage
+            self._reachable_since = None
+            logger.warning("could not look for abandoned trials", exc_info=True)
+            return 0
+        if since is None:
+            self._reachable_since = now
+        requeued = int(done.get("requeued", 0))
+        if requeued:
+            logger.warning("gave %d trial(s) of dead workers back to their queues", requeued)
+        return requeued
+
+
 def start_worker(
     settings: Settings,
     *,
@@ -128,8 +172,12 @@ def start_worker(
         },
         settings.heartbeat_s,
     )
+    reaper = Reaper(settings)
     worker_ready.connect(lambda **_: node.enrol(), weak=False)
     worker_shutdown.connect(lambda **_: node.leave(), weak=False)
+    if control:
+        worker_ready.connect(lambda **_: reaper.start(), weak=False)
+        worker_shutdown.connect(lambda **_: reaper.stop(), weak=False)
     app = create_app(settings)
     app.worker_main(
         [

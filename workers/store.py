@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy import and_, delete, insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import col
@@ -134,46 +134,69 @@ def _any_left(conn: Connection, sweep_id: str) -> bool:
     return found is not None
 
 
-def claim_trial(*, engine: Engine, trial_id: str, node: str, force: bool = False) -> str | None:
-    """Mark a trial `running` on `node` and count the attempt; or say why it must not run.
+Claim = Literal["claimed", "recorded", "cancelled", "held"]
+"""What a claim found: the trial is this caller's to run; already recorded (a duplicate
+delivery); its sweep was cancelled; or another process holds a fresh lease on it."""
 
-    A trial already recorded (other than an infra_error) is a duplicate delivery, and a trial
-    of a cancelled sweep is skipped; both return the reason. A trial with no row (a payload run
-    outside any sweep) just runs.
+
+def claim_trial(
+    *, engine: Engine, trial_id: str, node: str, stale_before: datetime, force: bool = False
+) -> Claim:
+    """Mark a trial `running` on `node`, start its lease and count the attempt.
+
+    A trial is claimable when it is pending, ended as infra_error, or is `running` under a
+    lease older than `stale_before` (its holder died). A trial held under a fresh lease is
+    `held`: the caller must try later, never run it beside its holder. A trial with no row (a
+    payload run outside any sweep) just runs. `force` (a re-run) claims whatever the state.
     """
+    now = datetime.now(UTC)
     runnable = [col(TrialRow.trial_id) == trial_id]
     if not force:
         active = select(col(SweepRow.sweep_id)).where(
             col(SweepRow.sweep_id) == col(TrialRow.sweep_id), col(SweepRow.status) == "active"
         )
+        lapsed = or_(col(TrialRow.beat_at).is_(None), col(TrialRow.beat_at) < stale_before)
         runnable += [
-            col(TrialRow.status) != "cancelled",
-            or_(col(TrialRow.status) != "done", col(TrialRow.outcome) == "infra_error"),
+            or_(
+                col(TrialRow.status) == "pending",
+                and_(col(TrialRow.status) == "done", col(TrialRow.outcome) == "infra_error"),
+                and_(col(TrialRow.status) == "running", lapsed),
+            ),
             active.exists(),
         ]
     with _guarded(engine, f"claim trial {trial_id[:12]}") as conn:
         claimed = conn.execute(
             update(TrialRow)
             .where(*runnable)
-            .values(status="running", node=node or None, attempts=col(TrialRow.attempts) + 1)
+            .values(
+                status="running",
+                node=node or None,
+                beat_at=now,
+                attempts=col(TrialRow.attempts) + 1,
+            )
             .returning(col(TrialRow.trial_id))
         ).first()
         if claimed is not None:
-            return None
+            return "claimed"
         row = conn.execute(
-            select(col(TrialRow.status)).where(col(TrialRow.trial_id) == trial_id)
+            select(col(TrialRow.status), col(SweepRow.status))
+            .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id), isouter=True)
+            .where(col(TrialRow.trial_id) == trial_id)
         ).first()
         if row is None:
-            return None
-        if row[0] == "done":
-            return "already recorded"
+            return "claimed"
+        status, sweep_status = row
+        if status == "done":
+            return "recorded"
+        if status == "running" and sweep_status == "active":
+            return "held"
         # The sweep was cancelled: a trial put back to pending by a retry is cancelled too.
         conn.execute(
             update(TrialRow)
             .where(col(TrialRow.trial_id) == trial_id, col(TrialRow.status) == "pending")
             .values(status="cancelled")
         )
-        return "sweep cancelled"
+        return "cancelled"
 
 
 def mark_retrying(*, engine: Engine, trial_id: str, detail: str) -> None:

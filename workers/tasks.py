@@ -5,14 +5,25 @@ Each takes one JSON payload and the process's settings, and returns a small JSON
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
 
-from schema import Settings, TrialSpec, make_engine
+from schema import Settings, StoreError, TrialSpec, make_engine
+from workers.lease import leases_for
 from workers.runtime import get_runtime
 from workers.store import claim_trial, mark_retrying, save_trial
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+FIRST_WAIT_S = 0.5
+LONGEST_WAIT_S = 10.0
 
 
 @lru_cache(maxsize=4)
@@ -21,23 +32,75 @@ def engine_for(url: str) -> Engine:
     return make_engine(url)
 
 
+def patiently(step: Callable[[], T], *, budget_s: float, what: str) -> T:
+    """Run a database step, retrying with doubling waits while the database is away; after
+    `budget_s` the last StoreError propagates (the caller gives the message back)."""
+    deadline = time.monotonic() + budget_s
+    wait = FIRST_WAIT_S
+    while True:
+        try:
+            return step()
+        except StoreError as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            logger.warning("%s: %s; trying again in %.1f s", what, exc, min(wait, left))
+            time.sleep(min(wait, left))
+            wait = min(wait * 2, LONGEST_WAIT_S)
+
+
 def run_trial(
-    payload: dict[str, Any], settings: Settings, *, force: bool = False, record_infra: bool = True
+    payload: dict[str, Any],
+    settings: Settings,
+    *,
+    force: bool = False,
+    record_infra: bool = True,
+    takeover: bool = False,
 ) -> dict[str, Any]:
     """Run the trial described by `payload` and upsert its result.
 
     `force` runs it even if already recorded (a re-run). With `record_infra=False` an
-    infrastructure failure is not recorded but reported as `retry`, so the caller can try again.
+    infrastructure failure is not recorded but reported as `retry`, so the caller can try
+    again. `takeover` claims a `running` trial whatever its lease says (the embedded runner:
+    only a killed earlier run of the same sweep can hold it). A trial another live process
+    holds is reported as `held` and not run. The database may be away for up to
+    `settings.store_retry_s` at the claim and again at the save; past that a StoreError
+    propagates, and a finished result is not recorded (the caller must not acknowledge it).
     """
     spec = TrialSpec.model_validate(payload)
     engine = engine_for(settings.resolved_database_url())
     summary: dict[str, Any] = {"trial_id": spec.trial_id, "sweep_id": spec.sweep_id}
-    skip = claim_trial(engine=engine, trial_id=spec.trial_id, node=settings.node_name, force=force)
-    if skip:
-        return summary | {"skipped": skip}
-    result = get_runtime(settings).run(spec, settings)
-    if result.outcome == "infra_error" and not record_infra:
-        mark_retrying(engine=engine, trial_id=spec.trial_id, detail=f"retrying: {result.detail}")
-        return summary | {"retry": result.detail}
-    left = save_trial(engine=engine, spec=spec, result=result)
+    stale_before = datetime.now(UTC) - timedelta(
+        seconds=0 if takeover else settings.stale_after_s()
+    )
+    claim = patiently(
+        lambda: claim_trial(
+            engine=engine,
+            trial_id=spec.trial_id,
+            node=settings.node_name,
+            stale_before=stale_before,
+            force=force,
+        ),
+        budget_s=settings.store_retry_s,
+        what=f"trial {spec.trial_id[:12]}",
+    )
+    if claim == "held":
+        return summary | {"held": "another live process is running it"}
+    if claim != "claimed":
+        return summary | {"skipped": "already recorded" if claim == "recorded" else claim}
+    with leases_for(engine, settings.heartbeat_s).hold(spec.trial_id):
+        result = get_runtime(settings).run(spec, settings)
+        if result.outcome == "infra_error" and not record_infra:
+            detail = f"retrying: {result.detail}"
+            patiently(
+                lambda: mark_retrying(engine=engine, trial_id=spec.trial_id, detail=detail),
+                budget_s=settings.store_retry_s,
+                what=f"trial {spec.trial_id[:12]}",
+            )
+            return summary | {"retry": result.detail}
+        left = patiently(
+            lambda: save_trial(engine=engine, spec=spec, result=result),
+            budget_s=settings.store_retry_s,
+            what=f"trial {spec.trial_id[:12]} finished ({result.outcome}) but",
+        )
     return summary | {"outcome": result.outcome, "latency_s": result.latency_s, "last": not left}
