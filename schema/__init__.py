@@ -24,6 +24,7 @@ from schema.loading import load_yaml_model, read_yaml, require_unique, spec_erro
 from schema.migrate import LATEST as SCHEMA_VERSION
 from schema.migrate import require_latest, schema_version
 from schema.plugins import TaskFn, load_task
+from schema.redact import has_credentials, mask_url
 from schema.settings import Settings, get_settings
 from schema.specs import (
     GRADER_VERSION,
@@ -141,11 +142,13 @@ __all__ = [
     "dialect_insert",
     "digest",
     "get_settings",
+    "has_credentials",
     "init_db",
     "load_task",
     "load_yaml_model",
     "make_celery",
     "make_engine",
+    "mask_url",
     "queue_for",
     "read_yaml",
     "require_latest",

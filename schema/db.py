@@ -16,6 +16,7 @@ from sqlmodel import Session, create_engine
 from schema import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from schema.errors import StoreError
 from schema.migrate import migrate
+from schema.redact import mask_url
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -33,7 +34,7 @@ def make_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise StoreError(f"not a database URL: {url!r}") from None
+        raise StoreError(f"not a database URL: {mask_url(url)!r}") from None
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from schema.answer import AnswerSpec, CodeRepo, ToolSet, Weights
 from schema.ids import digest
+from schema.redact import has_credentials
 from schema.strict import Strict
 from schema.vocab import AdapterName, Tier, ToolMode, Transport
 
@@ -220,6 +222,12 @@ GRADER_VERSION = "1"
 LOCAL_MODELS = ("gemma3-270m", "smollm2-135m")
 """Models the `local` adapter serves from PyPI packages (or give a path to a .gguf file)."""
 
+LITERAL_SECRETS = ("api_key", "apikey", "key", "token", "password", "secret", "authorization")
+"""Fields a model target refuses: a key written into a sweep file would be stored with every
+trial. The target names the environment variable that holds it instead (`api_key_env`)."""
+
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
 
 class ModelTarget(Strict):
     """A model served somewhere: which adapter talks to it and on what hardware it runs."""
@@ -231,7 +239,9 @@ class ModelTarget(Strict):
     endpoint: str | None = None
     """Base URL of an OpenAI-compatible API (…/v1) for the `openai` adapter."""
     api_key_env: str | None = None
-    """Name of the environment variable holding the API key, if the endpoint needs one."""
+    """Name of the environment variable holding the API key (e.g. OPENAI_API_KEY), if the
+    endpoint needs one. The worker reads it when it calls the model; the key itself is never
+    part of the target, so it is never stored or sent through the broker."""
     hardware: str = Field(default="cpu", pattern=r"^[a-z0-9_-]+$")
     """Hardware tag: which worker queue serves this model."""
     max_concurrency: int = Field(default=1, ge=1)
@@ -245,6 +255,33 @@ class ModelTarget(Strict):
         """Identifies this target across processes (pins included): e.g. which judge passed
         the anchor gate."""
         return digest(self.model_dump(mode="json"))[:16]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_literal_secrets(cls, data: Any) -> Any:
+        # Checked on the raw mapping so that the error never quotes the value it refuses (a
+        # field error would show it on the terminal and in CI logs).
+        if not isinstance(data, dict):
+            return data
+        literal = [k for k in data if str(k).lower() in LITERAL_SECRETS]
+        if literal:
+            raise ValueError(
+                f"`{literal[0]}` would store a secret with every trial: put the key in an "
+                "environment variable and name it with `api_key_env: OPENAI_API_KEY`"
+            )
+        env = data.get("api_key_env")
+        if env is not None and not (isinstance(env, str) and ENV_NAME.fullmatch(env)):
+            raise ValueError(
+                "`api_key_env` takes the name of an environment variable (upper case, e.g. "
+                "OPENAI_API_KEY), not the key itself"
+            )
+        endpoint = data.get("endpoint")
+        if isinstance(endpoint, str) and has_credentials(endpoint):
+            raise ValueError(
+                "`endpoint` carries a password or key, which would be stored with every trial: "
+                "give the bare base URL (…/v1) and the key through `api_key_env`"
+            )
+        return data
 
     @model_validator(mode="after")
     def _adapter_fields(self) -> ModelTarget:
