@@ -13,6 +13,7 @@ message is gone is published afresh. Pending trials with a message anywhere are 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -60,7 +61,7 @@ class Held:
         return trial_id in self.queued or trial_id in self.unacked
 
 
-def _task_id(raw: bytes | str) -> str | None:
+def _task_id(raw: Any) -> str | None:
     try:
         message, _exchange, _routing_key = json.loads(raw)
         found = message["headers"]["id"]
@@ -81,7 +82,7 @@ def broker_holdings(client: redis.Redis, queues: Iterable[str]) -> Held:
     return Held({i.decode() if isinstance(i, bytes) else i for i in queued}, unacked)
 
 
-def restore(client: redis.Redis, tag: bytes | str) -> bool:
+def restore(client: redis.Redis, tag: Any) -> bool:
     """Put one unacknowledged message back at the head of its queue now. False when someone
     else (its worker's ack, kombu's own restore) took it first."""
     moved: list[bool] = []
@@ -163,17 +164,52 @@ def _release(engine: Engine, trial_id: str) -> bool:
     return bool(done.rowcount)
 
 
+def stranded_pending(*, engine: Engine, client: redis.Redis, older_than: float) -> int:
+    """Restore messages of pending trials that have sat unacknowledged for `older_than`
+    seconds: a worker took them from the queue and died before it claimed them. A live worker
+    may still hold one (a retry waiting out its countdown); the copy then finds the trial
+    claimed or recorded and does not run it again."""
+    old: list[Any] = list(client.zrangebyscore(UNACKED_INDEX, 0, time.time() - older_than))
+    if not old:
+        return 0
+    raws = client.hmget(UNACKED, old)
+    ids = {tag: _task_id(raw) for tag, raw in zip(old, raws, strict=True) if raw is not None}
+    wanted = {i for i in ids.values() if i is not None}
+    with engine.connect() as conn:
+        pending = set(
+            conn.execute(
+                select(col(TrialRow.trial_id))
+                .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id))
+                .where(
+                    col(TrialRow.trial_id).in_(wanted),
+                    col(TrialRow.status) == "pending",
+                    col(SweepRow.status) == "active",
+                )
+            ).scalars()
+        )
+    return sum(restore(client, tag) for tag, task_id in ids.items() if task_id in pending)
+
+
 def requeue_orphans(payload: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """Task function (`farm.requeue_orphans`): give every lapsed trial of every active sweep
-    back to its queue. Run by the control worker every heartbeat; with `{"act": false}` it only
-    counts them (the reaper's first look after the database was away)."""
+    back to its queue, and restore pending trials' messages stranded with a dead worker. Run
+    by the control worker every heartbeat; with `{"act": false}` it only counts lapsed trials
+    (the reaper's first look after the database was away)."""
     engine = make_engine(settings.resolved_database_url())
     try:
         stale_before = datetime.now(UTC) - timedelta(seconds=settings.stale_after_s())
         lapsed = lapsed_trials(engine=engine, stale_before=stale_before, sweep_id=None)
         if not payload.get("act", True):
             return {"lapsed": len(lapsed), "requeued": 0}
-        requeued = requeue_lapsed(engine=engine, app=make_celery(settings), lapsed=lapsed)
+        app = make_celery(settings)
+        requeued = requeue_lapsed(engine=engine, app=app, lapsed=lapsed)
+        client = redis.Redis.from_url(settings.broker_url)
+        try:
+            restored = stranded_pending(
+                engine=engine, client=client, older_than=2 * settings.stale_after_s()
+            )
+        finally:
+            client.close()
     finally:
         engine.dispose()
-    return {"lapsed": len(lapsed), "requeued": requeued}
+    return {"lapsed": len(lapsed), "requeued": requeued + restored}
