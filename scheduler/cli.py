@@ -8,18 +8,32 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from sqlalchemy.engine import Engine
 
 from scheduler import cli_nodes, cli_report
 from scheduler.aggregate import scorecard_of
 from scheduler.cli_answers import anchors_app, rescore
-from scheduler.cli_common import DataDirOption, DbOption, console, engine_from, settings_from
+from scheduler.cli_common import (
+    DataDirOption,
+    DbOption,
+    PreflightOption,
+    console,
+    engine_from,
+    preflight,
+    settings_from,
+)
 from scheduler.cli_scenarios import scenarios_app
 from scheduler.cli_sweep import sweep_app
 from scheduler.embedded import run_embedded
 from scheduler.expand import expand, load_sweep, with_endpoint
+from scheduler.infra import infra_only
 from scheduler.render import print_scorecard
 from scheduler.submit import describe
-from schema import FarmError
+from schema import FarmError, mask_url
+
+INFRA_ONLY = 1
+"""`farm run`'s exit status when some configuration measured nothing (all infra errors)."""
 
 app = typer.Typer(
     add_completion=False,
@@ -50,19 +64,42 @@ def run(
     ] = None,
     endpoint_model: Annotated[str, typer.Option(help="Model name at --endpoint")] = "default",
     rerun: Annotated[bool, typer.Option(help="Run trials again even if already recorded")] = False,
+    check: PreflightOption = None,
 ) -> None:
-    """Run a sweep embedded, in this process, and print its scorecard."""
+    """Run a sweep embedded, in this process, and print its scorecard.
+
+    Exits 2 before recording anything when a model endpoint is unreachable or does not serve
+    the model, and 1 when every trial of some model × prompt configuration ended as an
+    infrastructure error.
+    """
     settings = settings_from(db, data_dir)
     sweep = load_sweep(sweep_file)
     if endpoint:
         sweep = with_endpoint(sweep, endpoint, endpoint_model, "cpu")
     plan = expand(sweep, str(sweep_file))
+    preflight(plan.sweep, settings, check)
     engine = engine_from(settings)
     console.print(f"[bold]{plan.sweep_id}[/bold]: {describe(plan)}")
-    console.print(f"[dim]results: {settings.resolved_database_url()}[/dim]")
+    console.print(f"[dim]results: {mask_url(settings.resolved_database_url())}[/dim]")
     run_embedded(plan=plan, settings=settings, engine=engine, console=console, rerun=rerun)
     # The run ended with the aggregate task, which built and stored the card: print that one.
     print_scorecard(scorecard_of(engine=engine, sweep_id=plan.sweep_id), console)
+    _fail_on_infra_only(engine, plan.sweep_id)
+
+
+def _fail_on_infra_only(engine: Engine, sweep_id: str) -> None:
+    """Name each configuration that measured nothing, and exit 1 if there is one."""
+    empty = infra_only(engine=engine, sweep_id=sweep_id)
+    if not empty:
+        return
+    for found in empty:
+        console.print(f"[bold red]{escape(found.describe())}[/bold red]", highlight=False)
+    console.print(
+        "Nothing was measured for them. Fix the cause (start the model server, check the "
+        "endpoint and its key), then run the same command again: it runs only the trials "
+        "that have no measurement yet."
+    )
+    raise typer.Exit(INFRA_ONLY)
 
 
 @db_app.command("init")
@@ -70,7 +107,7 @@ def db_init(db: DbOption = None, data_dir: DataDirOption = None) -> None:
     """Create the results tables, or migrate them to this version (safe to run again)."""
     settings = settings_from(db, data_dir)
     engine_from(settings)
-    console.print(f"tables ready in {settings.resolved_database_url()}")
+    console.print(f"tables ready in {mask_url(settings.resolved_database_url())}")
 
 
 def main() -> None:

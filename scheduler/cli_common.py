@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from sqlalchemy.engine import Engine
 
-from schema import Settings, get_settings, init_db, make_engine
+from scheduler.preflight import check_endpoints, openai_targets
+from schema import Settings, SweepSpec, get_settings, init_db, make_engine
 
 console = Console()
 
@@ -27,6 +30,17 @@ DataDirOption = Annotated[
 BrokerOption = Annotated[
     str | None,
     typer.Option("--broker", help="Celery broker URL [env: FARM_BROKER_URL]"),
+]
+
+PreflightOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--preflight/--no-preflight",
+        help="Check that every openai model's endpoint answers and serves the model before "
+        "anything is recorded; --no-preflight for endpoints only the workers can reach "
+        "[env: FARM_PREFLIGHT; default: on]",
+        show_default=False,
+    ),
 ]
 
 
@@ -49,3 +63,19 @@ def engine_from(settings: Settings, *, migrate: bool = True) -> Engine:
     if migrate:
         init_db(engine)
     return engine
+
+
+def preflight(sweep: SweepSpec, settings: Settings, enabled: bool | None) -> None:
+    """Check the sweep's model endpoints (unless turned off); print what could not be checked.
+
+    Raises PreflightError, before anything is recorded, when a model cannot be served.
+    """
+    if not (settings.preflight if enabled is None else enabled):
+        return
+    targets = openai_targets(sweep)
+    if not targets:
+        return
+    # API keys are looked up here, at the process edge, and only sent to the endpoint.
+    notes = check_endpoints(targets, timeout_s=settings.preflight_timeout_s, env=os.environ)
+    for note in notes:
+        console.print(f"[yellow]warning:[/yellow] {escape(note)}", highlight=False)

@@ -10,7 +10,15 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from scheduler.cli_common import BrokerOption, DbOption, console, engine_from, settings_from
+from scheduler.cli_common import (
+    BrokerOption,
+    DbOption,
+    PreflightOption,
+    console,
+    engine_from,
+    preflight,
+    settings_from,
+)
 from scheduler.control import cancel, resume
 from scheduler.expand import expand, load_sweep
 from scheduler.progress import latest_sweep_id, sweep_progress
@@ -29,10 +37,18 @@ def submit_cmd(
     db: DbOption = None,
     broker: BrokerOption = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the plan; record and publish nothing")
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the plan; record, publish and check nothing (no network)"
+        ),
     ] = False,
+    check: PreflightOption = None,
 ) -> None:
-    """Expand a sweep, record its trials as pending and publish one task per trial."""
+    """Expand a sweep, record its trials as pending and publish one task per trial.
+
+    First checks that every openai model's endpoint answers from here and serves the model
+    (exit 2, nothing recorded, when one does not).
+    """
     settings = settings_from(db, broker=broker)
     plan = expand(load_sweep(sweep_file), str(sweep_file))
     console.print(f"[bold]{plan.sweep_id}[/bold]: {describe(plan)}")
@@ -46,6 +62,7 @@ def submit_cmd(
             table.add_row(queue, str(n))
         console.print(table)
         return
+    preflight(plan.sweep, settings, check)
     engine = engine_from(settings)
     started = time.perf_counter()
     with console.status("recording and publishing trials…"):

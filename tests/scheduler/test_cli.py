@@ -138,7 +138,8 @@ def test_report_of_an_unknown_sweep_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_endpoint_option_serves_the_sweep_from_that_url(tmp_path: Path) -> None:
-    # Nothing listens on this port: every trial must come out as infra_error, not a model failure.
+    # Nothing listens on this port: every trial must come out as infra_error, not a model failure
+    # (the endpoint check would stop the run before it starts; it is turned off here).
     from tests.helpers import free_port
 
     data = tmp_path / "data"
@@ -150,9 +151,12 @@ def test_endpoint_option_serves_the_sweep_from_that_url(tmp_path: Path) -> None:
         url,
         "--endpoint-model",
         "qwen3-4b",
+        "--no-preflight",
         data=data,
     )
-    assert done.returncode == 0, done.stderr
+    # A run that measured nothing says why and exits 1.
+    assert done.returncode == 1, done.stderr
+    assert "ended as infrastructure errors" in " ".join(done.stdout.split())
     rows = (
         sqlite3.connect(data / "farm.sqlite")
         .execute("select model_id, outcome, detail from trial")

@@ -1,0 +1,95 @@
+"""A tiny OpenAI-compatible server on a loopback port, for tests of what the farm does with
+endpoints: it lists chosen model ids, answers chat completions (or fails them), may demand a key,
+and remembers the Authorization headers it saw."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Behaviour:
+    models: list[str]
+    """Ids listed at GET /v1/models."""
+    chat_status: int = 200
+    """Status of every chat completion; anything but 200 answers with an error body."""
+    key: str | None = None
+    """When set, requests without `Authorization: Bearer <key>` get 401."""
+    answer: str = "I looked, but I cannot tell."
+    seen_auth: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FakeEndpoint:
+    url: str
+    """The base URL, …/v1."""
+    behaviour: Behaviour
+
+
+def _handler(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # the test output stays about the farm
+
+        def _send(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _authorised(self) -> bool:
+            auth = self.headers.get("Authorization", "")
+            behaviour.seen_auth.append(auth)
+            if behaviour.key is None or auth == f"Bearer {behaviour.key}":
+                return True
+            self._send(401, {"error": {"message": "invalid api key"}})
+            return False
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/") != "/v1/models":
+                self._send(404, {"error": {"message": "not found"}})
+            elif self._authorised():
+                self._send(200, {"object": "list", "data": [{"id": m} for m in behaviour.models]})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            if self.path != "/v1/chat/completions":
+                self._send(404, {"error": {"message": "not found"}})
+            elif not self._authorised():
+                return
+            elif behaviour.chat_status != 200:
+                self._send(behaviour.chat_status, {"error": {"message": "the model crashed"}})
+            else:
+                message = {"role": "assistant", "content": behaviour.answer}
+                self._send(
+                    200,
+                    {
+                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 12, "completion_tokens": 7},
+                    },
+                )
+
+    return Handler
+
+
+@contextmanager
+def fake_openai(behaviour: Behaviour) -> Iterator[FakeEndpoint]:
+    """Serve `behaviour` on a free loopback port for the duration of the block."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(behaviour))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield FakeEndpoint(f"http://127.0.0.1:{server.server_address[1]}/v1", behaviour)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
