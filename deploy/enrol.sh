@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Enrol this lab machine as a farm worker, as root:
-#   sudo bash deploy/enrol.sh --tags igpu --head 10.0.0.5 [--concurrency 2] [--pg-password …]
+#   sudo FARM_PG_PASSWORD=… bash deploy/enrol.sh --tags igpu --head 10.0.0.5 [--concurrency 2]
+# (--pg-password … works too, but shows the password to anyone running `ps` meanwhile.)
 # Installs the farm into /opt/mcp-farm, writes /etc/mcp-farm/worker.env and starts the
 # farm-worker systemd unit. Safe to run again (it updates the install and restarts).
 set -euo pipefail
@@ -25,6 +26,8 @@ cp -a "$src"/. /opt/mcp-farm/
 chown -R farm: /opt/mcp-farm
 su farm -s /bin/bash -c "cd /opt/mcp-farm && bash scripts/setup.sh"
 
+# Made unreadable to others before the database password is written into it.
+install -m 600 /dev/null /etc/mcp-farm/worker.env
 cat > /etc/mcp-farm/worker.env <<ENV
 FARM_DATABASE_URL=postgresql+psycopg://farm:${pg_password}@${head}:5432/farm
 FARM_BROKER_URL=redis://${head}:6379/0

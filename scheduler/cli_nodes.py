@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 from importlib.util import find_spec
 from typing import Annotated, Any
@@ -13,7 +14,7 @@ import typer
 from scheduler.cli_common import BrokerOption, DbOption, console, engine_from, settings_from
 from scheduler.nodes import list_nodes
 from scheduler.render_ops import nodes_table
-from schema import FarmError
+from schema import FarmError, Settings, mask_url
 
 
 def _start_worker() -> Any:
@@ -62,6 +63,45 @@ def workers(db: DbOption = None) -> None:
     console.print(nodes_table(nodes))
 
 
+def flower_command(
+    settings: Settings, *, port: int, address: str, env: Mapping[str, str]
+) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that start Flower on the farm's broker.
+
+    Secrets travel in the environment, never in argv, where `ps` shows them to every user of
+    the machine: Flower reads its options from `FLOWER_*` variables (FLOWER_BASIC_AUTH) and
+    Celery its broker from CELERY_BROKER_URL.
+    """
+    password = settings.flower_password
+    if not password:
+        raise FarmError("set FARM_FLOWER_PASSWORD (and optionally FARM_FLOWER_USER) first")
+    if "," in password or "," in settings.flower_user or ":" in settings.flower_user:
+        # Flower splits FLOWER_BASIC_AUTH on commas (several users) and user from password at
+        # the first colon.
+        raise FarmError(
+            "FARM_FLOWER_USER must not contain `,` or `:`, nor FARM_FLOWER_PASSWORD `,`: "
+            "choose others"
+        )
+    argv = [
+        sys.executable,
+        "-m",
+        "celery",
+        "flower",
+        f"--port={port}",
+        f"--address={address}",
+        "--purge_offline_workers=600",
+    ]
+    child = dict(env) | {
+        "FLOWER_BASIC_AUTH": f"{settings.flower_user}:{password}",
+        "CELERY_BROKER_URL": settings.broker_url,
+    }
+    # Flower needs no second copy of the password; and Celery's CLI would take a stray
+    # BROKER_URL over the farm's broker.
+    child.pop("FARM_FLOWER_PASSWORD", None)
+    child.pop("BROKER_URL", None)
+    return argv, child
+
+
 def flower(
     port: Annotated[int, typer.Option(help="HTTP port")] = 5555,
     address: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
@@ -71,21 +111,12 @@ def flower(
     settings = settings_from(broker=broker)
     if find_spec("flower") is None:
         raise FarmError("Flower is not installed: `pip install -e '.[head]'` on the head node")
-    if not settings.flower_password:
-        raise FarmError("set FARM_FLOWER_PASSWORD (and optionally FARM_FLOWER_USER) first")
-    argv = [
-        sys.executable,
-        "-m",
-        "celery",
-        f"--broker={settings.broker_url}",
-        "flower",
-        f"--port={port}",
-        f"--address={address}",
-        f"--basic-auth={settings.flower_user}:{settings.flower_password}",
-        "--purge_offline_workers=600",
-    ]
-    console.print(f"Flower on http://{address}:{port} (user {settings.flower_user})")
-    os.execv(sys.executable, argv)
+    argv, env = flower_command(settings, port=port, address=address, env=os.environ)
+    console.print(
+        f"Flower on http://{address}:{port} (user {settings.flower_user}), "
+        f"broker {mask_url(settings.broker_url)}"
+    )
+    os.execve(sys.executable, argv, env)
 
 
 def register(app: typer.Typer) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import redis
 from celery import Celery
 
-from schema import FarmError, TrialSpec
+from schema import FarmError, TrialSpec, mask_url
 
 TASK = "farm.run_trial"
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
@@ -74,8 +74,9 @@ def publish_trials(app: Celery, trials: Iterable[tuple[TrialSpec, str]]) -> int:
         pipe.execute()
     except redis.RedisError as exc:
         raise FarmError(
-            f"the broker at {app.conf.broker_url} refused the trials ({exc}); {sent} were "
-            "queued. Start Redis (or set FARM_BROKER_URL), then `farm sweep resume` the sweep"
+            f"the broker at {mask_url(app.conf.broker_url)} refused the trials ({exc}); "
+            f"{sent} were queued. Start Redis (or set FARM_BROKER_URL), then `farm sweep resume` "
+            "the sweep"
         ) from None
     finally:
         client.close()

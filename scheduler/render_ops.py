@@ -8,6 +8,7 @@ from rich.text import Text
 
 from scheduler.nodes import NodeView
 from scheduler.progress import STATES, SweepProgress
+from schema import mask_url
 
 
 def _duration(seconds: float | None) -> str:
@@ -57,6 +58,7 @@ def nodes_table(nodes: list[NodeView]) -> Table:
             f"{_duration(n.heartbeat_age_s)} ago",
             str(n.concurrency),
             str(n.trials_done),
-            ", ".join(n.models) or "–",
+            # Workers list the endpoints they reach; one given with credentials shows masked.
+            mask_url(", ".join(n.models)) or "–",
         )
     return table
