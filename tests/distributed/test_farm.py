@@ -218,7 +218,14 @@ def test_an_endpoint_that_stays_down_is_retried_then_recorded_as_infra_error(
         "scenarios": {"ids": [BUDGET.id]},
         "repetitions": 1,
     }
-    sweep_id = farm.submit(farm.sweep_file(tmp_path, sweep))
+    path = farm.sweep_file(tmp_path, sweep)
+    # The endpoint check stops such a sweep at submission; past it, the workers' retries are
+    # what this test is about.
+    refused = farm.cli("sweep", "submit", str(path), check=False)
+    assert refused.returncode == 2 and "nothing answers at" in refused.stderr
+    assert farm.rows("select count(*) from trial")[0][0] == 0
+    submitted = farm.cli("sweep", "submit", str(path), "--no-preflight").stdout
+    sweep_id = submitted.split(":", 1)[0].strip()
     farm.worker("cpu", "farm-cpu@test", FARM_INFRA_RETRIES="2")
     wait_until(lambda: counts(farm, sweep_id) == {"done": 2}, 90, "both trials")
     rows = dict(
