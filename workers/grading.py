@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+from referencing.exceptions import Unresolvable  # jsonschema's own dependency (>= 4.18)
 
 from schema import ExpectedCall, Outcome, Scenario, StopReason, ToolCallRecord
-from workers.matchers import check
+from workers.errors import InfraError
+from workers.matchers import answer_pattern, check
+from workers.safejson import arguments_key, shorten, wire_problem
 
 
 @dataclass(frozen=True)
@@ -20,17 +21,26 @@ class Verdict:
 
 
 def _schema_problem(call: ToolCallRecord, schema: dict[str, Any] | None) -> str | None:
-    """Extra arguments or wrong types, judged against the tool's own input schema."""
+    """Extra arguments or wrong types, judged against the tool's own input schema.
+
+    The schema is the server's: one that cannot be applied is an InfraError, not the model's.
+    """
     if not schema:
         return None
-    allowed = set(schema.get("properties", {}))
-    extra = sorted(set(call.arguments) - allowed)
+    properties = schema.get("properties", {})
+    allowed = set(properties) if isinstance(properties, dict) else set()
+    extra = sorted(str(name) for name in set(call.arguments) - allowed)
     if extra:
         return f"unexpected argument(s) {', '.join(extra)} for {call.tool}"
+    problem = wire_problem(call.arguments)
+    if problem:
+        return f"{call.tool}: arguments are not plain JSON: {problem}"
     try:
         jsonschema.validate(call.arguments, schema)
     except jsonschema.ValidationError as exc:
         return f"{call.tool}: {exc.message}"
+    except (jsonschema.SchemaError, Unresolvable, RecursionError) as exc:
+        raise InfraError(f"the input schema of {call.tool} cannot be applied: {exc}") from None
     return None
 
 
@@ -98,7 +108,7 @@ def _match_steps(
 def _loop(scenario: Scenario, calls: list[ToolCallRecord]) -> str | None:
     counts: dict[str, int] = {}
     for c in calls:
-        key = c.tool + json.dumps(c.arguments, sort_keys=True)
+        key = arguments_key(c.tool, c.arguments)
         counts[key] = counts.get(key, 0) + 1
         if counts[key] > scenario.max_repeats:
             return f"{c.tool} called {counts[key]} times with the same arguments"
@@ -115,7 +125,7 @@ def _grade_open(
     """Open tool use: any offered tool, with well-formed arguments, no loop, then an answer."""
     for c in calls:
         if c.server is None:
-            return Verdict("wrong_tool", f"called {c.tool!r}, which no server offers")
+            return Verdict("wrong_tool", f"called {shorten(c.tool)}, which no server offers")
     for c in calls:
         problem = _schema_problem(c, schemas.get(c.tool))
         if problem:
@@ -135,7 +145,7 @@ def _loop_or_answer(
         return Verdict("tool_loop", loop or "repeated identical calls")
     if stop_reason != "answer" or final_answer is None:
         return Verdict("output_mismatch", f"no final answer within {scenario.max_turns} turns")
-    if scenario.final_answer and not re.search(scenario.final_answer, final_answer, re.IGNORECASE):
+    if scenario.final_answer and not answer_pattern(scenario.final_answer).search(final_answer):
         return Verdict("output_mismatch", f"the answer does not mention /{scenario.final_answer}/")
     return Verdict("pass", "")
 
@@ -164,7 +174,7 @@ def grade(
     allowed = set(scenario.expected_tools) | set(scenario.allowed_extra)
     for c in calls:
         if c.server is None:
-            return Verdict("wrong_tool", f"called {c.tool!r}, which no server offers")
+            return Verdict("wrong_tool", f"called {shorten(c.tool)}, which no server offers")
         if c.tool not in allowed:
             return Verdict(
                 "wrong_tool", f"called {c.tool}; expected {', '.join(scenario.expected_tools)}"

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from schema import JudgeScore, ModelTarget, Rubric, TokenCounts
 from workers.adapters import make_client
 from workers.errors import AdapterError
+from workers.safejson import UnreadableJson, loads
 from workers.toolspec import JsonReply, Sampling
 
 RATIONALE_CHARS = 120
@@ -96,8 +97,8 @@ def read_verdict(text: str, rubric: Rubric, run: int) -> list[JudgeScore]:
     """Scores from the judge's reply; a criterion that is missing, off-scale or unreadable gets
     no score (and the reason says so)."""
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        data = loads(text)
+    except UnreadableJson:
         data = None
     found = data if isinstance(data, dict) else {}
     scores = []

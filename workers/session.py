@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from schema import Message, PromptConfig, Scenario, StopReason, TokenCounts, ToolCallRecord
 from workers.adapters.base import ModelClient
 from workers.mcp_conn import Connected, result_text
 from workers.render import opening_messages
+from workers.safejson import arguments_key, shorten, wire_problem
 from workers.toolspec import ParsedCall
 
 RESULT_KEEP_CHARS = 4000
@@ -33,7 +34,12 @@ class SessionState:
 
 
 def _call_key(call: ParsedCall) -> str:
-    return call.name + json.dumps(call.arguments, sort_keys=True)
+    return arguments_key(call.name, call.arguments)
+
+
+def _recordable(arguments: dict[Any, Any]) -> dict[str, Any]:
+    """The arguments with string keys, as a ToolCallRecord holds them."""
+    return {k if isinstance(k, str) else shorten(k): v for k, v in arguments.items()}
 
 
 async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallRecord:
@@ -44,9 +50,21 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
             index=index,
             server=None,
             tool=call.name,
-            arguments=call.arguments,
+            arguments=_recordable(call.arguments),
             ok=False,
-            error=f"unknown tool {call.name!r}",
+            error=f"unknown tool {shorten(call.name)}",
+        )
+    problem = wire_problem(call.arguments)
+    if problem:
+        # The decoders let no such call through; an adapter from elsewhere might. The server
+        # never sees it, and the call is graded like any call that failed.
+        return ToolCallRecord(
+            index=index,
+            server=spec.server,
+            tool=spec.tool,
+            arguments=_recordable(call.arguments),
+            ok=False,
+            error=f"arguments not sent: {problem}",
         )
     if not spec.read_only:
         conn.touched.add(spec.server)
@@ -62,7 +80,8 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
         ok=not result.is_error,
         error=text[:500] if result.is_error else None,
         result_text=text[:RESULT_KEEP_CHARS],
-        result_digest=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        # surrogatepass: a server's text may hold a lone surrogate, which plain UTF-8 refuses.
+        result_digest=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
         latency_s=latency,
     )
 

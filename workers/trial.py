@@ -13,6 +13,7 @@ import anyio
 from scenarios import find_scenario, servers_for
 from schema import (
     AnswerScore,
+    FarmError,
     JudgeSettings,
     Scenario,
     ServerDef,
@@ -23,7 +24,7 @@ from schema import (
 )
 from workers.adapters import ModelClient, make_client
 from workers.errors import InfraError
-from workers.grading import grade
+from workers.grading import Verdict, grade
 from workers.judge import Judge, make_judge
 from workers.mcp_conn import connect
 from workers.pool import ServerPool
@@ -111,14 +112,19 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
             raise
     latency_s = time.perf_counter() - started
     stop: StopReason = state.stop_reason or "turn_limit"
-    verdict = grade(
-        scenario,
-        state.calls,
-        state.final_answer,
-        stop,
-        schemas,
-        problem or state.format_error or "",
-    )
+    try:
+        verdict = grade(
+            scenario,
+            state.calls,
+            state.final_answer,
+            stop,
+            schemas,
+            problem or state.format_error or "",
+        )
+    except FarmError as exc:
+        # A pattern or schema that cannot be applied (the scenario's or a server's), not the
+        # model's doing: the trial is recorded as an infrastructure error naming it.
+        stop, verdict = "infra_error", Verdict("infra_error", f"cannot grade: {exc}")
     result = TrialResult(
         trial_id=spec.trial_id,
         sweep_id=spec.sweep_id,

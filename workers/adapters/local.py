@@ -21,8 +21,15 @@ import anyio
 
 from schema import Message, ModelTarget, PromptConfig, TokenCounts
 from workers.errors import AdapterError
-from workers.render import chat_messages, decode_text_reply, reply_schema
-from workers.toolspec import JsonReply, ModelReply, ParsedCall, Sampling, ToolSpec
+from workers.render import (
+    chat_messages,
+    checked_call,
+    decode_arguments,
+    decode_text_reply,
+    reply_schema,
+)
+from workers.safejson import UnreadableJson, describe, loads
+from workers.toolspec import JsonReply, ModelReply, Sampling, ToolSpec
 
 
 @dataclass(frozen=True)
@@ -252,24 +259,26 @@ class LocalClient:
 
     @staticmethod
     def _decode_native(text: str, turn: int) -> ModelReply:
+        """A grammar-constrained reply: `{"tool_call": {name, arguments}}` or `{"response": …}`.
+
+        The grammar makes other shapes unlikely, not impossible (it can run out of tokens
+        mid-object), so every other text is a format error; never raises.
+        """
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            # The grammar ran out of tokens mid-object: the model produced no usable call.
-            return ModelReply(text=text, format_error=f"unparseable JSON: {exc.msg}")
+            obj = loads(text)
+        except UnreadableJson as exc:
+            return ModelReply(text=text, format_error=str(exc))
         if isinstance(obj, dict) and isinstance(obj.get("tool_call"), dict):
             call = obj["tool_call"]
-            args = call.get("arguments")
-            return ModelReply(
-                text="",
-                calls=[
-                    ParsedCall(
-                        f"call_{turn}_0",
-                        str(call.get("name", "")),
-                        args if isinstance(args, dict) else {},
-                    )
-                ],
+            name = call.get("name")
+            shown = name if isinstance(name, str) else ""
+            parsed = checked_call(
+                f"call_{turn}_0", name, decode_arguments(call.get("arguments"), shown)
             )
+            if isinstance(parsed, str):
+                return ModelReply(text=text, format_error=parsed)
+            return ModelReply(text="", calls=[parsed])
         if isinstance(obj, dict) and "response" in obj:
-            return ModelReply(text=str(obj["response"]))
+            response = obj["response"]
+            return ModelReply(text=response if isinstance(response, str) else describe(response))
         return ModelReply(text=text, format_error="neither a tool call nor a response")

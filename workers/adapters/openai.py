@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -11,11 +12,13 @@ from schema import Message, ModelTarget, PromptConfig, TokenCounts
 from workers.errors import InfraError
 from workers.render import (
     chat_messages,
-    decode_arguments,
+    content_text,
     decode_text_reply,
+    native_call,
     openai_tools,
     reply_schema,
 )
+from workers.safejson import UnreadableJson, describe, loads
 from workers.toolspec import JsonReply, ModelReply, ParsedCall, Sampling, ToolSpec
 
 
@@ -60,11 +63,13 @@ class OpenAIClient:
             raise InfraError(
                 f"endpoint {self.url} answered {response.status_code}: {response.text[:300]}"
             )
-        data: dict[str, Any] = response.json()
-        usage = data.get("usage") or {}
+        # JSON is UTF-8 (RFC 8259); bytes that are not become U+FFFD rather than an exception.
+        data = completion(response.content.decode("utf-8", errors="replace"), self.url)
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         tokens = TokenCounts(
-            prompt=int(usage.get("prompt_tokens") or 0),
-            completion=int(usage.get("completion_tokens") or 0),
+            prompt=_count(usage.get("prompt_tokens")),
+            completion=_count(usage.get("completion_tokens")),
         )
         return data, tokens
 
@@ -84,31 +89,95 @@ class OpenAIClient:
             },
         }
         data, tokens = await self._post(body)
-        return JsonReply(text=data["choices"][0]["message"].get("content") or "", tokens=tokens)
+        return JsonReply(text=_verdict_text(first_message(data)), tokens=tokens)
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
     ) -> ModelReply:
         data, tokens = await self._post(self._body(messages, tools, prompt, seed))
-        message = data["choices"][0]["message"]
+        message = first_message(data)
         reply = self._decode(message, prompt, len([m for m in messages if m.role == "assistant"]))
         reply.tokens = tokens
         return reply
 
     @staticmethod
-    def _decode(message: dict[str, Any], prompt: PromptConfig, turn: int) -> ModelReply:
-        text = message.get("content") or ""
+    def _decode(message: Any, prompt: PromptConfig, turn: int) -> ModelReply:
+        """The model's turn from a completion's message: never raises. Anything that is not a
+        usable answer or call is a format error whose text is the message as it came."""
+        if not isinstance(message, dict):
+            return ModelReply(text=describe(message), format_error="the message is not an object")
+        text = content_text(message.get("content"))
+        if text is None:
+            kind = type(message.get("content")).__name__
+            return ModelReply(
+                text=describe(message), format_error=f"the content is a {kind}, not text"
+            )
         if prompt.mode != "native":
             return decode_text_reply(text, turn)
+        raw_calls = message.get("tool_calls")
+        if raw_calls is None or raw_calls == []:
+            return ModelReply(text=text)
+        if not isinstance(raw_calls, list):
+            kind = type(raw_calls).__name__
+            return ModelReply(
+                text=describe(message), format_error=f"`tool_calls` is a {kind}, not a list"
+            )
         calls: list[ParsedCall] = []
-        for i, raw in enumerate(message.get("tool_calls") or []):
-            fn = raw.get("function") or {}
-            name = fn.get("name") or ""
-            args = decode_arguments(fn.get("arguments"), name)
-            if isinstance(args, str) or not name:
-                return ModelReply(
-                    text=text,
-                    format_error=args if isinstance(args, str) else "a tool call without a name",
-                )
-            calls.append(ParsedCall(raw.get("id") or f"call_{turn}_{i}", name, args))
+        for i, raw in enumerate(raw_calls):
+            call = native_call(raw, f"call_{turn}_{i}")
+            if isinstance(call, str):
+                return ModelReply(text=describe(message), format_error=call)
+            calls.append(call)
         return ModelReply(text=text, calls=calls)
+
+
+MAX_BODY_DEPTH = 128
+"""Nesting allowed in a completion's body: the envelope is a few levels, and extensions such as
+log-probabilities add a few more; the model's own JSON travels inside strings."""
+
+
+def completion(body: str, url: str) -> dict[str, Any]:
+    """A 200 response's body as a chat completion whose first choice has a message object.
+
+    A body that is not that (an HTML error page, a proxy's banner, an error object, a truncated
+    stream) is the endpoint's failure, not the model's: InfraError. What the message holds is
+    the model's, and is classified by `_decode`.
+    """
+    try:
+        # Lenient: a server may write NaN in its own statistics; the model's text is in strings.
+        data = loads(body, MAX_BODY_DEPTH, lenient=True)
+    except UnreadableJson as exc:
+        raise InfraError(
+            f"endpoint {url} answered 200 with no completion ({exc}): {body[:200]!r}"
+        ) from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices:
+        raise InfraError(f"endpoint {url} answered 200 without choices: {body[:300]!r}")
+    first = choices[0]
+    if not isinstance(first, dict) or "message" not in first:
+        raise InfraError(f"endpoint {url} answered a choice without a message: {body[:300]!r}")
+    assert isinstance(data, dict)
+    return data
+
+
+def first_message(data: dict[str, Any]) -> Any:
+    """The first choice's message of a body `completion` accepted (of any type)."""
+    return data["choices"][0]["message"]
+
+
+def _verdict_text(message: Any) -> str:
+    """A judge's reply as text; an odd shape becomes text the verdict reader finds unreadable,
+    so a judge's junk is counted as an unreadable run, like any unreadable reply."""
+    if not isinstance(message, dict):
+        return describe(message)
+    text = content_text(message.get("content"))
+    return text if text is not None else describe(message.get("content"))
+
+
+def _count(value: Any) -> int:
+    """A token count as reported; anything but a whole non-negative number counts as none."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return 0
+    return max(int(value), 0)

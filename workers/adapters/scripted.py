@@ -12,8 +12,9 @@ from typing import Any
 
 from schema import Message, ModelTarget, PromptConfig, TokenCounts
 from workers.errors import AdapterError
-from workers.render import decode_text_reply
-from workers.toolspec import ModelReply, ParsedCall, ToolSpec
+from workers.render import checked_call, decode_arguments, decode_text_reply
+from workers.safejson import describe
+from workers.toolspec import ModelReply, ToolSpec
 
 
 class ScriptedClient:
@@ -29,27 +30,56 @@ class ScriptedClient:
         turn = sum(1 for m in messages if m.role == "assistant") - len(prompt.few_shot)
         if turn >= len(self.script):
             return ModelReply(text="", tokens=TokenCounts())
-        item = self.script[turn]
-        tokens = TokenCounts(prompt=sum(len(m.content.split()) for m in messages), completion=8)
-        if not {"call", "answer", "text"} & set(item):
-            raise AdapterError(f"scripted reply {turn} has none of call/answer/text: {item}")
-        if prompt.mode != "native":
-            # Text modes: say it as the model would, and let the real decoder read it.
-            reply = decode_text_reply(_as_text(item), turn)
-        elif "text" in item or "answer" in item:
-            reply = ModelReply(text=str(item.get("text", item.get("answer"))))
-        else:
-            call = item["call"]
-            reply = ModelReply(
-                calls=[ParsedCall(f"call_{turn}_0", call["name"], call["arguments"])]
-            )
-        reply.tokens = tokens
+        reply = scripted_reply(self.script[turn], turn, prompt.mode)
+        reply.tokens = TokenCounts(
+            prompt=sum(len(m.content.split()) for m in messages), completion=8
+        )
         return reply
 
 
-def _as_text(item: dict[str, Any]) -> str:
+def scripted_reply(item: dict[str, Any], turn: int, mode: str) -> ModelReply:
+    """One script item as the model's turn, decoded like a real model's; never raises.
+
+    A script is test input written by hand, so a malformed item is graded like a model's
+    malformed reply (a format error naming the problem), not raised.
+    """
+    if not {"call", "answer", "text"} & set(item):
+        return ModelReply(
+            text=describe(item), format_error=f"scripted reply {turn} has none of call/answer/text"
+        )
+    if mode != "native":
+        # Text modes: say it as the model would, and let the real decoder read it.
+        text = _as_text(item)
+        if text is None:
+            return ModelReply(
+                text=describe(item), format_error=f"scripted reply {turn} cannot be written as JSON"
+            )
+        return decode_text_reply(text, turn)
+    if "text" in item or "answer" in item:
+        said = item.get("text", item.get("answer"))
+        return ModelReply(text=said if isinstance(said, str) else describe(said))
+    call = item["call"]
+    if not isinstance(call, dict):
+        return ModelReply(text=describe(item), format_error="a tool call that is not an object")
+    name = call.get("name")
+    arguments = decode_arguments(call.get("arguments"), name if isinstance(name, str) else "")
+    parsed = checked_call(f"call_{turn}_0", name, arguments)
+    if isinstance(parsed, str):
+        return ModelReply(text=describe(item), format_error=parsed)
+    return ModelReply(calls=[parsed])
+
+
+def _as_text(item: dict[str, Any]) -> str | None:
+    """The item as a text-mode model would write it; None when it has no JSON form."""
     if "text" in item:
-        return str(item["text"])
-    if "answer" in item:
-        return json.dumps({"answer": item["answer"]})
-    return json.dumps({"tool": item["call"]["name"], "arguments": item["call"]["arguments"]})
+        said = item["text"]
+        return said if isinstance(said, str) else describe(said)
+    try:
+        if "answer" in item:
+            return json.dumps({"answer": item["answer"]})
+        call = item["call"]
+        if not isinstance(call, dict):
+            return json.dumps(call)
+        return json.dumps({"tool": call.get("name"), "arguments": call.get("arguments", {})})
+    except (TypeError, ValueError, RecursionError):
+        return None
