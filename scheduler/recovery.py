@@ -137,7 +137,11 @@ def requeue_lapsed(*, engine: Engine, app: Celery, lapsed: list[Lapsed]) -> int:
         return 0
     client = redis.Redis.from_url(app.conf.broker_url)
     try:
-        held = broker_holdings(client, sorted({t.queue for t in lapsed}))
+        # Only the unacknowledged hash is read (small: one entry per trial in flight). A
+        # lapsed trial is rarely also waiting in a queue, and scanning every queue would stall
+        # Redis for about a second per 40,000 messages; a second message is harmless anyway,
+        # since a claim never runs a trial twice.
+        held = broker_holdings(client, [])
         fresh: list[tuple[TrialSpec, str]] = []
         released = 0
         for trial in lapsed:
@@ -145,7 +149,7 @@ def requeue_lapsed(*, engine: Engine, app: Celery, lapsed: list[Lapsed]) -> int:
                 continue  # its holder came back and finished, or someone took it already
             released += 1
             tags = held.unacked.get(trial.trial_id, [])
-            if any(restore(client, tag) for tag in tags) or trial.trial_id in held.queued:
+            if any(restore(client, tag) for tag in tags):
                 continue
             fresh.append((TrialSpec.model_validate_json(trial.payload_json), trial.queue))
         publish_trials(app, fresh)

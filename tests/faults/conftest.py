@@ -127,7 +127,8 @@ def own_postgres() -> Iterator[OwnPostgres]:
 
 @pytest.fixture
 def fault_farm(tmp_path: Path, own_redis: OwnRedis, own_postgres: OwnPostgres) -> Iterator[Farm]:
-    """A farm on the throwaway servers, with a one-second heartbeat (leases lapse in 3 s)."""
+    """A farm on the throwaway servers, with a one-second heartbeat (leases lapse in 3 s);
+    FARM_FAULT_HEARTBEAT_S=10 runs the same tests with the default heartbeat."""
     engine: Engine = make_engine(own_postgres.url)
     with engine.connect() as conn:
         conn.execute(text("select 1"))
@@ -138,7 +139,7 @@ def fault_farm(tmp_path: Path, own_redis: OwnRedis, own_postgres: OwnPostgres) -
         "FARM_DATABASE_URL": own_postgres.url,
         "FARM_BROKER_URL": own_redis.url,
         "FARM_DATA_DIR": str(tmp_path / "data"),
-        "FARM_HEARTBEAT_S": "1",
+        "FARM_HEARTBEAT_S": os.environ.get("FARM_FAULT_HEARTBEAT_S", "1"),
         "FARM_RETRY_BACKOFF_S": "0.2",
         "FARM_SERVER_START_TIMEOUT_S": "30",
         "COLUMNS": "160",

@@ -63,6 +63,10 @@ def running_on(farm: Farm, sweep_id: str, node: str) -> set[str]:
     return {r[0] for r in rows}
 
 
+def taken_by(farm: Farm, node: str) -> set[str]:
+    return {r[0] for r in farm.rows("select trial_id from trial where node = :n", n=node)}
+
+
 def test_workers_killed_mid_trial_are_requeued_promptly_and_each_trial_recorded_once(
     fault_farm: Farm, tmp_path: Path
 ) -> None:
@@ -78,8 +82,9 @@ def test_workers_killed_mid_trial_are_requeued_promptly_and_each_trial_recorded_
     orphans = running_on(farm, sweep_id, "farm-a@test")
     assert orphans
     killed_at = time.monotonic()
+    wait_until(lambda: not orphans & taken_by(farm, "farm-a@test"), 120, "the orphans requeued")
+    print(f"\nthe dead worker's trials were taken over {time.monotonic() - killed_at:.1f} s after")
     wait_until(lambda: counts(farm, sweep_id) == {"done": 12}, 120, "every trial recorded")
-    print(f"recovered in {time.monotonic() - killed_at:.1f} s after the kill")
 
     rows = trial_rows(farm, sweep_id)
     assert len(rows) == 12
@@ -113,6 +118,30 @@ def test_postgres_down_past_the_retry_window_loses_no_trial(
     assert len(rows) == 8
     assert {outcome for outcome, _ in rows.values()} == {"pass"}
     assert tool_calls(farm, sweep_id) == 8
+
+
+def test_a_database_outage_inside_the_retry_window_costs_only_the_wait(
+    fault_farm: Farm, own_postgres: OwnPostgres, tmp_path: Path
+) -> None:
+    farm = fault_farm
+    sweep_id = farm.submit(farm.sweep_file(tmp_path, slow_sweep(tmp_path, "pg-blip", 4)))
+    farm.worker("cpu", "farm-cpu@test", "--concurrency", "2")
+    wait_until(lambda: counts(farm, sweep_id).get("running"), 60, "a trial to start")
+
+    own_postgres.stop()
+    log = farm.logs / "farm-cpu@test.log"
+    wait_until(
+        lambda: "trying again" in log.read_text(errors="replace"),
+        60,
+        "a trial to wait for the database",
+    )
+    own_postgres.start()
+
+    wait_until(lambda: counts(farm, sweep_id) == {"done": 4}, 120, "every trial recorded")
+    rows = trial_rows(farm, sweep_id)
+    assert {outcome for outcome, _ in rows.values()} == {"pass"}
+    assert {attempts for _, attempts in rows.values()} == {1}  # nothing ran twice
+    assert tool_calls(farm, sweep_id) == 4
 
 
 def test_redis_restarted_empty_is_recovered_by_resume_without_running_anything_twice(
