@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import and_, delete, insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -28,8 +30,47 @@ from schema import (
 )
 from workers.answer import counts
 
+REPLACEMENT = "\ufffd"
+"""What stands in, in stored text, for a character no database here can hold alike."""
+
+# U+0000, and any surrogate code point (a Python str holds them only unpaired, or as a pair
+# that UTF-8 still refuses).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def storable(value: Any) -> Any:
+    """`value` with every string made storable: the store's one text rule (README, Decisions).
+
+    PostgreSQL's text type refuses U+0000 and its UTF-8 encoding refuses lone surrogates;
+    SQLite takes both. Each becomes U+FFFD, in dict keys and nested values too, on every
+    database alike, so a result reads back the same from either and every later reader
+    (reports, rescoring) gets text that encodes. Other values pass unchanged.
+    """
+    if isinstance(value, str):
+        return _UNSTORABLE.sub(REPLACEMENT, value)
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(v) for v in value]
+    return value
+
+
+def storable_model(model: M) -> M:
+    """A copy of a result model with the text rule applied to all its strings, so no field
+    (present or added later) reaches a column unchecked."""
+    return type(model).model_validate(storable(model.model_dump()))
+
+
+def _dumps(value: Any) -> str:
+    # default=str: an argument value no JSON type fits (an adapter's set, say) is written as
+    # its text rather than failing the save.
+    return json.dumps(value, default=str)
+
 
 def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
+    """The trial row of `result` (give it a `storable_model` result)."""
     return {
         "trial_id": result.trial_id,
         "sweep_id": result.sweep_id,
@@ -53,7 +94,7 @@ def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
         "tokens_completion": result.tokens.completion,
         "turns": result.turns,
         "final_answer": result.final_answer,
-        "transcript_json": json.dumps([m.model_dump(mode="json") for m in result.transcript]),
+        "transcript_json": _dumps([m.model_dump(mode="json") for m in result.transcript]),
         "provenance_json": result.provenance.model_dump_json(),
         "host": result.provenance.host,
         "worker_tag": result.provenance.worker_tag,
@@ -84,6 +125,7 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
     aggregate. After the commit at least one of them sees none left (both may: the aggregate
     is idempotent).
     """
+    result = storable_model(result)
     values = trial_values(spec, result)
     calls = [
         {
@@ -91,7 +133,7 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
             "idx": c.index,
             "server": c.server,
             "tool": c.tool,
-            "arguments_json": json.dumps(c.arguments),
+            "arguments_json": _dumps(c.arguments),
             "ok": c.ok,
             "error": c.error,
             "result_digest": c.result_digest,
@@ -205,8 +247,28 @@ def mark_retrying(*, engine: Engine, trial_id: str, detail: str) -> None:
         conn.execute(
             update(TrialRow)
             .where(col(TrialRow.trial_id) == trial_id, col(TrialRow.status) == "running")
-            .values(status="pending", detail=detail)
+            .values(status="pending", detail=storable(detail))
         )
+
+
+def fail_trial(*, engine: Engine, spec: TrialSpec, detail: str) -> bool:
+    """Record a claimed trial that could not be run at all (its scenario no longer loads, the
+    worker broke) as an infra_error, so it never stays `running`; return whether the sweep
+    has trials left to run. Like any infra_error it is run again by a resume or a re-run."""
+    with _guarded(engine, f"record trial {spec.trial_id[:12]} as failed") as conn:
+        conn.execute(
+            update(TrialRow)
+            .where(col(TrialRow.trial_id) == spec.trial_id, col(TrialRow.status) == "running")
+            .values(
+                status="done",
+                outcome="infra_error",
+                stop_reason="infra_error",
+                detail=storable(detail),
+                finished_at=datetime.now(UTC),
+            )
+        )
+    with _guarded(engine, f"count what is left of sweep {spec.sweep_id[:12]}") as conn:
+        return _any_left(conn, spec.sweep_id)
 
 
 def write_answer(
@@ -214,6 +276,7 @@ def write_answer(
 ) -> None:
     """Replace one trial's answer score and judgements under one scoring id (other scoring
     passes' rows are never touched)."""
+    score = storable_model(score)
     row = score.model_dump(
         exclude={"version", "citations", "estimated", "judge_pins", "judgements", "rubric_id"}
     )
@@ -226,8 +289,8 @@ def write_answer(
         "grounded": found["grounded"],
         "unresolved": found["unresolved"],
         "hallucinated": found["hallucinated"],
-        "estimated_json": json.dumps(score.estimated),
-        "citations_json": json.dumps([c.model_dump(mode="json") for c in score.citations]),
+        "estimated_json": _dumps(score.estimated),
+        "citations_json": _dumps([c.model_dump(mode="json") for c in score.citations]),
         "created_at": datetime.now(UTC),
     }
     mine = (
@@ -248,7 +311,7 @@ def write_answer(
             "scoring_id": score.scoring_id,
             "sweep_id": score.sweep_id,
             "judge_model": score.judge_model,
-            "judge_pins_json": json.dumps(score.judge_pins),
+            "judge_pins_json": _dumps(score.judge_pins),
             "rubric_hash": score.rubric_hash,
             **j.model_dump(),
         }

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
 
-from schema import Settings, StoreError, TrialSpec, make_engine
+from schema import Settings, StoreError, TrialResult, TrialSpec, make_engine
 from workers.lease import leases_for
 from workers.runtime import get_runtime
-from workers.store import claim_trial, mark_retrying, save_trial
+from workers.store import claim_trial, fail_trial, mark_retrying, save_trial
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,20 @@ def patiently(step: Callable[[], T], *, budget_s: float, what: str) -> T:
             logger.warning("%s: %s; trying again in %.1f s", what, exc, min(wait, left))
             time.sleep(min(wait, left))
             wait = min(wait * 2, LONGEST_WAIT_S)
+
+
+def _run(spec: TrialSpec, settings: Settings) -> TrialResult | str:
+    """The trial's result, or why it could not be run at all.
+
+    Running classifies everything a trial meets (model, servers, grading); what escapes is a
+    trial that cannot start, such as a scenario edited since the sweep was planned. That must
+    end the trial recorded, never leave it `running` behind a traceback.
+    """
+    try:
+        return get_runtime(settings).run(spec, settings)
+    except Exception as exc:  # a boundary: logged, then recorded as the trial's infra_error
+        logger.exception("trial %s could not be run", spec.trial_id[:12])
+        return f"could not run: {type(exc).__name__}: {exc}"
 
 
 def run_trial(
@@ -89,15 +103,23 @@ def run_trial(
     if claim != "claimed":
         return summary | {"skipped": "already recorded" if claim == "recorded" else claim}
     with leases_for(engine, settings.heartbeat_s).hold(spec.trial_id):
-        result = get_runtime(settings).run(spec, settings)
-        if result.outcome == "infra_error" and not record_infra:
-            detail = f"retrying: {result.detail}"
+        result = _run(spec, settings)
+        problem = result if isinstance(result, str) else result.detail
+        if (isinstance(result, str) or result.outcome == "infra_error") and not record_infra:
+            detail = f"retrying: {problem}"
             patiently(
                 lambda: mark_retrying(engine=engine, trial_id=spec.trial_id, detail=detail),
                 budget_s=settings.store_retry_s,
                 what=f"trial {spec.trial_id[:12]}",
             )
-            return summary | {"retry": result.detail}
+            return summary | {"retry": problem}
+        if isinstance(result, str):
+            left = patiently(
+                lambda: fail_trial(engine=engine, spec=spec, detail=problem),
+                budget_s=settings.store_retry_s,
+                what=f"trial {spec.trial_id[:12]} could not run ({problem}) and",
+            )
+            return summary | {"outcome": "infra_error", "last": not left}
         left = patiently(
             lambda: save_trial(engine=engine, spec=spec, result=result),
             budget_s=settings.store_retry_s,
