@@ -50,6 +50,10 @@ TRIAL_COLUMNS = [
 CALL_COLUMNS = [
     "trial_id",
     "idx",
+    "sweep_id",
+    "model_id",
+    "prompt_id",
+    "toolset",
     "server",
     "tool",
     "arguments_json",
@@ -130,6 +134,10 @@ def trials(
                     {
                         "trial_id": trial_id,
                         "idx": i,
+                        "sweep_id": sweep_id,
+                        "model_id": model,
+                        "prompt_id": prompt,
+                        "toolset": "",
                         "server": "synthetic",
                         "tool": tool,
                         "arguments_json": "{}",

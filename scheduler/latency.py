@@ -51,19 +51,18 @@ select model_id, {CONFIG} as prompt_id, tier, scenario_id, variant > 0 as para, 
 from trial where {GRADED}
 """
 
+# Tool calls carry their trial's sweep, model and configuration: no join to the trials.
 PG_CALLS = f"""
-select t.model_id, {config_prompt("t")} as prompt_id, c.tool, count(*) as calls,
-       sum(case when c.ok then 1 else 0 end) as ok, array_agg(c.latency_s) as latency
-from tool_call c join trial t on t.trial_id = c.trial_id
-where t.sweep_id = :sweep
-group by t.model_id, {config_prompt("t")}, c.tool
+select model_id, {CONFIG} as prompt_id, tool, count(*) as calls,
+       sum(case when ok then 1 else 0 end) as ok, array_agg(latency_s) as latency
+from tool_call where sweep_id = :sweep
+group by model_id, {CONFIG}, tool
 """
 
 SAMPLE_CALLS = f"""
-select t.model_id, {config_prompt("t")} as prompt_id, c.tool, 1 as calls,
-       case when c.ok then 1 else 0 end as ok, c.latency_s
-from tool_call c join trial t on t.trial_id = c.trial_id
-where t.sweep_id = :sweep
+select model_id, {CONFIG} as prompt_id, tool, 1 as calls, case when ok then 1 else 0 end as ok,
+       latency_s
+from tool_call where sweep_id = :sweep
 """
 
 

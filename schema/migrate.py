@@ -50,6 +50,23 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "fault tolerance: the lease of a running trial (trial beat_at)",
         ["ALTER TABLE trial ADD COLUMN beat_at TIMESTAMP"],
     ),
+    (
+        6,
+        "fast scorecards: tool_call carries its trial's sweep, model, prompt and tool set",
+        [
+            *(
+                f"ALTER TABLE tool_call ADD COLUMN {name} VARCHAR NOT NULL DEFAULT ''"
+                for name in ("sweep_id", "model_id", "prompt_id", "toolset")
+            ),
+            # Correlated subqueries rather than UPDATE … FROM: both databases read them alike.
+            "UPDATE tool_call SET "
+            + ", ".join(
+                f"{name} = (SELECT t.{name} FROM trial t WHERE t.trial_id = tool_call.trial_id)"
+                for name in ("sweep_id", "model_id", "prompt_id", "toolset")
+            ),
+            "CREATE INDEX IF NOT EXISTS ix_tool_call_sweep ON tool_call (sweep_id)",
+        ],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -74,12 +74,21 @@ class TrialRow(SQLModel, table=True):
 
 
 class ToolCallRow(SQLModel, table=True):
-    """One tool call of one trial; (trial_id, idx) is unique so re-runs rewrite, not add."""
+    """One tool call of one trial; (trial_id, idx) is unique so re-runs rewrite, not add.
+
+    The trial's sweep, model, prompt and tool set are repeated here so the scorecard's
+    per-tool rows read this table alone: joining millions of calls to their trials was most of
+    the time of a large scorecard."""
 
     __tablename__ = "tool_call"
+    __table_args__ = (Index("ix_tool_call_sweep", "sweep_id"),)
 
     trial_id: str = Field(primary_key=True, foreign_key="trial.trial_id")
     idx: int = Field(primary_key=True)
+    sweep_id: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    model_id: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    prompt_id: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    toolset: str = Field(default="", sa_column_kwargs={"server_default": ""})
     server: str | None = None
     tool: str
     arguments_json: str

@@ -131,6 +131,10 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
         {
             "trial_id": result.trial_id,
             "idx": c.index,
+            "sweep_id": result.sweep_id,
+            "model_id": result.model_id,
+            "prompt_id": result.prompt_id,
+            "toolset": result.toolset,
             "server": c.server,
             "tool": c.tool,
             "arguments_json": _dumps(c.arguments),

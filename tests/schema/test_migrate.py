@@ -29,6 +29,7 @@ CREATE TABLE tool_call (trial_id VARCHAR NOT NULL REFERENCES trial (trial_id), i
 INSERT INTO sweep VALUES ('old', 'old', '{}', 1, '2026-11-01 10:00:00');
 INSERT INTO trial VALUES ('t1', 'old', 'm', 'p', 's', 1, 'simple', '[]', 0, 'done', 'pass',
   'answer', '', 1.5, NULL, 0, 0, 1, 'hi', '[]', '{}', 'h', 'cpu', '{}', NULL, NULL);
+INSERT INTO tool_call VALUES ('t1', 0, 'fs', 'read_file', '{}', 1, NULL, '', 0.01);
 """
 
 
@@ -54,6 +55,10 @@ def test_a_version_1_database_is_migrated_and_keeps_its_trials(tmp_path: Path) -
             ("pass", 0, "")
         ]
         assert db.execute("select status from sweep").fetchall() == [("active",)]
+        # Calls recorded before they carried their trial's keys get them from the trial.
+        assert db.execute(
+            "select sweep_id, model_id, prompt_id, toolset from tool_call"
+        ).fetchall() == [("old", "m", "p", "")]
     init_db(engine)  # running it again changes nothing
     assert schema_version(engine) == SCHEMA_VERSION
 
