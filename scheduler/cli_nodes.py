@@ -36,7 +36,13 @@ def worker(
         list[str] | None,
         typer.Option(help="An OpenAI-compatible endpoint this box serves (repeatable)"),
     ] = None,
-    pool: Annotated[str, typer.Option(help="Celery pool: prefork, threads or solo")] = "prefork",
+    pool: Annotated[
+        str,
+        typer.Option(
+            help="Celery pool: prefork (a process per trial), threads (all trials in one "
+            "process, many sessions on one event loop: for batching GPU endpoints) or solo"
+        ),
+    ] = "prefork",
     db: DbOption = None,
     broker: BrokerOption = None,
 ) -> None:

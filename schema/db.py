@@ -29,8 +29,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for `sqlite:///…` or `postgresql+psycopg://…`; creates a SQLite file's folder."""
+def make_engine(url: str, pool_size: int = 5) -> Engine:
+    """An engine for `sqlite:///…` or `postgresql+psycopg://…`; creates a SQLite file's folder.
+    `pool_size`: PostgreSQL connections kept open (a process running many trials at once
+    needs one per trial, or its threads queue for a connection)."""
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -44,7 +46,9 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return create_engine(parsed, pool_pre_ping=True)
+        return create_engine(
+            parsed, pool_pre_ping=True, pool_size=pool_size, max_overflow=max(10, pool_size)
+        )
     raise StoreError(
         f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql"
     )

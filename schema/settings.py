@@ -68,6 +68,11 @@ class Settings(BaseSettings):
     trials it is running (FARM_HEARTBEAT_S). A lease older than three heartbeats is taken
     as the mark of a dead process: its trial may be run again."""
 
+    sessions: int = Field(default=1, ge=1)
+    """How many trials one worker process runs at once (FARM_SESSIONS); `farm worker --pool
+    threads --concurrency N` sets it to N. Sizes the process's database connection pool and
+    how many idle MCP servers it keeps warm."""
+
     store_retry_s: float = 120.0
     """How long a finished trial waits for the results database (retrying with backoff) before
     its message is given back to the queue unacknowledged (FARM_STORE_RETRY_S)."""

@@ -148,8 +148,14 @@ def start_worker(
     endpoints: list[str] | None = None,
     pool: str = "prefork",
 ) -> None:
-    """Enrol this machine and consume its tags' queues until stopped (blocks)."""
+    """Enrol this machine and consume its tags' queues until stopped (blocks).
+
+    With the `threads` pool one process runs `concurrency` trials at once, on one event loop
+    and one warm server pool (each trial still gets servers of its own): the way to keep a
+    batching GPU endpoint busy without a process per session."""
     check_tags(settings, tags)
+    if pool == "threads":
+        settings = settings.model_copy(update={"sessions": concurrency})
     url = settings.resolved_database_url()
     engine = make_engine(url)
     require_latest(engine, url)

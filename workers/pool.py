@@ -33,7 +33,8 @@ from workers.errors import InfraError
 logger = logging.getLogger(__name__)
 
 MAX_IDLE = 16
-"""Idle servers kept per process; the least recently used beyond this are stopped."""
+"""Idle servers kept per process and trial slot (`Settings.sessions`); the least recently
+used beyond that are stopped."""
 
 REPO_ROOT = FIXTURES_DIR.parents[1]
 """Where `{root}` points: the folder that holds the `scenarios` package (a checkout's root),
@@ -86,8 +87,11 @@ def describe(exc: BaseException) -> str:
 class ServerPool:
     """The servers of one worker process. Lend with `acquire`, give back with `release`."""
 
-    def __init__(self, tg: TaskGroup, root: Path, start_timeout_s: float) -> None:
+    def __init__(
+        self, tg: TaskGroup, root: Path, start_timeout_s: float, sessions: int = 1
+    ) -> None:
         self._tg = tg
+        self.max_idle = MAX_IDLE * sessions
         self.root = root
         self.start_timeout_s = start_timeout_s
         self._idle: list[LiveServer] = []
@@ -118,7 +122,7 @@ class ServerPool:
             return
         live.dirty = live.dirty or (dirty and live.sandbox is not None)
         self._idle.append(live)
-        while len(self._idle) > MAX_IDLE:
+        while len(self._idle) > self.max_idle:
             self._idle.pop(0).stop.set()
 
     def close(self) -> None:

@@ -36,15 +36,15 @@ class Runtime:
         self.portal: BlockingPortal = self._portal_cm.__enter__()
         self._owner: Future[Any]
         self._owner, self.pool = self.portal.start_task(
-            self._own_pool, settings.server_start_timeout_s
+            self._own_pool, settings.server_start_timeout_s, settings.sessions
         )
 
     async def _own_pool(
-        self, start_timeout_s: float, *, task_status: TaskStatus[ServerPool]
+        self, start_timeout_s: float, sessions: int, *, task_status: TaskStatus[ServerPool]
     ) -> None:
         self._closing = anyio.Event()
         async with anyio.create_task_group() as tg:
-            pool = ServerPool(tg, self.root, start_timeout_s)
+            pool = ServerPool(tg, self.root, start_timeout_s, sessions)
             task_status.started(pool)
             await self._closing.wait()
             pool.close()
@@ -63,8 +63,8 @@ class Runtime:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _key(settings: Settings) -> tuple[str, float]:
-    return (str(settings.data_dir.resolve()), settings.server_start_timeout_s)
+def _key(settings: Settings) -> tuple[str, float, int]:
+    return (str(settings.data_dir.resolve()), settings.server_start_timeout_s, settings.sessions)
 
 
 _runtime: Runtime | None = None

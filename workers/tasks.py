@@ -27,9 +27,9 @@ LONGEST_WAIT_S = 10.0
 
 
 @lru_cache(maxsize=4)
-def engine_for(url: str) -> Engine:
+def engine_for(url: str, pool_size: int = 5) -> Engine:
     """One engine (connection pool) per database URL per process."""
-    return make_engine(url)
+    return make_engine(url, pool_size)
 
 
 def patiently(step: Callable[[], T], *, budget_s: float, what: str) -> T:
@@ -82,7 +82,8 @@ def run_trial(
     propagates, and a finished result is not recorded (the caller must not acknowledge it).
     """
     spec = TrialSpec.model_validate(payload)
-    engine = engine_for(settings.resolved_database_url())
+    # A connection for each trial running at once, and one for the lease keeper.
+    engine = engine_for(settings.resolved_database_url(), settings.sessions + 2)
     summary: dict[str, Any] = {"trial_id": spec.trial_id, "sweep_id": spec.sweep_id}
     stale_before = datetime.now(UTC) - timedelta(
         seconds=0 if takeover else settings.stale_after_s()
