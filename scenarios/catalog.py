@@ -30,6 +30,18 @@ class ScenarioError(SpecError):
     """A scenario, prompt or server reference that cannot be resolved."""
 
 
+def is_file(path: Path) -> bool:
+    """Whether `path` is a file; a name the OS refuses (too long, an embedded NUL) names none.
+
+    `Path.exists` raises on a name too long for the filesystem, and ids that become file names
+    come from user-written YAML.
+    """
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def suite_path(name: str) -> Path:
     """A suite by name (`basic` → scenarios/suites/basic.yaml) or by file path."""
     as_path = Path(name)
@@ -43,8 +55,8 @@ def load_suite(name: str) -> Suite:
     path = suite_path(name)
     try:
         stamp = path.stat().st_mtime_ns
-    except OSError:
-        stamp = -1  # let the loader report the missing file with its path
+    except (OSError, ValueError):
+        stamp = -1  # let the loader report the missing file (or unusable path) with its path
     return _load_suite(path, stamp)
 
 
@@ -128,7 +140,7 @@ def _answer_problems(suite: Suite, i: int, scenario: Scenario, source: str) -> l
             problems.append(
                 ScenarioError(source, f"{where}.answer.rubric", "no rubric (nor a suite rubric)")
             )
-        elif not (RUBRICS_DIR / f"{rubric}.yaml").exists():
+        elif not is_file(RUBRICS_DIR / f"{rubric}.yaml"):
             problems.append(
                 ScenarioError(source, f"{where}.answer.rubric", f"unknown rubric {rubric!r}")
             )
@@ -173,7 +185,7 @@ def select(selection: ScenarioSelection, source: str = "sweep") -> list[tuple[st
 def load_prompt(prompt_id: str, source: str = "sweep", field: str = "prompts") -> PromptConfig:
     """A prompt configuration by id, from scenarios/prompts/<id>.yaml."""
     path = PROMPTS_DIR / f"{prompt_id}.yaml"
-    if not path.exists():
+    if not is_file(path):
         known = ", ".join(sorted(p.stem for p in PROMPTS_DIR.glob("*.yaml")))
         raise ScenarioError(source, field, f"unknown prompt config {prompt_id!r}; known: {known}")
     prompt = load_yaml_model(PromptConfig, path)
@@ -201,7 +213,7 @@ def rubric_path(rubric_id: str) -> Path:
 def load_rubric(rubric_id: str, source: str = "rubric") -> tuple[Rubric, str]:
     """A rubric by id and the sha256 of its file's bytes (what judgements and anchors record)."""
     path = rubric_path(rubric_id)
-    if not path.exists():
+    if not is_file(path):
         known = ", ".join(sorted(p.stem for p in RUBRICS_DIR.glob("*.yaml")))
         raise ScenarioError(source, "rubric", f"unknown rubric {rubric_id!r}; known: {known}")
     rubric = load_yaml_model(Rubric, path)

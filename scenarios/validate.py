@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from scenarios.catalog import FIXTURES_DIR, SUITES_DIR, structural_problems
+from scenarios.catalog import FIXTURES_DIR, SUITES_DIR, is_file, structural_problems
 from schema import SpecError, Suite, read_yaml, spec_errors
 
 
@@ -68,6 +68,13 @@ def _lint_problems(suite: Suite, source: str) -> list[SpecError]:
     return problems
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):  # a name the OS refuses (too long, an embedded NUL)
+        return False
+
+
 CITATION = re.compile(r"^(?P<path>[^:#\s]+)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 
 
@@ -77,11 +84,14 @@ def _citation_problem(tree: Path, cited: str) -> str | None:
     if m is None:
         return f"{cited!r} is not `path`, `path:line` or `path:start-end`"
     path = tree / m.group("path")
-    if ".." in Path(m.group("path")).parts or not path.is_file():
+    if ".." in Path(m.group("path")).parts or not is_file(path):
         return f"{m.group('path')} is not in {tree.relative_to(FIXTURES_DIR)}"
     lines = len(path.read_text(encoding="utf-8", errors="replace").splitlines())
-    start = int(m.group("start") or 1)
-    end = int(m.group("end") or start)
+    try:
+        start = int(m.group("start") or 1)
+        end = int(m.group("end") or start)
+    except ValueError:  # more digits than Python converts: past the end of any file
+        return f"{cited}: lines must lie in 1..{lines}"
     if not 1 <= start <= end <= lines:
         return f"{cited}: lines must lie in 1..{lines}"
     return None
@@ -93,7 +103,7 @@ def _answer_problems(suite: Suite, source: str) -> list[SpecError]:
     if suite.repo is None:
         return []
     tree = FIXTURES_DIR / suite.repo.fixture
-    if not tree.is_dir():
+    if not _is_dir(tree):
         return [SpecError(source, "repo.fixture", f"no folder {tree}")]
     problems = []
     for i, scenario in enumerate(suite.scenarios):

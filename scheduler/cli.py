@@ -115,7 +115,10 @@ def main() -> None:
     try:
         app()
     except FarmError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        # Escaped: a message quotes the user's values (a pattern like `a[/]b`), never markup.
+        Console(stderr=True).print(
+            f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False
+        )
         sys.exit(2)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from scenarios.validate import check_file, suite_files
@@ -85,7 +86,8 @@ def validate(
         suite, problems = check_file(path)
         scenarios += len(suite.scenarios) if suite else 0
         for problem in problems:
-            console.print(f"[red]✗[/red] {problem}", highlight=False)
+            # Escaped: a problem quotes the file's values (a pattern like `[a-z]`), not markup.
+            console.print(f"[red]✗[/red] {escape(str(problem))}", highlight=False)
         total += len(problems)
     if total:
         console.print(f"[bold red]{total} problem(s)[/bold red] in {len(files)} file(s)")

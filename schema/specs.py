@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from schema.answer import AnswerSpec, CodeRepo, ToolSet, Weights
 from schema.ids import digest
+from schema.patterns import json_schema_problem, regex_problem
 from schema.redact import has_credentials
 from schema.strict import Strict
 from schema.vocab import AdapterName, Tier, ToolMode, Transport
@@ -52,6 +53,22 @@ class ParamMatcher(Strict):
     """The value must occur in the result of expected step k (0-based): a chained argument."""
     json_schema: dict[str, Any] | None = None
     """The value must validate against this JSON schema."""
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        problem = regex_problem(pattern) if pattern is not None else None
+        if problem:
+            raise ValueError(problem)
+        return pattern
+
+    @field_validator("json_schema")
+    @classmethod
+    def _applies(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        problem = json_schema_problem(schema) if schema is not None else None
+        if problem:
+            raise ValueError(problem)
+        return schema
 
     @model_validator(mode="before")
     @classmethod
@@ -128,6 +145,14 @@ class Scenario(Strict):
     """What a good answer contains: scored on the assistant's prose (keywords, citations, judge)."""
     tags: list[str] = Field(default_factory=list)
     description: str = ""
+
+    @field_validator("final_answer")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        problem = regex_problem(pattern) if pattern is not None else None
+        if problem:
+            raise ValueError(problem)
+        return pattern
 
     @property
     def expected_tools(self) -> list[str]:
