@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -20,6 +21,7 @@ from scheduler.cli_common import (
     PreflightOption,
     console,
     engine_from,
+    fit_output,
     preflight,
     settings_from,
 )
@@ -49,6 +51,12 @@ app.add_typer(anchors_app, name="anchors")
 app.command()(rescore)
 cli_nodes.register(app)
 cli_report.register(app)
+
+
+@app.callback()
+def _before_any_command() -> None:
+    # Sized here, once stdout is known: full-width tables when it is a log file or a pipe.
+    fit_output(console, os.environ)
 
 
 @app.command()

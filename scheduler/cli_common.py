@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,24 @@ from scheduler.preflight import check_endpoints, openai_targets
 from schema import Settings, SweepSpec, get_settings, init_db, make_engine
 
 console = Console()
+
+PLAIN_WIDTH = 10_000
+"""The console's width when stdout is not a terminal and COLUMNS is unset: wide enough that no
+table is cut or folded. Rich pads nothing to this width; a table stays its natural size."""
+
+
+def fit_output(target: Console, environ: Mapping[str, str]) -> None:
+    """Give `target` a width that suits where its output goes; run before every command.
+
+    A terminal keeps Rich's own choice (its size, or COLUMNS). Anything else (a CI log, a pipe,
+    `nohup`) would get Rich's fallback of 80 columns, which folds and cuts tables into a log
+    nobody can read, so it gets COLUMNS when that is set and PLAIN_WIDTH when not.
+    """
+    if target.is_terminal:
+        return
+    columns = environ.get("COLUMNS", "").strip()
+    target.width = int(columns) if columns.isdigit() and int(columns) > 0 else PLAIN_WIDTH
+
 
 DbOption = Annotated[
     str | None,

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from sqlalchemy.engine import Engine
 
 from scheduler.cli_common import (
     BrokerOption,
@@ -21,8 +23,9 @@ from scheduler.cli_common import (
 )
 from scheduler.control import cancel, resume
 from scheduler.expand import expand, load_sweep
-from scheduler.progress import latest_sweep_id, sweep_progress
-from scheduler.render_ops import progress_view
+from scheduler.progress import SweepProgress, latest_sweep_id, sweep_progress
+from scheduler.progress_lines import LinePacer
+from scheduler.render_ops import progress_line, progress_view
 from scheduler.submit import describe, per_queue, route, submit
 from schema import make_celery
 
@@ -62,6 +65,7 @@ def submit_cmd(
             table.add_row(queue, str(n))
         console.print(table)
         return
+    warn_if_local(settings.resolved_database_url(), Console(stderr=True))
     preflight(plan.sweep, settings, check)
     engine = engine_from(settings)
     started = time.perf_counter()
@@ -81,6 +85,24 @@ def submit_cmd(
     console.print(f"watch: farm sweep status {plan.sweep_id} --watch")
 
 
+def warn_if_local(database_url: str, notes: Console) -> None:
+    """Warn (not fail) when the sweep is about to go into a SQLite file.
+
+    Workers on other machines read and write the same database as the scheduler; a SQLite
+    file on this machine is one they cannot reach, so their trials would never be recorded
+    here. Tests and single-machine setups use SQLite deliberately, so this is only a warning.
+    """
+    if not database_url.startswith("sqlite"):
+        return
+    notes.print(
+        "[yellow]warning:[/yellow] this sweep is recorded in a SQLite file on this machine; "
+        "workers on other machines will not see it. For the distributed farm set "
+        "FARM_DATABASE_URL (or --db) to PostgreSQL; to run a sweep here in one process, use "
+        "`farm run SWEEP.yaml`.",
+        highlight=False,
+    )
+
+
 @sweep_app.command("status")
 def status_cmd(
     sweep_id: SweepIdArg = None,
@@ -95,12 +117,28 @@ def status_cmd(
     if not watch:
         console.print(progress_view(progress))
         return
+    if not console.is_terminal:
+        _watch_in_lines(engine, progress, every)
+        console.print(f"report: farm report {sweep_id}")
+        return
     with Live(progress_view(progress), console=console, refresh_per_second=4) as live:
         while progress.remaining:
             time.sleep(every)
             progress = sweep_progress(engine=engine, sweep_id=sweep_id)
             live.update(progress_view(progress))
     console.print(f"report: farm report {sweep_id}")
+
+
+def _watch_in_lines(engine: Engine, progress: SweepProgress, every: float) -> None:
+    """Watch a sweep as plain lines (a live view written to a log shows only its last frame)."""
+    pacer = LinePacer(total=progress.total)
+    while True:
+        if pacer.due(progress.finished):
+            console.print(progress_line(progress), highlight=False, markup=False)
+        if not progress.remaining:
+            return
+        time.sleep(every)
+        progress = sweep_progress(engine=engine, sweep_id=progress.sweep_id)
 
 
 @sweep_app.command("cancel")

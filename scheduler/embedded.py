@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import (
@@ -16,14 +18,16 @@ from rich.progress import (
 from sqlalchemy.engine import Engine
 
 from scheduler.expand import Plan
+from scheduler.progress_lines import LinePacer, run_line
 from scheduler.submit import record_plan, runnable_ids
-from schema import Settings, load_task
+from schema import Settings, TrialSpec, load_task
 
 
 def run_embedded(
     *, plan: Plan, settings: Settings, engine: Engine, console: Console, rerun: bool = False
 ) -> Counter[str]:
-    """Record the plan, then run every trial still to run, with a progress bar."""
+    """Record the plan, then run every trial still to run, with a progress bar (or, when the
+    output is not a terminal, a plain progress line now and then)."""
     record_plan(engine=engine, plan=plan)
     todo_ids = (
         {t.trial_id for t in plan.trials}
@@ -39,6 +43,27 @@ def run_embedded(
         )
     task = load_task("farm.run_trial")
     outcomes: Counter[str] = Counter()
+
+    def run_one(trial: TrialSpec) -> None:
+        # takeover: a trial left `running` here can only be a killed earlier run's.
+        summary = task(trial.model_dump(mode="json"), settings, force=rerun, takeover=True)
+        outcomes[summary.get("outcome") or "skipped"] += 1
+
+    if console.is_terminal:
+        _with_bar(plan.sweep.name, todo, run_one, outcomes, console)
+    else:
+        _with_lines(todo, run_one, outcomes, console)
+    load_task("farm.aggregate")({"sweep_id": plan.sweep_id}, settings)
+    return outcomes
+
+
+def _with_bar(
+    name: str,
+    todo: list[TrialSpec],
+    run_one: Callable[[TrialSpec], None],
+    outcomes: Counter[str],
+    console: Console,
+) -> None:
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -49,15 +74,32 @@ def run_embedded(
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=console, transient=False) as progress:
-        bar = progress.add_task(plan.sweep.name, total=len(todo), passes=0)
+        bar = progress.add_task(name, total=len(todo), passes=0)
         for trial in todo:
             progress.update(
                 bar, description=f"{trial.model.id} · {trial.prompt.id} · {trial.scenario.id}"
             )
-            # takeover: a trial left `running` here can only be a killed earlier run's.
-            summary = task(trial.model_dump(mode="json"), settings, force=rerun, takeover=True)
-            outcomes[summary.get("outcome") or "skipped"] += 1
+            run_one(trial)
             progress.update(bar, advance=1, passes=outcomes["pass"])
-        progress.update(bar, description=plan.sweep.name)
-    load_task("farm.aggregate")({"sweep_id": plan.sweep_id}, settings)
-    return outcomes
+        progress.update(bar, description=name)
+
+
+def _with_lines(
+    todo: list[TrialSpec],
+    run_one: Callable[[TrialSpec], None],
+    outcomes: Counter[str],
+    console: Console,
+) -> None:
+    # A bar drawn into a log file only appears when it stops; ordinary lines appear as they go.
+    pacer = LinePacer(total=len(todo))
+    started = time.monotonic()
+    for done, trial in enumerate(todo, start=1):
+        run_one(trial)
+        if pacer.due(done):
+            line = run_line(
+                done=done,
+                total=len(todo),
+                passes=outcomes["pass"],
+                elapsed_s=time.monotonic() - started,
+            )
+            console.print(line, highlight=False, markup=False)

@@ -27,6 +27,22 @@ class SweepProgress:
     outcomes: Counter[str] = field(default_factory=Counter)
     recent_per_s: float = 0.0
     """Trials finished per second over the last two minutes."""
+    overall_per_s: float | None = None
+    """Trials finished per second from the first start to the last finish; None before two
+    trials have times."""
+    took_s: float | None = None
+    """Seconds from the first trial's start to the last one's finish, so far."""
+
+    @property
+    def state(self) -> str:
+        """What the sweep is now: `finished` (or `cancelled`) once no trial is left to run.
+
+        The stored status only says whether the sweep was cancelled; a sweep whose trials have
+        all run stays `active` there, and listing it so (at 0 trials/s) would mislead.
+        """
+        if self.remaining:
+            return self.status
+        return "cancelled" if self.status == "cancelled" else "finished"
 
     @property
     def finished(self) -> int:
@@ -67,7 +83,11 @@ def latest_sweep_id(*, engine: Engine) -> str:
             select(col(SweepRow.sweep_id)).order_by(col(SweepRow.created_at).desc())
         ).first()
     if row is None:
-        raise FarmError("no sweep recorded yet: submit one with `farm sweep submit SWEEP.yaml`")
+        raise FarmError(
+            "no sweep recorded in this database yet: run one here with "
+            "`farm run scenarios/sweeps/quickstart.yaml` (embedded, nothing else needed), or "
+            "submit one to the distributed farm with `farm sweep submit SWEEP.yaml`"
+        )
     return str(row[0])
 
 
@@ -92,14 +112,34 @@ def sweep_progress(*, engine: Engine, sweep_id: str) -> SweepProgress:
             .group_by(col(TrialRow.outcome))
         ):
             progress.outcomes[outcome] += n
+        times = session.execute(
+            select(
+                func.count(),
+                func.min(col(TrialRow.started_at)),
+                func.max(col(TrialRow.finished_at)),
+            ).where(where, col(TrialRow.status) == "done", col(TrialRow.finished_at).is_not(None))
+        ).one()
         since = datetime.now(UTC) - RATE_WINDOW
         recent = session.execute(
             select(func.count(), func.min(col(TrialRow.finished_at))).where(
                 where, col(TrialRow.status) == "done", col(TrialRow.finished_at) >= since
             )
         ).one()
+    _overall(progress, *times)
     count, first = recent
     if count and first is not None:
         span = (datetime.now(UTC) - as_utc(first)).total_seconds()
         progress.recent_per_s = count / max(span, 1.0)
     return progress
+
+
+def _overall(
+    progress: SweepProgress, count: int, first: datetime | None, last: datetime | None
+) -> None:
+    """Fill the sweep's overall rate and duration from its done trials' times."""
+    if not count or first is None or last is None:
+        return
+    took = (as_utc(last) - as_utc(first)).total_seconds()
+    progress.took_s = max(took, 0.0)
+    if took > 0:
+        progress.overall_per_s = count / took

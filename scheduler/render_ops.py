@@ -8,25 +8,13 @@ from rich.text import Text
 
 from scheduler.nodes import NodeView
 from scheduler.progress import STATES, SweepProgress
+from scheduler.progress_lines import duration
 from schema import mask_url
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
 def progress_view(p: SweepProgress) -> RenderableType:
     """A bar, a summary line and a queue × state table; fits in 100 columns."""
-    rate = "–" if p.pass_rate is None else f"{100 * p.pass_rate:.0f}%"
-    head = Text.assemble(
-        (p.sweep_id, "bold"),
-        f"  {p.status}  {p.finished}/{p.total} finished  pass {rate}  ",
-        f"{p.recent_per_s:.2f} trials/s  eta {_duration(p.eta_s)}",
-    )
+    head = Text.assemble((p.sweep_id, "bold"), "  ", summary_line(p, sep="  "))
     table = Table(header_style="bold", title_justify="left")
     table.add_column("queue")
     for state in STATES:
@@ -38,6 +26,27 @@ def progress_view(p: SweepProgress) -> RenderableType:
         style="dim",
     )
     return Group(head, _bar(p.finished, p.total), table, outcomes)
+
+
+def summary_line(p: SweepProgress, sep: str = " · ") -> str:
+    """State, counts, pass rate and speed in one line.
+
+    While trials are left: the rate over the last minutes and an ETA. Once none are: the
+    overall rate and how long the sweep took, since a recent rate of a finished sweep is 0.
+    """
+    rate = "–" if p.pass_rate is None else f"{100 * p.pass_rate:.0f}%"
+    parts = [p.state, f"{p.finished}/{p.total} finished", f"pass {rate}"]
+    if p.remaining:
+        parts += [f"{p.recent_per_s:.2f} trials/s", f"eta {duration(p.eta_s)}"]
+    else:
+        overall = "–" if p.overall_per_s is None else f"{p.overall_per_s:.2f}"
+        parts += [f"{overall} trials/s overall", f"took {duration(p.took_s)}"]
+    return sep.join(parts)
+
+
+def progress_line(p: SweepProgress) -> str:
+    """The summary as one plain line, for a log: `SWEEP · active · 6/24 finished · …`."""
+    return f"{p.sweep_id} · {summary_line(p)}"
 
 
 def _bar(done: int, total: int, width: int = 60) -> Text:
@@ -55,7 +64,7 @@ def nodes_table(nodes: list[NodeView]) -> Table:
             n.name,
             ",".join(n.tags),
             Text(n.state, style=style[n.state]),
-            f"{_duration(n.heartbeat_age_s)} ago",
+            f"{duration(n.heartbeat_age_s)} ago",
             str(n.concurrency),
             str(n.trials_done),
             # Workers list the endpoints they reach; one given with credentials shows masked.
