@@ -47,7 +47,7 @@ def make_engine(url: str, pool_size: int = 5) -> Engine:
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
         return create_engine(
-            parsed, pool_pre_ping=True, pool_size=pool_size, max_overflow=max(10, pool_size)
+            parsed, pool_pre_ping=True, pool_size=pool_size, max_overflow=10
         )
     raise StoreError(
         f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql"

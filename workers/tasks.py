@@ -22,6 +22,7 @@ from workers.store import claim_trial, fail_trial, mark_retrying, save_trial
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+MAX_POOL = 12
 FIRST_WAIT_S = 0.5
 LONGEST_WAIT_S = 10.0
 
@@ -82,8 +83,9 @@ def run_trial(
     propagates, and a finished result is not recorded (the caller must not acknowledge it).
     """
     spec = TrialSpec.model_validate(payload)
-    # A connection for each trial running at once, and one for the lease keeper.
-    engine = engine_for(settings.resolved_database_url(), settings.sessions + 2)
+    # Database work is milliseconds of a trial's seconds: a few connections serve many
+    # sessions, and PostgreSQL refuses clients past max_connections (100 by default).
+    engine = engine_for(settings.resolved_database_url(), min(settings.sessions + 2, MAX_POOL))
     summary: dict[str, Any] = {"trial_id": spec.trial_id, "sweep_id": spec.sweep_id}
     stale_before = datetime.now(UTC) - timedelta(
         seconds=0 if takeover else settings.stale_after_s()
