@@ -21,6 +21,26 @@ def secs(x: float | None) -> str:
     return f"{x:.2f}s" if x < 10 else f"{x:.1f}s"
 
 
+def pass_k(value: float | None, k: int) -> str:
+    """A pass^k or pass@k cell: `–` below two repetitions, where it says nothing new."""
+    return pct(value) if k > 1 else "–"
+
+
+def dash_note(card: Scorecard, *, speed: bool) -> str | None:
+    """The footnote that says why cells show `–`, naming only the reasons that apply here;
+    None when no such cell is shown. `speed`: the card's TTFT and tok/s columns are shown."""
+    reasons = []
+    if any(row.k < 2 for row in card.rows):
+        reasons.append("pass^k and pass@k need k ≥ 2 repetitions of each scenario in the row")
+    if speed and any(x.first_token.p50 is None for x in card.extras):
+        reasons.append("TTFT needs an endpoint that reports its first token (a streaming one)")
+    if speed and any(x.tokens_per_s is None for x in card.extras):
+        reasons.append("tok/s needs token counts and model time from the endpoint")
+    if not reasons:
+        return None
+    return "– not measured: " + "; ".join(reasons) + "."
+
+
 def interval(row: Row) -> str:
     return f"{pct(row.low)}–{pct(row.high)}"
 
@@ -69,7 +89,7 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         speed.add_row(
             extra.model,
             extra.prompt,
-            pct(row.pass_at_k) if row and row.k > 1 else "–",
+            pass_k(row.pass_at_k, row.k) if row else "–",
             secs(extra.first_token.p50),
             "–" if extra.tokens_per_s is None else f"{extra.tokens_per_s:.1f}",
             f"{extra.tokens_prompt:,}",
@@ -104,6 +124,9 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
                 *_latency(c.latency),
             )
         console.print(calls)
+    note = dash_note(card, speed=True)
+    if note:
+        console.print(f"[dim]{note}[/dim]", highlight=False)
     if card.answers is not None:
         # Imported here: the answer tables build on this module's formatters.
         from scheduler.render_answers import print_answers

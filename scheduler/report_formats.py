@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-from scheduler.render import interval, pct, secs
+from scheduler.render import dash_note, interval, pct, secs
 from scheduler.report_answers import answer_properties, answer_tables, unverified_note
 from scheduler.scorecard import outcome_columns
 from schema.scorecard import AnswerQuality, Row, Scorecard
@@ -54,6 +54,9 @@ def to_markdown(card: Scorecard) -> str:
             ["model", "prompt", *key_head, *rate_heads],
             [[r.model, r.prompt, *([r.key] if key_head else []), *_rate_cells(r)] for r in rows],
         )
+    note = dash_note(card, speed=False)
+    if note:
+        lines += [f"_{note}_", ""]
     outcomes = outcome_columns(card)
     lines += ["## Outcomes", ""]
     lines += _md_table(

@@ -19,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from scheduler.latency import CONFIG
-from scheduler.render import interval, pct, secs
+from scheduler.render import dash_note, interval, pass_k, pct, secs
 from scheduler.report_html_answers import answers_script, answers_section
 from schema.scorecard import Row, Scorecard
 
@@ -183,9 +183,11 @@ def to_html(card: Scorecard, engine: Engine | None = None) -> str:
     samples = _samples(engine, card.sweep_id) if engine is not None else {}
     data = card.model_dump_json().replace("</", "<\\/")
     configs = [
-        [r.model, r.prompt, str(r.n), pct(r.rate), interval(r), pct(r.pass_hat_k), *_p(r)]
+        [r.model, r.prompt, str(r.n), pct(r.rate), interval(r), pass_k(r.pass_hat_k, r.k), *_p(r)]
         for r in card.of("config")
     ]
+    note = dash_note(card, speed=False)
+    footnote = f'<p class="muted">{html.escape(note)}</p>' if note else ""
     title = html.escape(f"Scorecard {card.sweep_id}")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -198,6 +200,7 @@ are Wilson 95%. Built {html.escape(card.built_at)} from sweep
 <pre id="errors"></pre>
 <h2>Pass rate per model × prompt config</h2>
 {_table(["model", "prompt", "n", "pass", "95% CI", "pass^k", "p50", "p95", "p99"], configs, 2)}
+{footnote}
 <h2>Pass rate per tool (heatmap)</h2><div id="heatmap"></div>
 <h2>Trial latency distribution</h2><div id="latency"></div>
 <h2>Outcomes</h2><div id="failures"></div>{answers_section(card, _table)}
