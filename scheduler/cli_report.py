@@ -26,7 +26,7 @@ from scheduler.report_formats import to_junit, to_markdown
 from scheduler.report_html import to_html
 from scheduler.scorecard import build_scorecard
 from schema import Gate, SpecError, SweepSpec, session_scope
-from schema.scorecard import Scorecard
+from schema.scorecard import DIMENSIONS, Scorecard
 
 GATE_FAILED = 1
 
@@ -161,11 +161,18 @@ def compare_cmd(
 ) -> None:
     """B minus A per cell, with a 95% interval clustered by scenario; regressions first.
     Tool sets are part of the config label: S@MODEL/PROMPT+TOOLSET."""
+    dimensions = [d.strip() for d in by.split(",") if d.strip()]
+    unknown = [d for d in dimensions if d not in DIMENSIONS]
+    if unknown or not dimensions:
+        # A misspelt cell kind would otherwise compare nothing and report "0 cells compared".
+        given = f"unknown cell kind {', '.join(map(repr, unknown))}" if unknown else "none given"
+        raise typer.BadParameter(
+            f"{given}; use some of {', '.join(DIMENSIONS)}", param_hint="'--by'"
+        )
     engine = engine_from(settings_from(db, data_dir))
     if answers:
         found_answers = compare_answers(engine, Side.parse(a), Side.parse(b))
         print_answer_comparison(found_answers, a, b, console)
-    dimensions = [d.strip() for d in by.split(",") if d.strip()]
     found = compare(engine, Side.parse(a), Side.parse(b), dimensions)
     table = Table(
         title=f"{b} vs {a} (Holm-adjusted within each kind of cell)",
