@@ -16,7 +16,7 @@ from typing import Any
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, serve
+from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 TODAY = date(2026, 3, 10)
@@ -227,7 +227,7 @@ def build(root: Path) -> MCPServer:
 
 
 def _args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", type=Path, required=True, help="folder holding events.json")
+    add_root(parser, "calendar", "folder holding events.json")
 
 
 if __name__ == "__main__":

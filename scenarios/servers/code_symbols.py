@@ -7,7 +7,7 @@ their module (`_connection.Connection.send`). References are found by name, not 
 method's references are all `.name` uses, whatever object they are called on. Every tool
 only reads, so the farm never needs to reset its folder.
 
-    python -m scenarios.servers.code_symbols --repo PATH [--transport http --port 8765]
+    python -m scenarios.servers.code_symbols [--repo PATH] [--transport http --port 8765]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, serve
+from scenarios.servers._sdk import FIXTURES, MCPServer, ToolError, serve
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 MAX_REFERENCES = 100
@@ -225,7 +225,12 @@ def build(root: Path) -> MCPServer:
 
 
 def _args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repo", type=Path, required=True, help="the repository's root folder")
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        default=FIXTURES / "code" / "h11",
+        help="the repository's root folder; default: the bundled h11 snapshot (only read)",
+    )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, serve
+from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve
 from scenarios.servers.calendar import TODAY
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -169,7 +169,7 @@ def build(root: Path) -> MCPServer:
 
 
 def _args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", type=Path, required=True, help="folder holding the mailbox")
+    add_root(parser, "mail", "folder holding the mailbox")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, serve
+from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve
 
 # Tools that only read are marked so: the farm resets a warm server's sandbox only after a
 # trial that called something else.
@@ -255,7 +255,7 @@ def build(root: Path) -> MCPServer:
 
 
 def _args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", type=Path, required=True, help="the folder shown as home")
+    add_root(parser, "home", "the folder shown as home")
 
 
 if __name__ == "__main__":

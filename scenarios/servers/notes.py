@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, serve
+from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve
 from scenarios.servers.calendar import TODAY
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -150,7 +150,7 @@ def build(root: Path) -> MCPServer:
 
 
 def _args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", type=Path, required=True, help="the folder holding the notes")
+    add_root(parser, "notes", "the folder holding the notes")
 
 
 if __name__ == "__main__":
