@@ -23,6 +23,8 @@ from workers.tasks import engine_for
 logger = logging.getLogger(__name__)
 
 SLOT_REQUEUE_S = 1.0
+RESULT_CHARS = 120
+"""The longest task result line (a retry's reason can be a long error message)."""
 
 
 def trial_settings(settings: Settings, request: Any) -> Settings:
@@ -38,13 +40,35 @@ def backoff(settings: Settings, attempt: int) -> float:
     return float(settings.retry_backoff_s * (2**attempt))
 
 
+def task_result(summary: dict[str, Any]) -> str:
+    """What a finished `farm.run_trial` delivery reports to Celery: one short line.
+
+    Flower shows a task's return value in its result column and marks every task that did not
+    raise as SUCCESS, model failures included; the line says what actually happened there:
+    `wrong_tool · 7.2 s`, `pass · 1.4 s · last of sweep`, `skipped: already recorded`.
+    """
+    if "outcome" in summary:
+        parts = [str(summary["outcome"])]
+        latency = summary.get("latency_s")
+        if isinstance(latency, int | float):
+            parts.append(f"{latency:.1f} s")
+        if summary.get("last"):
+            parts.append("last of sweep")
+        return " · ".join(parts)
+    for key, label in (("skipped", "skipped"), ("held", "held"), ("retry", "retrying")):
+        if key in summary:
+            line = f"{label}: {summary[key]}"
+            return line if len(line) <= RESULT_CHARS else line[: RESULT_CHARS - 1] + "…"
+    return "no outcome"
+
+
 def create_app(settings: Settings) -> Celery:
     """The worker's app, with `farm.run_trial`, `farm.aggregate` and `farm.rescore_trial`."""
     app = make_celery(settings)
     slots = Slots(settings.broker_url)
 
     @app.task(name="farm.run_trial", bind=True, max_retries=None)
-    def run_trial(self: Task, payload: dict[str, Any], infra_attempt: int = 0) -> dict[str, Any]:
+    def run_trial(self: Task, payload: dict[str, Any], infra_attempt: int = 0) -> str:
         local = trial_settings(settings, self.request)
         spec = TrialSpec.model_validate(payload)
         final = infra_attempt >= settings.infra_retries
@@ -85,7 +109,8 @@ def create_app(settings: Settings) -> Celery:
                 queue=CONTROL_QUEUE,
                 argsrepr=spec.sweep_id,
             )
-        return summary
+        # The summary itself stays with the plain task function; Celery gets a readable line.
+        return task_result(summary)
 
     @app.task(name="farm.aggregate")
     def aggregate(payload: dict[str, Any]) -> dict[str, Any]:
