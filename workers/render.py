@@ -10,7 +10,23 @@ from schema import Message, PromptConfig
 from workers.safejson import UnreadableJson, describe, loads, raw_decode, shorten, wire_problem
 from workers.toolspec import ModelReply, ParsedCall, ToolSpec
 
-FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+FENCE_LANGUAGE = re.compile(r"[a-zA-Z]*")
+
+
+def unfenced(text: str) -> str:
+    """The text without a surrounding Markdown code fence (```json … ```), stripped.
+
+    Done with string operations: a regular expression for the closing fence backtracks over
+    every run of whitespace, which is quadratic on a reply padded with spaces.
+    """
+    body = text.strip()
+    if body.startswith("```"):
+        body = body[3:]
+        language = FENCE_LANGUAGE.match(body)
+        body = body[language.end() if language else 0 :].lstrip()
+    if body.endswith("```"):
+        body = body[:-3].rstrip()
+    return body
 
 
 def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
@@ -84,7 +100,7 @@ def decode_text_reply(text: str, turn: int) -> ModelReply:
     Text with no `{` at all is taken as a plain-language answer. Anything that opens a JSON
     object but does not decode into one of the two shapes is a format error. Never raises.
     """
-    body = FENCE.sub("", text.strip())
+    body = unfenced(text)
     start = body.find("{")
     if start < 0:
         return ModelReply(text=body)

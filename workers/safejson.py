@@ -25,9 +25,11 @@ every later consumer (json, jsonschema, the MCP SDK) far from Python's recursion
 MAX_INT_BITS = 14_000
 """Integers longer than this (about 4,200 digits) cannot be written as decimal text by Python."""
 
-# A JSON string (skipped whole, escapes included) or one bracket: enough to measure nesting
-# without parsing, at the speed of the regular-expression engine.
-_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+# An escape (two characters, so an escaped quote is never a quote), a quote or a bracket: all
+# that measuring nesting needs. Every match is a fixed width, so scanning stays linear however
+# the text is built (a pattern matching whole strings re-scans an unterminated one from each
+# of its escaped quotes).
+_TOKENS = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
 
 _SHORT = reprlib.Repr()
 _SHORT.maxstring = 80
@@ -49,13 +51,18 @@ _LENIENT = json.JSONDecoder()
 def depth_exceeds(text: str, limit: int) -> bool:
     """Whether the first JSON value in `text` nests deeper than `limit` (strings ignored)."""
     depth = 0
+    in_string = False
     for token in _TOKENS.finditer(text):
         mark = token.group()
-        if mark in "[{":
+        if mark == '"':
+            in_string = not in_string
+        elif in_string or len(mark) == 2:
+            continue
+        elif mark in "[{":
             depth += 1
             if depth > limit:
                 return True
-        elif mark in "]}":
+        else:
             depth -= 1
             if depth <= 0:
                 return False  # the first value is closed; what follows is not its concern
