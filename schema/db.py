@@ -46,9 +46,7 @@ def make_engine(url: str, pool_size: int = 5) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return create_engine(
-            parsed, pool_pre_ping=True, pool_size=pool_size, max_overflow=10
-        )
+        return create_engine(parsed, pool_pre_ping=True, pool_size=pool_size, max_overflow=10)
     raise StoreError(
         f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql"
     )
