@@ -43,18 +43,34 @@ def run_embedded(
         )
     task = load_task("farm.run_trial")
     outcomes: Counter[str] = Counter()
+    in_model = 0.0
+    started = time.perf_counter()
 
     def run_one(trial: TrialSpec) -> None:
+        nonlocal in_model
         # takeover: a trial left `running` here can only be a killed earlier run's.
         summary = task(trial.model_dump(mode="json"), settings, force=rerun, takeover=True)
         outcomes[summary.get("outcome") or "skipped"] += 1
+        in_model += summary.get("model_s") or 0.0
 
     if console.is_terminal:
         _with_bar(plan.sweep.name, todo, run_one, outcomes, console)
     else:
         _with_lines(todo, run_one, outcomes, console)
     load_task("farm.aggregate")({"sweep_id": plan.sweep_id}, settings)
+    if todo:
+        console.print(model_share(in_model, time.perf_counter() - started), highlight=False)
     return outcomes
+
+
+def model_share(in_model_s: float, wall_s: float) -> str:
+    """How much of a run's wall time was spent waiting for the model; the rest is the farm's
+    own (loading the model, starting servers, tool calls, grading, storing, the scorecard)."""
+    share = 100 * in_model_s / wall_s if wall_s > 0 else 0.0
+    return (
+        f"time in the model {in_model_s:.1f} s of {wall_s:.1f} s wall ({share:.0f}%); the rest "
+        "was the farm: loading the model, starting servers, tool calls, grading, storing"
+    )
 
 
 def _with_bar(

@@ -128,4 +128,9 @@ def run_trial(
             budget_s=settings.store_retry_s,
             what=f"trial {spec.trial_id[:12]} finished ({result.outcome}) but",
         )
-    return summary | {"outcome": result.outcome, "latency_s": result.latency_s, "last": not left}
+    return summary | {
+        "outcome": result.outcome,
+        "latency_s": result.latency_s,
+        "model_s": result.model_s,
+        "last": not left,
+    }

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from scenarios import load_suite
 from scheduler.cli import app
 from scheduler.cli_common import PLAIN_WIDTH, fit_output
+from scheduler.embedded import model_share
 from scheduler.progress_lines import LinePacer, run_line
 from tests.helpers import ideal_script
 from workers.runtime import close_runtime
@@ -88,6 +89,13 @@ def test_farm_run_prints_a_progress_line_as_trials_finish_when_output_is_not_a_t
     # A bar written to a log appears only when it stops; the lines appear as trials finish.
     assert [line.split()[1] for line in lines] == ["1/4", "2/4", "3/4", "4/4"]
     assert "pass 4" in lines[-1] and "eta 0m00s" in lines[-1]
+    # The run ends by saying how much of its time was the model's (a scripted one: none).
+    assert "time in the model 0.0 s of" in done.output
+
+
+def test_the_model_share_is_the_time_in_the_model_over_the_wall_time() -> None:
+    assert model_share(57.0, 60.0).startswith("time in the model 57.0 s of 60.0 s wall (95%)")
+    assert "(0%)" in model_share(0.0, 0.0)
 
 
 class _Clock:
