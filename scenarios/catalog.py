@@ -62,16 +62,106 @@ def load_suite(name: str) -> Suite:
 
 @lru_cache(maxsize=32)
 def _load_suite(path: Path, _stamp: int) -> Suite:
-    suite = load_yaml_model(Suite, path)
+    suite = with_sandbox_paths(load_yaml_model(Suite, path), path)
     problems = structural_problems(suite, str(path))
     if problems:
         raise problems[0]
     return suite
 
 
-def structural_problems(suite: Suite, source: str) -> list[SpecError]:
-    """What makes a suite unusable: repeated ids, unknown servers, chains pointing forward."""
+RELATIVE = ("./", "../")
+"""How a `sandbox:` says it is a path beside the file that defines it, not a fixture name."""
+
+
+def _resolved(server: ServerDef, base: Path) -> ServerDef:
+    if server.sandbox is None or not server.sandbox.startswith(RELATIVE):
+        return server
+    return server.model_copy(update={"sandbox": str((base / server.sandbox).resolve())})
+
+
+def with_sandbox_paths(suite: Suite, path: Path) -> Suite:
+    """The suite with each relative `sandbox:` path made absolute against the suite file's
+    folder, so a worker finds it whatever its working folder."""
+    base = path.resolve().parent
+    return suite.model_copy(update={"servers": [_resolved(s, base) for s in suite.servers]})
+
+
+def sandbox_source(server: ServerDef) -> Path | None:
+    """The folder a server's sandbox is copied from: a fixture by name, or the (already
+    resolved) absolute path the definition gives."""
+    if server.sandbox is None:
+        return None
+    return FIXTURES_DIR / server.sandbox  # an absolute path replaces the base
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):  # a name the OS refuses (too long, an embedded NUL)
+        return False
+
+
+def _server_problems(suite: Suite, source: str) -> list[SpecError]:
+    """Sandbox folders that do not exist (checked where the suite is loaded: every worker that
+    runs its trials needs the same folder)."""
     problems: list[SpecError] = []
+    for i, server in enumerate(suite.servers):
+        folder = sandbox_source(server)
+        if folder is not None and not _is_dir(folder):
+            problems.append(
+                ScenarioError(
+                    source,
+                    f"servers[{i}].sandbox",
+                    f"no folder {folder} (a name under {FIXTURES_DIR}, an absolute path, or "
+                    "./path relative to this file)",
+                )
+            )
+    return problems
+
+
+def _setup_problems(
+    i: int, scenario: Scenario, servers: dict[str, ServerDef], source: str
+) -> list[SpecError]:
+    """A setup call must say which attached server it seeds, and that server must be one the
+    farm can give the next trial fresh: state seeded into a warm server would leak into it."""
+    problems: list[SpecError] = []
+    for k, call in enumerate(scenario.setup):
+        where = f"scenarios[{i}].setup[{k}].server"
+        target = call.server
+        if target is None and len(scenario.servers) > 1:
+            attached = ", ".join(scenario.servers)
+            problems.append(
+                ScenarioError(source, where, f"name the server: the scenario attaches {attached}")
+            )
+            continue
+        target = target or scenario.servers[0]
+        if target not in scenario.servers:
+            problems.append(
+                ScenarioError(
+                    source,
+                    where,
+                    f"{target!r} is not attached to this scenario ({', '.join(scenario.servers)})",
+                )
+            )
+            continue
+        server = servers.get(target)
+        if server is not None and server.reuse and server.sandbox is None:
+            problems.append(
+                ScenarioError(
+                    source,
+                    where,
+                    f"setup seeds {target!r}, which is kept running between trials with no "
+                    "sandbox to reset, so the next trial would see the seeded state: give the "
+                    "server `reuse: false` (a fresh process per trial) or a `sandbox:` folder",
+                )
+            )
+    return problems
+
+
+def structural_problems(suite: Suite, source: str) -> list[SpecError]:
+    """What makes a suite unusable: repeated ids, unknown servers, chains pointing forward,
+    missing sandbox folders, setup calls that would leak into the next trial."""
+    problems: list[SpecError] = _server_problems(suite, source)
     servers = {**server_catalog(), **{s.name: s for s in suite.servers}}
     seen: set[str] = set()
     for i, scenario in enumerate(suite.scenarios):
@@ -92,6 +182,7 @@ def structural_problems(suite: Suite, source: str) -> list[SpecError]:
                     )
                 )
         problems += _answer_problems(suite, i, scenario, source)
+        problems += _setup_problems(i, scenario, servers, source)
         for j, call in enumerate(scenario.expect):
             for arg, matcher in call.params.items():
                 step = matcher.derived_from_step
@@ -203,7 +294,8 @@ def servers_for(suite: str) -> dict[str, ServerDef]:
 def server_catalog() -> dict[str, ServerDef]:
     """Every server a scenario may attach, by name."""
     catalog = load_yaml_model(ServerCatalog, SERVERS_FILE)
-    return {server.name: server for server in catalog.servers}
+    base = SERVERS_FILE.resolve().parent
+    return {server.name: _resolved(server, base) for server in catalog.servers}
 
 
 def rubric_path(rubric_id: str) -> Path:

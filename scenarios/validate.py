@@ -14,7 +14,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from scenarios.catalog import FIXTURES_DIR, SUITES_DIR, is_file, structural_problems
+from scenarios.catalog import (
+    FIXTURES_DIR,
+    SUITES_DIR,
+    is_file,
+    structural_problems,
+    with_sandbox_paths,
+)
 from schema import SpecError, Suite, read_yaml, spec_errors
 
 
@@ -125,7 +131,7 @@ def check_file(path: Path) -> tuple[Suite | None, list[SpecError]]:
     if not isinstance(data, dict):
         return None, [SpecError(source, "", "expected a mapping at the top")]
     try:
-        suite = Suite.model_validate(data)
+        suite = with_sandbox_paths(Suite.model_validate(data), path)
     except ValidationError as exc:
         return None, spec_errors(exc, source)
     problems = structural_problems(suite, source) + _lint_problems(suite, source)

@@ -28,7 +28,7 @@ SAMPLES_PER_CELL = 2
 SAMPLES_SQL = f"""
 select * from (
   select model_id, {CONFIG} as prompt_id, scenario_id, repetition, variant, outcome, detail, latency_s,
-         final_answer, transcript_json,
+         final_answer, transcript_json, setup_json,
          row_number() over (partition by model_id, {CONFIG}, scenario_id
                             order by case when outcome = 'pass' then 1 else 0 end, repetition)
            as pick
@@ -119,7 +119,12 @@ def _samples(engine: Engine, sweep_id: str) -> dict[tuple[str, str, str], list[A
 
 
 def _transcript(trial: Any) -> str:
-    parts = []
+    # Setup calls first, marked: the farm made them before the model started.
+    parts = [
+        f"[setup] {call.get('server')}.{call.get('tool')}({json.dumps(call.get('arguments'))})"
+        + ("" if call.get("ok") else f" failed: {call.get('error')}")
+        for call in json.loads(trial.setup_json or "[]")
+    ]
     for message in json.loads(trial.transcript_json or "[]"):
         who = message.get("role", "?")
         body = message.get("content") or ""

@@ -27,6 +27,7 @@ from schema.plugins import TaskFn, load_task
 from schema.redact import has_credentials, mask_url
 from schema.settings import Settings, get_settings
 from schema.specs import (
+    ENV_PLACEHOLDER,
     GRADER_VERSION,
     LOCAL_MODELS,
     ExpectedCall,
@@ -41,6 +42,7 @@ from schema.specs import (
     ScenarioSelection,
     ServerCatalog,
     ServerDef,
+    SetupCall,
     Suite,
     SweepSpec,
 )
@@ -77,6 +79,7 @@ from schema.vocab import (
 
 __all__ = [
     "CONTROL_QUEUE",
+    "ENV_PLACEHOLDER",
     "GRADER_VERSION",
     "GROUNDINGS",
     "LOCAL_MODELS",
@@ -118,6 +121,7 @@ __all__ = [
     "ServerCatalog",
     "ServerDef",
     "Settings",
+    "SetupCall",
     "SpecError",
     "StopReason",
     "StoreError",

@@ -67,6 +67,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX IF NOT EXISTS ix_tool_call_sweep ON tool_call (sweep_id)",
         ],
     ),
+    (
+        7,
+        "seeded servers: the setup calls made before the model started (trial setup_json)",
+        ["ALTER TABLE trial ADD COLUMN setup_json VARCHAR NOT NULL DEFAULT '[]'"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

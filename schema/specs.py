@@ -27,6 +27,12 @@ MATCHER_KINDS = (
 )
 
 
+ENV_PLACEHOLDER = re.compile(r"\{env:([^{}]*)\}")
+"""`{env:VAR}` in a server definition: VAR from the worker's environment at start time."""
+
+ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class ParamMatcher(Strict):
     """How one argument of an expected call is judged. Exactly one kind is given.
 
@@ -106,6 +112,18 @@ class ExpectedCall(Strict):
     """Arguments an ideal agent would send; self-checks replay them and must pass."""
 
 
+class SetupCall(Strict):
+    """A tool call the farm makes before the model starts, to seed a server (data a server
+    keeps in memory, or needs before the request makes sense). Recorded apart from the
+    model's calls and never graded; a setup call that fails makes the trial an infra_error."""
+
+    server: str | None = None
+    """The attached server to call; may be left out when the scenario attaches one server."""
+    tool: str
+    """The tool's name as the server lists it (never the prefixed name a model may see)."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class Scenario(Strict):
     """One realistic request, what the agent should call, and what the answer should say."""
 
@@ -121,6 +139,9 @@ class Scenario(Strict):
     paraphrased, so a scorecard can split verbatim from paraphrased pass rates."""
     servers: list[str] = Field(min_length=1)
     """Names of the MCP servers (from the server catalogue) attached to the session."""
+    setup: list[SetupCall] = Field(default_factory=list)
+    """Calls that seed the servers before the model starts, in order (README, Writing
+    scenarios). A seeded server must be one the farm can reset: `reuse: false` or a `sandbox`."""
     expect: list[ExpectedCall] = Field(default_factory=list)
     """The expected calls; empty means no tool should be called."""
     order: Literal["ordered", "unordered"] = "ordered"
@@ -176,12 +197,17 @@ class ServerDef(Strict):
     transport: Transport = "stdio"
     command: list[str] | None = None
     """Argv for stdio. `{python}` is this interpreter, `{root}` the repository root, `{sandbox}`
-    the trial's fresh sandbox, `{attached}` the trial's server names (comma-separated)."""
+    the trial's fresh sandbox, `{attached}` the trial's server names (comma-separated), and
+    `{env:VAR}` the worker's environment variable VAR when the server starts (never stored)."""
     url: str | None = None
-    """Endpoint for `http`."""
+    """Endpoint for `http`; may hold `{env:VAR}` placeholders."""
     env: dict[str, str] = Field(default_factory=dict)
+    """Environment of a stdio server, beyond the few variables it inherits; values take the
+    same placeholders as `command`, so a secret comes from the worker as `{env:VAR}`."""
     sandbox: str | None = None
-    """A fixture folder (under scenarios/fixtures) copied fresh for every trial."""
+    """A folder copied fresh for every trial: a name under scenarios/fixtures (`home`,
+    `code/h11`), an absolute path, or a path starting with `./` or `../`, relative to the file
+    that defines the server. It must exist when the file is loaded."""
     reuse: bool = True
     """Keep the server running across trials (its sandbox folder is reset before each trial
     that follows one which used it). Set false for a server that keeps state in memory."""
@@ -193,6 +219,13 @@ class ServerDef(Strict):
             raise ValueError("a stdio server needs `command`")
         if self.transport == "http" and not self.url:
             raise ValueError("an http server needs `url`")
+        texts = [*(self.command or []), *self.env.values(), self.url or ""]
+        for text in texts:
+            for name in ENV_PLACEHOLDER.findall(text):
+                if not ENV_VAR.fullmatch(name):
+                    raise ValueError(f"`{{env:{name}}}` does not name an environment variable")
+        if self.sandbox is None and any("{sandbox}" in text for text in texts):
+            raise ValueError("`{sandbox}` is used but no `sandbox:` folder is given to copy")
         return self
 
 
@@ -276,6 +309,11 @@ class ModelTarget(Strict):
     script: list[dict[str, Any]] | None = None
     """Only for the `scripted` adapter: the replies to give, in order."""
 
+    stream: bool = Field(default=False, exclude_if=lambda on: on is False)
+    """`openai` only: ask for a streamed reply (server-sent events) and record the time to
+    the first token. Off by default: some servers stream tool calls badly. Left out of the
+    target's JSON when off, so the ids of trials that do not stream stay as they were."""
+
     def key(self) -> str:
         """Identifies this target across processes (pins included): e.g. which judge passed
         the anchor gate."""
@@ -321,6 +359,8 @@ class ModelTarget(Strict):
             )
         if self.adapter == "scripted" and self.script is None:
             raise ValueError("the scripted adapter needs `script`")
+        if self.stream and self.adapter != "openai":
+            raise ValueError("`stream` applies only to the openai adapter")
         return self
 
 

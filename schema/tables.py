@@ -61,6 +61,9 @@ class TrialRow(SQLModel, table=True):
     turns: int = 0
     final_answer: str | None = None
     transcript_json: str = "[]"
+    setup_json: str = Field(default="[]", sa_column_kwargs={"server_default": "[]"})
+    """JSON list of the scenario's setup calls as made before the model started (the model's
+    own calls are tool_call rows)."""
     provenance_json: str = "{}"
     host: str | None = None
     worker_tag: str | None = None

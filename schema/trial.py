@@ -155,6 +155,10 @@ class TrialResult(BaseModel):
     final_answer: str | None = None
     transcript: list[Message] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """The model's calls, in order: what grading reads."""
+    setup_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """The scenario's `setup` calls, made by the farm before the model started (indexed from
+    0 on their own). Never graded, never counted as the model's; stored with the trial."""
     provenance: Provenance
     answer: AnswerScore | None = None
     """The answer-quality score, for scenarios with an `answer` in sweeps that score them."""

@@ -10,7 +10,9 @@ from typing import Any
 from mcp import ClientSession
 
 from schema import ServerDef
+from workers.errors import InfraError
 from workers.pool import LiveServer, ServerPool
+from workers.safejson import describe
 from workers.toolspec import ToolSpec
 
 
@@ -26,6 +28,14 @@ class Connected:
 
 def shown_name(server: str, tool: str, naming: str) -> str:
     return f"{server}__{tool}" if naming == "server_prefixed" else tool
+
+
+def _clash(name: str, first: str, second: str) -> InfraError:
+    return InfraError(
+        f"servers {first!r} and {second!r} both list a tool named {name!r}, so the model could "
+        "reach only one of them: use a prompt config with `tool_naming: server_prefixed` (tools "
+        "shown as server__tool), or attach only one of the two servers"
+    )
 
 
 @asynccontextmanager
@@ -45,6 +55,9 @@ async def connect(
             connected.sessions[live.server.name] = live.session
             for tool in live.tools:
                 name = shown_name(live.server.name, tool.name, naming)
+                if name in connected.tools and connected.tools[name].server != live.server.name:
+                    # Not the model's fault: the trial cannot be a fair test of either tool.
+                    raise _clash(name, connected.tools[name].server, live.server.name)
                 connected.tools[name] = ToolSpec(
                     shown_name=name,
                     server=live.server.name,
@@ -61,9 +74,45 @@ async def connect(
 
 
 def result_text(result: Any) -> str:
-    """The text of a CallToolResult (text blocks joined; other blocks named by type)."""
-    parts = []
-    for block in result.content:
-        text = getattr(block, "text", None)
-        parts.append(text if text is not None else f"[{getattr(block, 'type', 'content')}]")
-    return "\n".join(parts)
+    """A CallToolResult as text for the model, the way MCP clients show it: text blocks as
+    they are, other blocks described by what identifies them (see `block_text`), and the
+    structured content as JSON when the blocks say nothing."""
+    text = "\n".join(block_text(block) for block in result.content)
+    structured = getattr(result, "structured_content", None)
+    if not text.strip() and structured is not None:
+        return describe(structured)
+    return text
+
+
+def block_text(block: Any) -> str:
+    """One content block as text. A bare `[image]` would leave a scenario about a linked or
+    embedded resource unanswerable, so links give their URI, name, type and description,
+    embedded text resources their URI and text, and binary data its type and size."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return str(block.text)
+    if kind in ("image", "audio"):
+        return f"[{kind}: {block.mime_type}, {_decoded_size(block.data)} bytes]"
+    if kind == "resource_link":
+        title = block.title if block.title and block.title != block.name else None
+        head = f"[resource link: {block.uri}] {block.name}" + (f" ({title})" if title else "")
+        facts = [f"type {block.mime_type}" if block.mime_type else None]
+        facts.append(f"{block.size} bytes" if block.size is not None else None)
+        shown = ", ".join(f for f in facts if f)
+        lines = [head + (f"; {shown}" if shown else "")]
+        return "\n".join([*lines, block.description] if block.description else lines)
+    if kind == "resource":
+        resource = block.resource
+        mime = f" ({resource.mime_type})" if resource.mime_type else ""
+        text = getattr(resource, "text", None)
+        if text is not None:
+            return f"[resource: {resource.uri}{mime}]\n{text}"
+        size = _decoded_size(getattr(resource, "blob", ""))
+        return f"[resource: {resource.uri}{mime}, {size} bytes of binary data]"
+    return f"[{kind or 'content'}]"
+
+
+def _decoded_size(data: str) -> int:
+    """Bytes that base64 text stands for, without decoding it (it may be megabytes)."""
+    body = data.strip()
+    return len(body) * 3 // 4 - (len(body) - len(body.rstrip("=")))

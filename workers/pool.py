@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +28,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Tool
 
-from scenarios import FIXTURES_DIR
-from schema import ServerDef
+from scenarios import FIXTURES_DIR, sandbox_source
+from schema import ENV_PLACEHOLDER, ServerDef
 from workers.errors import InfraError
 
 logger = logging.getLogger(__name__)
@@ -63,17 +65,79 @@ def _expand(arg: str, sandbox: Path | None, attached: list[str]) -> str:
     )
 
 
+MASK_MIN_CHARS = 4
+"""Environment values at least this long are masked in start-failure messages; shorter ones
+(a `1`, a `no`) are no secrets, and masking them would garble the message."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one server, every placeholder filled in. It may hold values from the
+    worker's environment (`{env:VAR}`), so it is never stored, logged or used as a key."""
+
+    argv: list[str]
+    env: dict[str, str]
+    url: str | None
+    secrets: tuple[str, ...] = ()
+    """The values taken from the environment, masked in any message about this server."""
+
+    def masked(self, text: str) -> str:
+        for value in self.secrets:
+            if len(value) >= MASK_MIN_CHARS:
+                text = text.replace(value, "***")
+        return text
+
+
+def launch(
+    server: ServerDef, sandbox: Path | None, attached: list[str], environ: Mapping[str, str]
+) -> Launch:
+    """The server's command, environment and URL with placeholders filled in; InfraError
+    naming the server and the variable when `{env:VAR}` names one the worker does not have."""
+    taken: list[str] = []
+
+    def fill(text: str) -> str:
+        def value(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in environ:
+                raise InfraError(
+                    f"MCP server {server.name!r} needs the environment variable {name} "
+                    f"(`{{env:{name}}}` in its definition), which is not set on this worker"
+                )
+            taken.append(environ[name])
+            return environ[name]
+
+        return ENV_PLACEHOLDER.sub(value, text)
+
+    argv = [fill(_expand(a, sandbox, attached)) for a in server.command or []]
+    env = {k: fill(_expand(v, sandbox, attached)) for k, v in server.env.items()}
+    url = fill(server.url) if server.url else None
+    return Launch(argv, env, url, tuple(taken))
+
+
 def _key(server: ServerDef, attached: list[str]) -> str:
+    # Built from the definition as written: `{env:VAR}` stays a placeholder, so no value
+    # from the environment is ever part of a key.
     command = [_expand(a, None, attached) for a in server.command or []]
     return json.dumps([server.name, command, server.url, server.env], sort_keys=True)
 
 
 def reset_sandbox(server: ServerDef, target: Path) -> None:
-    """Make `target` a fresh copy of the server's fixture folder."""
-    assert server.sandbox is not None
+    """Make `target` a fresh copy of the server's sandbox folder."""
+    source = sandbox_source(server)
+    assert source is not None
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(FIXTURES_DIR / server.sandbox, target)
+    inside = target.resolve()
+    if not inside.is_relative_to(source.resolve()):
+        shutil.copytree(source, target)
+        return
+
+    # A user's folder may hold the farm's data folder, and so the copy itself: copying that
+    # too would recurse until the path is too long.
+    def holds_target(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if inside.is_relative_to(Path(folder, n).resolve())]
+
+    shutil.copytree(source, target, ignore=holds_target)
 
 
 def describe(exc: BaseException) -> str:
@@ -88,9 +152,17 @@ class ServerPool:
     """The servers of one worker process. Lend with `acquire`, give back with `release`."""
 
     def __init__(
-        self, tg: TaskGroup, root: Path, start_timeout_s: float, sessions: int = 1
+        self,
+        tg: TaskGroup,
+        root: Path,
+        start_timeout_s: float,
+        sessions: int = 1,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self._tg = tg
+        # `{env:VAR}` is read from the worker's own environment when a server starts (that is
+        # its meaning), so the process environment is the default; tests pass their own.
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
         self.max_idle = MAX_IDLE * sessions
         self.root = root
         self.start_timeout_s = start_timeout_s
@@ -134,19 +206,20 @@ class ServerPool:
 
     async def _start(self, server: ServerDef, key: str, attached: list[str]) -> LiveServer:
         self._count += 1
-        sandbox = None
-        if server.sandbox:
-            sandbox = self.root / f"{server.name}-{self._count}"
+        sandbox = self.root / f"{server.name}-{self._count}" if server.sandbox else None
+        how = launch(server, sandbox, attached, self.environ)
+        if sandbox is not None:
             reset_sandbox(server, sandbox)
         try:
-            live: LiveServer = await self._tg.start(self._keep, server, key, sandbox, attached)
+            live: LiveServer = await self._tg.start(self._keep, server, key, sandbox, how)
         except Exception as exc:  # any start failure is the infrastructure's, not the model's
             if sandbox is not None:
                 shutil.rmtree(sandbox, ignore_errors=True)
+            # The failure may quote the command or URL: values from the environment are masked.
             raise InfraError(
-                f"MCP server {server.name!r} failed to start: {describe(exc)} "
+                f"MCP server {server.name!r} failed to start: {how.masked(describe(exc))} "
                 f"(its stderr is in {self.log_path})"
-            ) from exc
+            ) from None
         self.started += 1
         return live
 
@@ -155,14 +228,14 @@ class ServerPool:
         server: ServerDef,
         key: str,
         sandbox: Path | None,
-        attached: list[str],
+        how: Launch,
         *,
         task_status: TaskStatus[LiveServer],
     ) -> None:
         """Own one server from start to stop, so its contexts open and close in one task."""
         started = False
         try:
-            async with _open(server, sandbox, attached, self._errlog) as session:
+            async with _open(server, how, self._errlog) as session:
                 with anyio.fail_after(self.start_timeout_s):
                     await session.initialize()
                     listed = await session.list_tools()
@@ -170,33 +243,38 @@ class ServerPool:
                 task_status.started(live)
                 started = True
                 await live.stop.wait()
-        except Exception:
+        except Exception as exc:
             if not started:
                 raise
             # A server that died while lent: its trial sees the failure; the pool carries on.
-            logger.warning("MCP server %s stopped with an error", server.name, exc_info=True)
+            # No traceback where it could quote a value taken from the environment.
+            logger.warning(
+                "MCP server %s stopped with an error: %s",
+                server.name,
+                how.masked(describe(exc)),
+                exc_info=not how.secrets,
+            )
         finally:
             if started and sandbox is not None:
                 shutil.rmtree(sandbox, ignore_errors=True)
 
 
 @asynccontextmanager
-async def _open(
-    server: ServerDef, sandbox: Path | None, attached: list[str], errlog: TextIO
-) -> AsyncIterator[ClientSession]:
+async def _open(server: ServerDef, how: Launch, errlog: TextIO) -> AsyncIterator[ClientSession]:
     """A session with one server, over stdio or streamable HTTP."""
     if server.transport == "stdio":
-        argv = [_expand(a, sandbox, attached) for a in server.command or []]
-        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(server.env) or None)
+        params = StdioServerParameters(
+            command=how.argv[0], args=how.argv[1:], env=dict(how.env) or None
+        )
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
             ClientSession(read, write) as session,
         ):
             yield session
     else:
-        assert server.url is not None
+        assert how.url is not None
         async with (
-            streamable_http_client(server.url) as (read, write),
+            streamable_http_client(how.url) as (read, write),
             ClientSession(read, write) as session,
         ):
             yield session

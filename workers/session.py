@@ -7,8 +7,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from schema import Message, PromptConfig, Scenario, StopReason, TokenCounts, ToolCallRecord
+import anyio
+from mcp import MCPError
+
+from schema import (
+    Message,
+    PromptConfig,
+    Scenario,
+    SetupCall,
+    StopReason,
+    TokenCounts,
+    ToolCallRecord,
+)
 from workers.adapters.base import ModelClient
+from workers.errors import InfraError
 from workers.mcp_conn import Connected, result_text
 from workers.render import opening_messages
 from workers.safejson import arguments_key, shorten, wire_problem
@@ -23,6 +35,8 @@ class SessionState:
 
     transcript: list[Message] = field(default_factory=list)
     calls: list[ToolCallRecord] = field(default_factory=list)
+    setup_calls: list[ToolCallRecord] = field(default_factory=list)
+    """The scenario's setup calls, made before the model's first turn; never graded."""
     tokens: TokenCounts = field(default_factory=TokenCounts)
     turns: int = 0
     final_answer: str | None = None
@@ -84,6 +98,66 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
         result_digest=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
         latency_s=latency,
     )
+
+
+def _setup_owner(call: SetupCall, conn: Connected) -> str:
+    """The attached server a setup call goes to; InfraError when there is no single one."""
+    owners = sorted(
+        {t.server for t in conn.tools.values() if t.tool == call.tool}
+        & ({call.server} if call.server else set(conn.sessions))
+    )
+    if len(owners) == 1:
+        return owners[0]
+    if call.server and call.server not in conn.sessions:
+        attached = ", ".join(sorted(conn.sessions)) or "none"
+        raise InfraError(
+            f"setup names server {call.server!r}, which this trial does not attach "
+            f"(attached: {attached})"
+        )
+    if owners:
+        raise InfraError(
+            f"setup tool {call.tool!r} is listed by {', '.join(owners)}: "
+            "name the server in the setup call"
+        )
+    where = f"server {call.server!r}" if call.server else "any attached server"
+    raise InfraError(f"setup tool {call.tool!r} is not listed by {where}")
+
+
+async def run_setup(
+    state: SessionState, setup: list[SetupCall], conn: Connected, timeout_s: float
+) -> None:
+    """Make the scenario's setup calls, in order, before the model starts. Each is recorded in
+    `state.setup_calls`; one that fails, or does not answer within `timeout_s`, raises
+    InfraError: the scenario could not be set up, which is never the model's fault."""
+    for index, call in enumerate(setup):
+        server = _setup_owner(call, conn)
+        where = f"setup[{index}] {server}.{call.tool}"
+        # Seeded state must not reach the next trial: the pool resets or replaces the server.
+        conn.touched.add(server)
+        started = time.perf_counter()
+        try:
+            with anyio.move_on_after(timeout_s) as scope:
+                result = await conn.sessions[server].call_tool(call.tool, call.arguments)
+        except MCPError as exc:
+            raise InfraError(f"{where} failed: {exc}") from None
+        if scope.cancelled_caught:
+            raise InfraError(f"{where} gave no answer within {timeout_s:g} s")
+        text = result_text(result)
+        state.setup_calls.append(
+            ToolCallRecord(
+                index=index,
+                server=server,
+                tool=call.tool,
+                arguments=call.arguments,
+                ok=not result.is_error,
+                error=text[:500] if result.is_error else None,
+                result_text=text[:RESULT_KEEP_CHARS],
+                result_digest=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+                latency_s=time.perf_counter() - started,
+            )
+        )
+        if result.is_error:
+            raise InfraError(f"{where} failed, so the scenario could not be set up: {text[:300]}")
 
 
 async def run_session(

@@ -30,7 +30,7 @@ from workers.mcp_conn import connect
 from workers.pool import ServerPool
 from workers.provenance import provenance
 from workers.scoring import Transcript, score_answer
-from workers.session import SessionState, run_session
+from workers.session import SessionState, run_session, run_setup
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ async def _converse(
     schemas: dict[str, dict[str, Any]] = {}
     async with connect(attached(spec, scenario), pool, spec.prompt.tool_naming) as conn:
         schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
+        await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
         await run_session(state, scenario, spec.prompt, client, conn, spec.seed, spec.variant)
     return schemas
 
@@ -149,6 +150,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         final_answer=state.final_answer,
         transcript=state.transcript,
         tool_calls=state.calls,
+        setup_calls=state.setup_calls,
         provenance=provenance(spec, settings, client.pins if client else {}),
     )
     if spec.judge is not None and scenario.answer is not None and verdict.outcome != "infra_error":

@@ -1,0 +1,31 @@
+"""Test-only MCP server that tells what environment it was started with, without ever
+returning a value: a variable's sha256, and the files of the folder `DATA_DIR` names."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from scenarios.servers._sdk import MCPServer, serve
+
+
+def build() -> MCPServer:
+    server = MCPServer("envinfo")
+
+    @server.tool()
+    def variable_digest(name: str) -> str:
+        """The sha256 of an environment variable's value, or `unset`."""
+        value = os.environ.get(name)
+        return "unset" if value is None else hashlib.sha256(value.encode()).hexdigest()
+
+    @server.tool()
+    def data_files() -> str:
+        """The files in the folder DATA_DIR names, one per line."""
+        return "\n".join(sorted(p.name for p in Path(os.environ["DATA_DIR"]).iterdir()))
+
+    return server
+
+
+if __name__ == "__main__":
+    serve(lambda _a: build())
