@@ -33,7 +33,10 @@ def dash_note(card: Scorecard, *, speed: bool) -> str | None:
     if any(row.k < 2 for row in card.rows):
         reasons.append("pass^k and pass@k need k ≥ 2 repetitions of each scenario in the row")
     if speed and any(x.first_token.p50 is None for x in card.extras):
-        reasons.append("TTFT needs an endpoint that reports its first token (a streaming one)")
+        reasons.append(
+            "TTFT needs an endpoint that reports its first token "
+            "(an openai model with `stream: true`)"
+        )
     if speed and any(x.tokens_per_s is None for x in card.extras):
         reasons.append("tok/s needs token counts and model time from the endpoint")
     if not reasons:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from typing import Any
@@ -45,17 +46,35 @@ def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 
 
 def tools_as_text(tools: list[ToolSpec]) -> str:
-    """A plain listing of tools with their JSON argument schemas, for JSON-in-text modes."""
+    """The tools for JSON-in-text modes: each with its full description and its argument
+    schema as one line of compact JSON (types, item shapes, allowed values, which are
+    required), so a text mode sees what a native mode's `tools` array carries."""
     lines = ["Tools:"]
     for t in tools:
-        props = (t.input_schema or {}).get("properties", {})
-        required = set((t.input_schema or {}).get("required", []))
-        args = ", ".join(
-            f"{name}: {spec.get('type', 'any')}{'' if name in required else ' (optional)'}"
-            for name, spec in props.items()
-        )
-        lines.append(f"- {t.shown_name}({args}): {t.description.strip().splitlines()[0]}")
+        # cleandoc: descriptions are often docstrings, indented after their first line.
+        text = [line for line in inspect.cleandoc(t.description).splitlines() if line.strip()]
+        lines.append(f"- {t.shown_name}: {text[0] if text else '(no description)'}")
+        lines += [f"  {line}" for line in text[1:]]
+        lines.append(f"  arguments: {_compact(t.input_schema)}")
     return "\n".join(lines)
+
+
+def _compact(schema: dict[str, Any]) -> str:
+    """A tool's input schema as one line, without the titles SDKs derive from names (the
+    `fooArguments` of the object and `Foo` of a property `foo`), which add nothing."""
+    if not schema.get("properties"):
+        return "none"
+    lean = {k: v for k, v in schema.items() if k != "title"}
+    lean["properties"] = {
+        name: _untitled(name, spec) for name, spec in schema["properties"].items()
+    }
+    return json.dumps(lean, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _untitled(name: str, spec: Any) -> Any:
+    if isinstance(spec, dict) and spec.get("title") == name.replace("_", " ").title():
+        return {k: v for k, v in spec.items() if k != "title"}
+    return spec
 
 
 def opening_messages(

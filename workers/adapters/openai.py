@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 import os
 import ssl
+import time
 from functools import lru_cache
 from typing import Any
 
 import httpx
 
 from schema import Message, ModelTarget, PromptConfig, TokenCounts
+from workers.adapters.openai_stream import assemble
 from workers.errors import InfraError
 from workers.render import (
     chat_messages,
@@ -40,6 +42,8 @@ class OpenAIClient:
         key = os.environ.get(target.api_key_env, "") if target.api_key_env else ""
         self.headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.pins = {"adapter": "openai", "endpoint": target.endpoint, "model": target.model}
+        if target.stream:
+            self.pins["stream"] = "true"
 
     def _body(
         self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
@@ -77,13 +81,33 @@ class OpenAIClient:
             )
         # JSON is UTF-8 (RFC 8259); bytes that are not become U+FFFD rather than an exception.
         data = completion(response.content.decode("utf-8", errors="replace"), self.url)
-        usage = data.get("usage")
-        usage = usage if isinstance(usage, dict) else {}
-        tokens = TokenCounts(
-            prompt=_count(usage.get("prompt_tokens")),
-            completion=_count(usage.get("completion_tokens")),
-        )
-        return data, tokens
+        return data, _tokens(data.get("usage"))
+
+    async def _stream(self, body: dict[str, Any]) -> tuple[Any, TokenCounts, float | None]:
+        """The reply's message, its tokens and the time to its first token, streamed.
+
+        A server that answers a plain completion instead of a stream is read as one (no first
+        token time then): `stream` asks, it cannot insist."""
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        started = time.perf_counter()
+        try:
+            async with (
+                httpx.AsyncClient(timeout=self.target.request_timeout_s, verify=_tls()) as client,
+                client.stream("POST", self.url, json=body, headers=self.headers) as response,
+            ):
+                if response.status_code >= 400:
+                    text = (await response.aread()).decode("utf-8", errors="replace")
+                    raise InfraError(
+                        f"endpoint {self.url} answered {response.status_code}: {text[:300]}"
+                    )
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    raw = (await response.aread()).decode("utf-8", errors="replace")
+                    data = completion(raw, self.url)
+                    return first_message(data), _tokens(data.get("usage")), None
+                streamed = await assemble(response.aiter_lines(), self.url, started)
+        except httpx.HTTPError as exc:
+            raise InfraError(f"endpoint {self.url} stream broke: {exc!r}") from None
+        return streamed.message, _tokens(streamed.usage), streamed.first_token_s
 
     async def complete_json(
         self, messages: list[dict[str, str]], schema: dict[str, Any], sampling: Sampling
@@ -106,10 +130,16 @@ class OpenAIClient:
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
     ) -> ModelReply:
-        data, tokens = await self._post(self._body(messages, tools, prompt, seed))
-        message = first_message(data)
+        body = self._body(messages, tools, prompt, seed)
+        first_token_s = None
+        if self.target.stream:
+            message, tokens, first_token_s = await self._stream(body)
+        else:
+            data, tokens = await self._post(body)
+            message = first_message(data)
         reply = self._decode(message, prompt, len([m for m in messages if m.role == "assistant"]))
         reply.tokens = tokens
+        reply.first_token_s = first_token_s
         return reply
 
     @staticmethod
@@ -184,6 +214,15 @@ def _verdict_text(message: Any) -> str:
         return describe(message)
     text = content_text(message.get("content"))
     return text if text is not None else describe(message.get("content"))
+
+
+def _tokens(usage: Any) -> TokenCounts:
+    """Token counts from a body's `usage`, whatever shape it has."""
+    usage = usage if isinstance(usage, dict) else {}
+    return TokenCounts(
+        prompt=_count(usage.get("prompt_tokens")),
+        completion=_count(usage.get("completion_tokens")),
+    )
 
 
 def _count(value: Any) -> int:
