@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
 import pytest
@@ -14,6 +15,7 @@ from sqlalchemy.engine import Engine
 
 from scenarios import ScenarioError, load_suite
 from scenarios.validate import check_file
+from scheduler.report_html import _transcript
 from schema import Settings, TrialResult, init_db, make_engine
 from tests.helpers import trial
 from workers.runtime import Runtime
@@ -206,4 +208,23 @@ def test_setup_calls_are_stored_apart_from_the_models_calls_alike_on_sqlite_and_
     assert [(c["tool"], c["arguments"]) for c in setup] == [
         ("add_memo", {"text": "call the plumber"}),
         ("add_memo", {"text": "renew the passport"}),
+    ]
+
+
+def test_the_html_drill_down_shows_setup_calls_before_the_conversation() -> None:
+    row = SimpleNamespace(
+        setup_json=json.dumps(
+            [
+                {"server": "memo", "tool": "add_memo", "arguments": {"text": "a"}, "ok": True},
+                {"server": "memo", "tool": "add_memo", "arguments": {}, "ok": False, "error": "no"},
+            ]
+        ),
+        transcript_json=json.dumps([{"role": "user", "content": "What memos?"}]),
+    )
+    assert _transcript(row).splitlines() == [
+        "[setup] memo.add_memo({&quot;text&quot;: &quot;a&quot;})",
+        "",
+        "[setup] memo.add_memo({}) failed: no",
+        "",
+        "[user] What memos?",
     ]
