@@ -81,7 +81,7 @@ def test_two_tagged_workers_each_run_their_own_models_and_the_scorecard_is_store
         assert node == f"farm-{tag}@test"
         assert (outcome, attempts) == ("pass", 1)
     calls = farm.rows(
-        "select count(*) from tool_call join trial using (trial_id) where sweep_id = :s",
+        "select count(*) from tool_call join trial using (trial_id) where trial.sweep_id = :s",
         s=sweep_id,
     )
     assert calls[0][0] == 12 * len(BUDGET.expect)

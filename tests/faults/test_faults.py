@@ -48,7 +48,7 @@ def trial_rows(farm: Farm, sweep_id: str) -> dict[str, tuple[str, int]]:
 
 def tool_calls(farm: Farm, sweep_id: str) -> int:
     found = farm.rows(
-        "select count(*) from tool_call join trial using (trial_id) where sweep_id = :s",
+        "select count(*) from tool_call join trial using (trial_id) where trial.sweep_id = :s",
         s=sweep_id,
     )
     return int(found[0][0])
