@@ -115,6 +115,24 @@ def ideal_sweep(name: str, repetitions: int) -> SweepSpec:
     )
 
 
+def enrolled(engine: Engine, name: str) -> bool:
+    """Whether the worker node `name` has recorded itself."""
+    with session_scope(engine) as session:
+        return session.get(NodeRow, name) is not None
+
+
+def trials_left(engine: Engine) -> int:
+    """Trials of any sweep not recorded yet."""
+    with session_scope(engine) as session:
+        return int(
+            session.execute(
+                select(func.count())
+                .select_from(TrialRow)
+                .where(col(TrialRow.status).in_(("pending", "running")))
+            ).scalar_one()
+        )
+
+
 def raw_celery(n: int, env: dict[str, str], broker: redis.Redis) -> float:
     """No-op tasks per second, published in batches and drained by a 2-process worker."""
     app = make_celery(Settings(broker_url=BROKER), name="bench")
@@ -159,22 +177,11 @@ def farm_pipeline(n: int, engine: Engine, env: dict[str, str], settings: Setting
         "bench@local",
     ]
 
-    def enrolled() -> bool:
-        with session_scope(engine) as session:
-            return session.get(NodeRow, "bench@local") is not None
-
     def left() -> int:
-        with session_scope(engine) as session:
-            return int(
-                session.execute(
-                    select(func.count())
-                    .select_from(TrialRow)
-                    .where(col(TrialRow.status).in_(("pending", "running")))
-                ).scalar_one()
-            )
+        return trials_left(engine)
 
     with process(argv, env):
-        wait(enrolled, 60, "the farm worker")
+        wait(lambda: enrolled(engine, "bench@local"), 60, "the farm worker")
         # Warm up: each pool process starts its servers once.
         warm = expand(ideal_sweep("bench-warmup", 20), "bench")
         submit(plan=warm, settings=settings, engine=engine, app=make_celery(settings))

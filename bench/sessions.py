@@ -29,23 +29,18 @@ from typing import Any
 import redis
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
-from sqlmodel import col
 
-from bench.pipeline import BROKER, ROOT, database, process, wait
+from bench.pipeline import BROKER, ROOT, database, enrolled, process, trials_left, wait
 from scenarios import load_suite
 from scheduler.expand import expand
 from scheduler.submit import submit
 from schema import (
     ModelTarget,
-    NodeRow,
     ScenarioSelection,
     Settings,
     SweepSpec,
-    TrialRow,
     make_celery,
-    session_scope,
 )
 
 SCENARIO = next(s for s in load_suite("basic").scenarios if s.id == "fs.list-desktop")
@@ -151,17 +146,6 @@ def tree_rss_mb(root: int) -> float:
     return sum(rss_kb.get(pid, 0) for pid in family) / 1024
 
 
-def left(engine: Engine) -> int:
-    with session_scope(engine) as session:
-        return int(
-            session.execute(
-                select(func.count())
-                .select_from(TrialRow)
-                .where(col(TrialRow.status).in_(("pending", "running")))
-            ).scalar_one()
-        )
-
-
 def measure(
     sessions: int, trials: int, url: str, engine: Engine, env: dict[str, str], settings: Settings
 ) -> tuple[float, float]:
@@ -170,21 +154,16 @@ def measure(
     argv = [sys.executable, "-m", "scheduler.cli", "worker", "--tags", "cpu", "--pool",
             "threads", "--concurrency", str(sessions), "--name", name]  # fmt: skip
     app = make_celery(settings)
-
-    def enrolled() -> bool:
-        with session_scope(engine) as session:
-            return session.get(NodeRow, name) is not None
-
     with process(argv, env) as proc:
-        wait(enrolled, 60, "the worker")
+        wait(lambda: enrolled(engine, name), 60, "the worker")
         # Warm-up: every session starts its server once; then the measured run.
         submit(plan=expand(sweep(f"warm-{sessions}", url, sessions, sessions), "bench"),
                settings=settings, engine=engine, app=app)  # fmt: skip
-        wait(lambda: left(engine) == 0, 300, "the warm-up trials")
+        wait(lambda: trials_left(engine) == 0, 300, "the warm-up trials")
         plan = expand(sweep(f"run-{sessions}", url, sessions, trials), "bench")
         started = time.perf_counter()
         submit(plan=plan, settings=settings, engine=engine, app=app)
-        wait(lambda: left(engine) == 0, 1200, "the measured trials")
+        wait(lambda: trials_left(engine) == 0, 1200, "the measured trials")
         rate = trials / (time.perf_counter() - started)
         return rate, tree_rss_mb(proc.pid)
 
