@@ -16,6 +16,7 @@ from schema import (
     SpecError,
     Suite,
     load_yaml_model,
+    order_problems,
 )
 
 ROOT = Path(__file__).resolve().parent
@@ -183,19 +184,8 @@ def structural_problems(suite: Suite, source: str) -> list[SpecError]:
                 )
         problems += _answer_problems(suite, i, scenario, source)
         problems += _setup_problems(i, scenario, servers, source)
-        for j, call in enumerate(scenario.expect):
-            for arg, matcher in call.params.items():
-                step = matcher.derived_from_step
-                if step is not None and not 0 <= step < j:
-                    problems.append(
-                        ScenarioError(
-                            source,
-                            f"scenarios[{i}].expect[{j}].params.{arg}.derived_from_step",
-                            f"must name an earlier step (0..{j - 1}), got {step}"
-                            if j
-                            else "the first step has no earlier result to derive from",
-                        )
-                    )
+        for field, problem in order_problems(scenario.expect):
+            problems.append(ScenarioError(source, f"scenarios[{i}].{field}", problem))
     for i, toolset in enumerate(suite.toolsets):
         for j, name_ in enumerate(toolset.servers):
             if name_ not in servers:

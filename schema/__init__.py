@@ -19,6 +19,7 @@ from schema.answer import (
 from schema.broker import CONTROL_QUEUE, declared_queues, make_celery, queue_for
 from schema.db import dialect_insert, init_db, make_engine, session_scope, upsert
 from schema.errors import FarmError, SpecError, StoreError
+from schema.expect import ToolChoice, order_problems
 from schema.ids import canonical_json, digest
 from schema.loading import load_yaml_model, read_yaml, require_unique, spec_errors, validate
 from schema.migrate import LATEST as SCHEMA_VERSION
@@ -134,6 +135,7 @@ __all__ = [
     "TokenCounts",
     "ToolCallRecord",
     "ToolCallRow",
+    "ToolChoice",
     "ToolMode",
     "ToolSet",
     "TrialResult",
@@ -153,6 +155,7 @@ __all__ = [
     "make_celery",
     "make_engine",
     "mask_url",
+    "order_problems",
     "queue_for",
     "read_yaml",
     "require_latest",

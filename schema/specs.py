@@ -8,108 +8,18 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from schema.answer import AnswerSpec, CodeRepo, ToolSet, Weights
+from schema.expect import ExpectedCall as ExpectedCall  # re-exported: schema's API
+from schema.expect import ParamMatcher as ParamMatcher
 from schema.ids import digest
-from schema.patterns import json_schema_problem, regex_problem
+from schema.patterns import regex_problem
 from schema.redact import has_credentials
 from schema.strict import Strict
 from schema.vocab import AdapterName, Tier, ToolMode, Transport
-
-MATCHER_KINDS = (
-    "exact",
-    "normalized",
-    "regex",
-    "one_of",
-    "number",
-    "path",
-    "any",
-    "derived_from_step",
-    "json_schema",
-)
-
 
 ENV_PLACEHOLDER = re.compile(r"\{env:([^{}]*)\}")
 """`{env:VAR}` in a server definition: VAR from the worker's environment at start time."""
 
 ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class ParamMatcher(Strict):
-    """How one argument of an expected call is judged. Exactly one kind is given.
-
-    A bare scalar in YAML (`path: Desktop`) means `exact`.
-    """
-
-    exact: Any = None
-    """The value must equal this (type included)."""
-    normalized: str | None = None
-    """Equal after lower-casing and collapsing whitespace."""
-    regex: str | None = None
-    """The string value must fully match this regular expression (case-insensitive)."""
-    one_of: list[Any] | None = None
-    """The value must be one of these (strings compared normalised)."""
-    number: float | None = None
-    """The value must be numeric and within `tolerance` of this."""
-    tolerance: float = 0.0
-    """Absolute tolerance for `number`."""
-    path: str | None = None
-    """The value names the same path inside the sandbox (`Desktop`, `/Desktop/`, `~/Desktop`)."""
-    any: bool | None = None
-    """Any value is fine, as long as the argument is present."""
-    derived_from_step: int | None = None
-    """The value must occur in the result of expected step k (0-based): a chained argument."""
-    json_schema: dict[str, Any] | None = None
-    """The value must validate against this JSON schema."""
-
-    @field_validator("regex")
-    @classmethod
-    def _compiles(cls, pattern: str | None) -> str | None:
-        problem = regex_problem(pattern) if pattern is not None else None
-        if problem:
-            raise ValueError(problem)
-        return pattern
-
-    @field_validator("json_schema")
-    @classmethod
-    def _applies(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
-        problem = json_schema_problem(schema) if schema is not None else None
-        if problem:
-            raise ValueError(problem)
-        return schema
-
-    @model_validator(mode="before")
-    @classmethod
-    def _scalar_means_exact(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return {"exact": data}
-        return data
-
-    @model_validator(mode="after")
-    def _exactly_one_kind(self) -> ParamMatcher:
-        given = [k for k in MATCHER_KINDS if k in self.model_fields_set]
-        if len(given) != 1:
-            raise ValueError(
-                f"give exactly one matcher kind of {', '.join(MATCHER_KINDS)}; got {given or 'none'}"
-            )
-        if "tolerance" in self.model_fields_set and given != ["number"]:
-            raise ValueError("`tolerance` only goes with `number`")
-        return self
-
-    @property
-    def kind(self) -> str:
-        return next(k for k in MATCHER_KINDS if k in self.model_fields_set)
-
-
-class ExpectedCall(Strict):
-    """One tool call the scenario expects."""
-
-    tool: str
-    """Tool name as the server lists it."""
-    server: str | None = None
-    """Server the tool must come from, when two servers offer the same name."""
-    params: dict[str, ParamMatcher] = Field(default_factory=dict)
-    """Matchers per argument; arguments not named here are free if the tool's schema allows them."""
-    example: dict[str, Any] | None = None
-    """Arguments an ideal agent would send; self-checks replay them and must pass."""
 
 
 class SetupCall(Strict):
@@ -145,7 +55,8 @@ class Scenario(Strict):
     expect: list[ExpectedCall] = Field(default_factory=list)
     """The expected calls; empty means no tool should be called."""
     order: Literal["ordered", "unordered"] = "ordered"
-    """Whether the expected calls must happen in the listed order."""
+    """Whether the expected calls must happen in the listed order; a step's `after` names
+    the steps it must follow instead (a partial order)."""
     allowed_extra: list[str] = Field(default_factory=list)
     """Tools the agent may also call without penalty (e.g. a look-around list_directory)."""
     final_answer: str | None = None
@@ -177,7 +88,13 @@ class Scenario(Strict):
 
     @property
     def expected_tools(self) -> list[str]:
-        return [call.tool for call in self.expect]
+        """One name per step: the first a step accepts (what listings and scorecards show)."""
+        return [call.names[0] for call in self.expect]
+
+    @property
+    def accepted_tools(self) -> set[str]:
+        """Every tool name some step accepts."""
+        return {name for call in self.expect for name in call.names}
 
     def prompt_for(self, variant: int) -> str:
         """Variant 0 is the verbatim prompt; 1..n are the paraphrases."""
@@ -274,7 +191,7 @@ class PromptConfig(Strict):
     generation: GenerationParams = Field(default_factory=GenerationParams)
 
 
-GRADER_VERSION = "1"
+GRADER_VERSION = "2"
 """Bump when the deterministic tool grading or the answer scoring changes meaning."""
 
 LOCAL_MODELS = ("gemma3-270m", "smollm2-135m")

@@ -11,16 +11,31 @@ import httpx
 import pytest
 
 from scenarios import load_prompt
-from schema import ModelTarget, PromptConfig, Scenario, ScenarioRef, TrialSpec
+from schema import ModelTarget, PromptConfig, Scenario, ScenarioRef, TrialResult, TrialSpec
 
 
 def ideal_script(scenario: Scenario) -> list[dict[str, Any]]:
     """What a perfect agent says: each expected call with its example arguments, then the answer."""
     script: list[dict[str, Any]] = [
-        {"call": {"name": step.tool, "arguments": step.example or {}}} for step in scenario.expect
+        {"call": {"name": step.names[0], "arguments": step.example or {}}}
+        for step in scenario.expect
     ]
     script.append({"answer": scenario.example_answer or "done"})
     return script
+
+
+def ideal_call_problems(scenario: Scenario, result: TrialResult) -> list[str]:
+    """What went wrong at the server for the ideal agent: each of its calls is its step's call
+    and must have worked (or failed, for a step with `expect_error`). A misconfigured server (a
+    wrong sandbox, missing data) shows up here whatever the grade says."""
+    problems = [
+        f"{c.tool}: " + ("worked, but the step expects an error" if c.ok else f"{c.error}")
+        for step, c in zip(scenario.expect, result.tool_calls, strict=False)
+        if c.ok == step.expect_error
+    ]
+    if len(result.tool_calls) != len(scenario.expect):
+        problems.append(f"{len(result.tool_calls)} call(s) for {len(scenario.expect)} step(s)")
+    return problems
 
 
 def scripted(script: list[dict[str, Any]], model_id: str = "scripted") -> ModelTarget:

@@ -8,10 +8,11 @@ from typing import Any
 import jsonschema
 from referencing.exceptions import Unresolvable  # jsonschema's own dependency (>= 4.18)
 
-from schema import ExpectedCall, Outcome, Scenario, StopReason, ToolCallRecord
+from schema import Outcome, Scenario, StopReason, ToolCallRecord
 from workers.errors import InfraError
-from workers.matchers import answer_pattern, check
+from workers.matchers import answer_pattern
 from workers.safejson import arguments_key, shorten, wire_problem
+from workers.steps import find
 
 
 @dataclass(frozen=True)
@@ -20,15 +21,19 @@ class Verdict:
     detail: str
 
 
-def _schema_problem(call: ToolCallRecord, schema: dict[str, Any] | None) -> str | None:
+def _schema_problem(
+    call: ToolCallRecord, schema: dict[str, Any] | None, declared: set[str] | None = None
+) -> str | None:
     """Extra arguments or wrong types, judged against the tool's own input schema.
 
-    The schema is the server's: one that cannot be applied is an InfraError, not the model's.
+    An argument the step declares (an `optional` one, say) is never extra, even where the
+    schema does not list it. The schema is the server's: one that cannot be applied is an
+    InfraError, not the model's.
     """
     if not schema:
         return None
     properties = schema.get("properties", {})
-    allowed = set(properties) if isinstance(properties, dict) else set()
+    allowed = (set(properties) if isinstance(properties, dict) else set()) | (declared or set())
     extra = sorted(str(name) for name in set(call.arguments) - allowed)
     if extra:
         return f"unexpected argument(s) {', '.join(extra)} for {call.tool}"
@@ -44,64 +49,19 @@ def _schema_problem(call: ToolCallRecord, schema: dict[str, Any] | None) -> str 
     return None
 
 
-def _params_problem(
-    step: ExpectedCall,
-    call: ToolCallRecord,
-    prior: dict[int, ToolCallRecord],
-    schema: dict[str, Any] | None,
-) -> str | None:
-    for arg, matcher in step.params.items():
-        if arg not in call.arguments:
-            return f"{call.tool}: missing argument {arg!r}"
-        reason = check(matcher, call.arguments[arg], prior)
-        if reason:
-            return f"{call.tool}.{arg}: {reason}"
-    return _schema_problem(call, schema)
-
-
-def _is_step(step: ExpectedCall, call: ToolCallRecord) -> bool:
-    return call.tool == step.tool and (step.server is None or call.server == step.server)
-
-
 def _match_steps(
     scenario: Scenario, calls: list[ToolCallRecord], schemas: dict[str, dict[str, Any]]
 ) -> Verdict | None:
     """wrong_params or wrong_sequence, or None when every step is met in an allowed order."""
-    matched: dict[int, ToolCallRecord] = {}
-    params_problem: str | None = None
-    sequence_problem: str | None = None
-    last = -1
-    for j, step in enumerate(scenario.expect):
-        candidates = [c for c in calls if _is_step(step, c)]
-        if not candidates:
-            sequence_problem = sequence_problem or f"step {j} ({step.tool}) never called"
-            continue
-        sources = {
-            m.derived_from_step for m in step.params.values() if m.derived_from_step is not None
-        } - set(matched)
-        if sources:
-            # A chained argument whose source step never happened: the chain is broken.
-            sequence_problem = sequence_problem or (
-                f"step {j} ({step.tool}) needs the result of step {min(sources)}, never obtained"
-            )
-            continue
-        problems = [_params_problem(step, c, matched, schemas.get(c.tool)) for c in candidates]
-        good = [c for c, p in zip(candidates, problems, strict=True) if p is None]
-        if not good:
-            params_problem = params_problem or problems[0]
-            continue
-        later = [c for c in good if c.index > last] if scenario.order == "ordered" else good
-        if not later:
-            sequence_problem = (
-                sequence_problem or f"step {j} ({step.tool}) came before step {j - 1}"
-            )
-            later = good
-        matched[j] = later[0]
-        last = later[0].index
-    if params_problem:
-        return Verdict("wrong_params", params_problem)
-    if sequence_problem:
-        return Verdict("wrong_sequence", sequence_problem)
+    found = find(
+        scenario, calls, lambda c, declared: _schema_problem(c, schemas.get(c.tool), declared)
+    )
+    if found.params:
+        return Verdict("wrong_params", found.params)
+    if found.sequence:
+        return Verdict("wrong_sequence", found.sequence)
+    if found.failed:
+        return Verdict("wrong_params", found.failed)
     return None
 
 
@@ -171,16 +131,15 @@ def grade(
         return Verdict("no_tool_call", "the model answered without calling a tool")
     if not scenario.expect and calls:
         return Verdict("wrong_tool", f"no tool should be called; called {calls[0].tool}")
-    allowed = set(scenario.expected_tools) | set(scenario.allowed_extra)
+    expected = scenario.accepted_tools
+    labels = ", ".join(step.label for step in scenario.expect)
     for c in calls:
         if c.server is None:
             return Verdict("wrong_tool", f"called {shorten(c.tool)}, which no server offers")
-        if c.tool not in allowed:
-            return Verdict(
-                "wrong_tool", f"called {c.tool}; expected {', '.join(scenario.expected_tools)}"
-            )
-    if scenario.expect and not any(c.tool in scenario.expected_tools for c in calls):
-        return Verdict("wrong_tool", f"never called {', '.join(scenario.expected_tools)}")
+        if c.tool not in expected | set(scenario.allowed_extra):
+            return Verdict("wrong_tool", f"called {c.tool}; expected {labels}")
+    if scenario.expect and not any(c.tool in expected for c in calls):
+        return Verdict("wrong_tool", f"never called {labels}")
     verdict = _match_steps(scenario, calls, schemas)
     if verdict:
         return verdict

@@ -18,7 +18,13 @@ from mcp.types import CallToolResult
 
 from scenarios import FIXTURES_DIR, load_suite
 from schema import Scenario, Settings
-from tests.helpers import free_port, ideal_script, trial, wait_until_serving
+from tests.helpers import (
+    free_port,
+    ideal_call_problems,
+    ideal_script,
+    trial,
+    wait_until_serving,
+)
 from workers.trial import execute_trial
 
 pytestmark = pytest.mark.integration
@@ -229,7 +235,8 @@ def test_an_ideal_scripted_agent_passes(
     result = anyio.run(execute_trial, spec, settings)
     assert result.outcome == "pass", (result.detail, [c.error for c in result.tool_calls])
     assert [c.tool for c in result.tool_calls] == scenario.expected_tools
-    assert all(c.ok and c.result_digest for c in result.tool_calls)
+    assert ideal_call_problems(scenario, result) == []
+    assert all(c.result_digest for c in result.tool_calls)
 
 
 @pytest.mark.parametrize(

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from scenarios import load_suite
 from scenarios.validate import suite_files
 from schema import Scenario, Settings
-from tests.helpers import ideal_script, trial
+from tests.helpers import ideal_call_problems, ideal_script, trial
+from tests.scenarios.mistakes import form_mistakes
 from workers.runtime import Runtime
 
 pytestmark = pytest.mark.integration
@@ -51,7 +54,7 @@ def mistakes(scenario: Scenario) -> list[tuple[str, list[dict[str, Any]], str]]:
             found.append(("skips-the-first-step", [*calls[1:], answer], "wrong_sequence"))
     if scenario.final_answer and not _matches(scenario.final_answer, WRONG_ANSWER["answer"]):
         found.append(("gives-a-wrong-answer", [*calls, WRONG_ANSWER], "output_mismatch"))
-    return found
+    return found + form_mistakes(scenario)
 
 
 def _matches(pattern: str, text: str) -> bool:
@@ -100,3 +103,54 @@ def test_a_scripted_agent_gets_the_outcome_its_behaviour_deserves(
     runtime, settings = warm
     result = runtime.run(trial(scenario, script, suite=suite), settings)
     assert result.outcome == outcome, f"{name}: {result.outcome} ({result.detail})"
+    if name == "ideal":
+        assert ideal_call_problems(scenario, result) == []
+
+
+FILESYSTEM_COMMAND = ["{python}", "-m", "scenarios.servers.filesystem", "--root", "{sandbox}"]
+
+
+def test_an_ideal_agent_fails_on_a_misconfigured_server(
+    tmp_path: Path, warm: tuple[Runtime, Settings]
+) -> None:
+    # The filesystem server started on the notes fixture instead of the home folder: the ideal
+    # agent's read fails, so the self-check must fail too, not pass on a lenient matcher.
+    suite = tmp_path / "misplaced.yaml"
+    suite.write_text(
+        yaml.safe_dump(
+            {
+                "suite": "misplaced",
+                "servers": [
+                    {
+                        "name": "misplaced-fs",
+                        "command": FILESYSTEM_COMMAND,
+                        "sandbox": "notes",
+                    }
+                ],
+                "scenarios": [
+                    {
+                        "id": "misplaced.read",
+                        "version": 1,
+                        "tier": "simple",
+                        "prompt": "What does my Desktop to-do list say?",
+                        "servers": ["misplaced-fs"],
+                        "expect": [
+                            {
+                                "tool": "read_file",
+                                "params": {"path": {"path": "Desktop/todo.txt"}},
+                                "example": {"path": "/Desktop/todo.txt"},
+                            }
+                        ],
+                        "example_answer": "Your to-do list is on the Desktop.",
+                    }
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
+    scenario = load_suite(str(suite)).scenarios[0]
+    runtime, settings = warm
+    result = runtime.run(trial(scenario, ideal_script(scenario), suite=str(suite)), settings)
+    assert result.outcome == "wrong_params", result.detail
+    assert "returned an error" in result.detail
+    assert ideal_call_problems(scenario, result) != []

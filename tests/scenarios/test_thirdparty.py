@@ -13,7 +13,7 @@ import pytest
 from scenarios import load_suite, servers_for
 from scenarios.servers.git_fixture import build
 from schema import Scenario, ServerDef, Settings
-from tests.helpers import ideal_script, trial
+from tests.helpers import ideal_call_problems, ideal_script, trial
 from workers.mcp_conn import result_text
 from workers.pool import REPO_ROOT, ServerPool
 from workers.runtime import Runtime
@@ -84,7 +84,8 @@ def test_an_ideal_scripted_agent_passes_through_the_real_servers(
     result = runtime.run(spec, settings)
     assert result.outcome == "pass", (result.detail, [c.error for c in result.tool_calls])
     assert [c.tool for c in result.tool_calls] == scenario.expected_tools
-    assert all(c.ok and c.result_text for c in result.tool_calls), result.tool_calls
+    assert ideal_call_problems(scenario, result) == []
+    assert all(c.result_text for c in result.tool_calls), result.tool_calls
 
 
 # Arguments for every tool each server lists, in the order they are called (later calls use
@@ -171,5 +172,5 @@ def test_every_listed_tool_answers_through_our_client(name: str, tmp_path: Path)
     for (server, tool), text in EXPECTED_TEXT.items():
         if server == name:
             assert text in answers[tool][1], (tool, answers[tool][1][:300])
-    used = {step.tool for s in SCENARIOS if s.servers == [name] for step in s.expect}
+    used = {n for s in SCENARIOS if s.servers == [name] for step in s.expect for n in step.names}
     assert used <= listed

@@ -19,7 +19,13 @@ from mcp.client.stdio import StdioServerParameters
 
 from scenarios import FIXTURES_DIR, load_suite
 from schema import Scenario, Settings
-from tests.helpers import free_port, ideal_script, trial, wait_until_serving
+from tests.helpers import (
+    free_port,
+    ideal_call_problems,
+    ideal_script,
+    trial,
+    wait_until_serving,
+)
 from workers.runtime import Runtime
 
 pytestmark = pytest.mark.integration
@@ -257,13 +263,14 @@ def test_an_ideal_scripted_agent_passes(
     result = rt.run(trial(scenario, ideal_script(scenario), suite=suite, prompt=mode), settings)
     assert result.outcome == "pass", (result.detail, [c.error for c in result.tool_calls])
     assert [c.tool for c in result.tool_calls] == scenario.expected_tools
-    assert all(c.ok and c.result_digest for c in result.tool_calls)
+    assert ideal_call_problems(scenario, result) == []
+    assert all(c.result_digest for c in result.tool_calls)
 
 
 def test_the_suites_are_complete() -> None:
     tiers = Counter(s.tier for _suite, s in ALL)
     assert tiers["simple"] >= 6 and tiers["moderate"] >= 9 and tiers["complex"] >= 11
-    used = Counter(step.tool for _suite, s in ALL for step in s.expect)
+    used = Counter(name for _suite, s in ALL for step in s.expect for name in step.names)
     tools = {t for _fixture, _extra, calls in SERVERS.values() for t in calls}
     assert {t for t in tools - DISTRACTORS if used[t] < 2} == set()
     assert not DISTRACTORS & set(used)  # a distractor is never the right answer

@@ -20,6 +20,7 @@ from schema import ParamMatcher, ToolCallRecord
 from workers.adapters.local import LocalClient
 from workers.adapters.openai import OpenAIClient, completion
 from workers.adapters.scripted import scripted_reply
+from workers.derived import Chain
 from workers.errors import InfraError
 from workers.grading import grade
 from workers.matchers import check
@@ -236,7 +237,7 @@ def test_grading_weird_but_decoded_values_does_not_raise() -> None:
 
 def test_a_number_matcher_given_an_integer_too_large_for_a_float_says_no() -> None:
     matcher = ParamMatcher.model_validate({"number": 3, "tolerance": 1})
-    assert check(matcher, 10**400, {}) is not None
+    assert check(matcher, 10**400) is not None
 
 
 # --- properties: no exception escapes, whatever comes in ------------------------------------
@@ -362,6 +363,12 @@ MATCHERS = st.sampled_from(
         {"path": "Desktop"},
         {"any": True},
         {"json_schema": {"type": "object", "properties": {"a": {"type": "string"}}}},
+        {"optional": False},
+        {"items": {"derived_from_step": 0}},
+        {"items": ["a", {"number": 1}], "contains": {"regex": "a.*"}},
+        {"contains": [{"derived_from_step": 0}, {"any": True}]},
+        {"keys": {"a": {"optional": {"derived_from_step": 0}}}, "extra_keys": "allow"},
+        {"keys": {"a": {"items": {"keys": {}}}}},
     ]
 ).map(ParamMatcher.model_validate)
 
@@ -371,14 +378,12 @@ MATCHERS = st.sampled_from(
 def test_any_value_is_matched_or_refused_with_a_reason(
     matcher: ParamMatcher, value: Any, result_text: str
 ) -> None:
-    prior = {
-        0: ToolCallRecord(
-            index=0, server="s", tool="t", arguments={}, ok=True, result_text=result_text
-        )
-    }
+    source = ToolCallRecord(
+        index=0, server="s", tool="t", arguments={}, ok=True, result_text=result_text
+    )
     derived = ParamMatcher.model_validate({"derived_from_step": 0})
     for each in (matcher, derived):
-        reason = check(each, value, prior)
+        reason = check(each, value, Chain({0: [source]}, before=1))
         assert reason is None or isinstance(reason, str)
     key = arguments_key("t", value)
     assert key.startswith("t")

@@ -6,6 +6,7 @@ import pytest
 
 from scenarios import load_suite
 from schema import ParamMatcher, Scenario, ToolCallRecord
+from workers.derived import Chain
 from workers.grading import grade
 from workers.matchers import check, normalize_path
 from workers.render import decode_text_reply
@@ -38,26 +39,25 @@ def m(spec: Any) -> ParamMatcher:
     ],
 )
 def test_matchers(matcher: dict[str, Any], value: Any, ok: bool) -> None:
-    assert (check(m(matcher), value, {}) is None) is ok
+    assert (check(m(matcher), value) is None) is ok
 
 
 def test_derived_matcher_looks_into_the_earlier_steps_result() -> None:
-    prior = {
-        0: ToolCallRecord(
-            index=0,
-            server="fs",
-            tool="search_files",
-            arguments={},
-            ok=True,
-            result_text="/Documents/budget-q1-2026.md",
-        )
-    }
+    source = ToolCallRecord(
+        index=0,
+        server="fs",
+        tool="search_files",
+        arguments={},
+        ok=True,
+        result_text="/Documents/budget-q1-2026.md",
+    )
+    chain = Chain({0: [source]})
     derived = m({"derived_from_step": 0})
-    assert check(derived, "Documents/budget-q1-2026.md", prior) is None
-    assert check(derived, "/Documents/other.md", prior) is not None
-    assert "not done" in (check(derived, "x", {}) or "")
+    assert check(derived, "Documents/budget-q1-2026.md", chain) is None
+    assert check(derived, "/Documents/other.md", chain) is not None
+    assert "not done" in (check(derived, "x", Chain()) or "")
     # A URL is looked for as written (path normalisation would turn :// into :/).
-    web = {0: prior[0].model_copy(update={"result_text": "1. https://docs.kestrel.test/faq"})}
+    web = Chain({0: [source.model_copy(update={"result_text": "1. https://docs.kestrel.test/faq"})]})
     assert check(derived, "https://docs.kestrel.test/faq", web) is None
     assert check(derived, "https://docs.kestrel.test/install", web) is not None
 

@@ -1,0 +1,285 @@
+"""What a scenario expects of the agent's calls: the steps, the tools each accepts, the matchers.
+
+Matchers nest: `items`, `contains`, `keys` and `optional` hold matchers of their own, so an
+argument that is an array or an object is judged piece by piece. Every nested matcher is
+validated like a top-level one (a bad regular expression three levels down still fails the load).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from schema.patterns import json_schema_problem, regex_problem
+from schema.strict import Strict
+
+MATCHER_KINDS = (
+    "exact",
+    "normalized",
+    "regex",
+    "one_of",
+    "number",
+    "path",
+    "any",
+    "derived_from_step",
+    "json_schema",
+    "optional",
+    "items",
+    "contains",
+    "keys",
+)
+
+# Kinds that may be given together in one matcher: both speak about the items of one array.
+ARRAY_KINDS = frozenset({"items", "contains"})
+
+# Where a nested matcher is wrapped in `optional`, it would say "this item may be missing",
+# which means nothing for an array's items: only an argument or an object's key can be absent.
+NO_OPTIONAL_INSIDE = ("optional", "items", "contains")
+
+
+def _matcher_shape(value: Any) -> str:
+    # The tag names hold "[" so that error paths drop them, as they drop pydantic's own
+    # validator names (schema.loading.spec_errors): `items[1].regex`, not `items.list[1].regex`.
+    return "shape[list]" if isinstance(value, list) else "shape[one]"
+
+
+def _tool_shape(value: Any) -> str:
+    # Called on YAML data when loading and on the model when dumping: both shapes count.
+    return "tool[choice]" if isinstance(value, dict | ToolChoice) else "tool[name]"
+
+
+class ParamMatcher(Strict):
+    """How one argument (or one item, or one key) is judged. Exactly one kind is given, except
+    that `items` and `contains` may go together.
+
+    A bare value in YAML (`path: Desktop`) means `exact`. An object is always a matcher; an
+    exact object or array is written `{exact: ...}`.
+    """
+
+    exact: Any = None
+    """The value must equal this (type included)."""
+    normalized: str | None = None
+    """Equal after lower-casing and collapsing whitespace."""
+    regex: str | None = None
+    """The string value must fully match this regular expression (case-insensitive)."""
+    one_of: list[Any] | None = None
+    """The value must be one of these (strings compared normalised)."""
+    number: float | None = None
+    """The value must be numeric and within `tolerance` of this."""
+    tolerance: float = 0.0
+    """Absolute tolerance for `number`."""
+    path: str | None = None
+    """The value names the same path inside the sandbox (`Desktop`, `/Desktop/`, `~/Desktop`)."""
+    any: bool | None = None
+    """Any value is fine, as long as the argument is present."""
+    derived_from_step: int | None = None
+    """The value must be a whole value found in the result of a call of expected step k
+    (0-based) made before this call: a chained argument (README, "Chained values")."""
+    json_schema: dict[str, Any] | None = None
+    """The value must validate against this JSON schema."""
+    optional: ParamMatcher | None = None
+    """The argument (or key) may be left out; when given, it must satisfy this matcher.
+    `optional: false` reads "absent or false". Only for an argument or a key."""
+    items: (
+        Annotated[
+            Annotated[list[ParamMatcher], Tag("shape[list]")]
+            | Annotated[ParamMatcher, Tag("shape[one]")],
+            Discriminator(_matcher_shape),
+        ]
+        | None
+    ) = None
+    """The value is an array. One matcher: every item satisfies it. A list of matchers: the
+    array has exactly that many items, each satisfying the matcher at its position."""
+    contains: (
+        Annotated[
+            Annotated[list[ParamMatcher], Tag("shape[list]")]
+            | Annotated[ParamMatcher, Tag("shape[one]")],
+            Discriminator(_matcher_shape),
+        ]
+        | None
+    ) = None
+    """The value is an array in which some item satisfies this matcher; given a list, each
+    matcher of the list is satisfied by some item."""
+    keys: dict[str, ParamMatcher] | None = None
+    """The value is an object whose keys satisfy these matchers; a key whose matcher is
+    `optional` may be missing."""
+    extra_keys: Literal["forbid", "allow"] = "forbid"
+    """With `keys`: whether the object may hold keys not named in `keys`."""
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        problem = regex_problem(pattern) if pattern is not None else None
+        if problem:
+            raise ValueError(problem)
+        return pattern
+
+    @field_validator("json_schema")
+    @classmethod
+    def _applies(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        problem = json_schema_problem(schema) if schema is not None else None
+        if problem:
+            raise ValueError(problem)
+        return schema
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scalar_means_exact(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return {"exact": data}
+        # `optional: null` is "absent or null"; without this, pydantic would read the null
+        # as "no nested matcher" and the kind would be lost.
+        wrapped = {k: {"exact": None} for k in ("optional", "items", "contains") if k in data}
+        return data | {k: v for k, v in wrapped.items() if data[k] is None}
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> ParamMatcher:
+        given = self.kinds
+        if len(given) != 1 and set(given) != ARRAY_KINDS:
+            raise ValueError(
+                f"give exactly one matcher kind of {', '.join(MATCHER_KINDS)} "
+                f"(only items and contains go together); got {list(given) or 'none'}"
+            )
+        if "tolerance" in self.model_fields_set and given != ("number",):
+            raise ValueError("`tolerance` only goes with `number`")
+        if "extra_keys" in self.model_fields_set and given != ("keys",):
+            raise ValueError("`extra_keys` only goes with `keys`")
+        for name in NO_OPTIONAL_INSIDE:
+            if any(child.kind == "optional" for child in self._children(name)):
+                raise ValueError(
+                    f"`optional` inside `{name}` means nothing: only an argument or a key "
+                    "can be left out"
+                )
+        return self
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds given, in MATCHER_KINDS order."""
+        return tuple(k for k in MATCHER_KINDS if k in self.model_fields_set)
+
+    @property
+    def kind(self) -> str:
+        return self.kinds[0]
+
+    def _children(self, name: str) -> list[ParamMatcher]:
+        value = getattr(self, name)
+        if value is None:
+            return []
+        if isinstance(value, ParamMatcher):
+            return [value]
+        if isinstance(value, dict):
+            return list(value.values())
+        return list(value)
+
+    def nested(self, where: str = "") -> Iterator[tuple[str, ParamMatcher]]:
+        """This matcher and every matcher inside it, each with its path below this one
+        (`""`, `.items[0]`, `.keys.oldText`, …), as error messages name them."""
+        yield where, self
+        if self.optional is not None:
+            yield from self.optional.nested(f"{where}.optional")
+        for name in ("items", "contains"):
+            value = getattr(self, name)
+            if isinstance(value, ParamMatcher):
+                yield from value.nested(f"{where}.{name}")
+            elif value is not None:
+                for i, child in enumerate(value):
+                    yield from child.nested(f"{where}.{name}[{i}]")
+        for key, child in (self.keys or {}).items():
+            yield from child.nested(f"{where}.keys.{key}")
+
+    def sources(self) -> set[int]:
+        """Every step a value inside this matcher is derived from."""
+        return {
+            m.derived_from_step for _where, m in self.nested() if m.derived_from_step is not None
+        }
+
+
+class ToolChoice(Strict):
+    """Several tools, any of which does the step: `tool: {one_of: [read_text_file, read_file]}`
+    (servers rename tools between versions, or offer two that serve equally)."""
+
+    one_of: tuple[str, ...] = Field(min_length=2)
+    """The names accepted. The first is the step's name in listings and scorecards, and the
+    tool the ideal agent of the self-checks calls."""
+
+    @field_validator("one_of")
+    @classmethod
+    def _distinct_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not name for name in names):
+            raise ValueError("a tool name cannot be empty")
+        if len(set(names)) < len(names):
+            raise ValueError("names a tool twice")
+        return names
+
+
+class ExpectedCall(Strict):
+    """One tool call the scenario expects: a step."""
+
+    tool: Annotated[
+        Annotated[str, Tag("tool[name]")] | Annotated[ToolChoice, Tag("tool[choice]")],
+        Discriminator(_tool_shape),
+    ]
+    """Tool name as the server lists it, or `{one_of: [a, b]}` when any of several will do;
+    the params are then judged on whichever was called."""
+    server: str | None = None
+    """Server the tool must come from, when two servers offer the same name."""
+    params: dict[str, ParamMatcher] = Field(default_factory=dict)
+    """Matchers per argument; arguments not named here are free if the tool's schema allows them."""
+    after: list[int] | None = None
+    """Steps (0-based, earlier in the list) whose calls must all come before this step's call.
+    Left out: the previous step in an `ordered` scenario, no step in an `unordered` one.
+    `after: [0]` on two steps lets them run in either order once step 0 is done."""
+    expect_error: bool = False
+    """The call must come back as an error (a step that tests how the agent copes with one).
+    Otherwise a call that returned an error does not count as this step."""
+    example: dict[str, Any] | None = None
+    """Arguments an ideal agent would send; self-checks replay them and must pass."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tool names this step accepts; the first is its name in listings."""
+        return (self.tool,) if isinstance(self.tool, str) else self.tool.one_of
+
+    @property
+    def label(self) -> str:
+        """The step in messages: `read_file`, or `read_text_file|read_file`."""
+        return "|".join(self.names)
+
+    def requires(self, index: int, order: Literal["ordered", "unordered"]) -> list[int]:
+        """The steps that must come before this one, step `index` of a scenario in `order`."""
+        if self.after is not None:
+            return self.after
+        return [index - 1] if order == "ordered" and index > 0 else []
+
+    def sources(self) -> set[int]:
+        """The steps this step's chained values come from."""
+        return set().union(*(m.sources() for m in self.params.values()))
+
+
+def order_problems(expect: Sequence[ExpectedCall]) -> Iterator[tuple[str, str]]:
+    """(field, problem) for each step that points at itself or a later step: a chained value
+    (at any depth) or an `after`. Steps may only point back, so every declared order can be
+    met and checked in list order."""
+    for j, call in enumerate(expect):
+        earlier = f"must name an earlier step (0..{j - 1})"
+        for arg, matcher in call.params.items():
+            for below, each in matcher.nested():
+                step = each.derived_from_step
+                if step is not None and not 0 <= step < j:
+                    field = f"expect[{j}].params.{arg}{below}.derived_from_step"
+                    yield (
+                        field,
+                        (
+                            f"{earlier}, got {step}"
+                            if j
+                            else "the first step has no earlier result to derive from"
+                        ),
+                    )
+        for k, step in enumerate(call.after or []):
+            field = f"expect[{j}].after[{k}]"
+            if not 0 <= step < j:
+                yield field, f"{earlier}, got {step}" if j else "the first step follows no other"
+            elif step in (call.after or [])[:k]:
+                yield field, f"names step {step} twice"

@@ -1,0 +1,215 @@
+"""Mistakes a scripted agent makes, read off a scenario's own expectations.
+
+Each is the ideal script with one thing changed and the outcome that change deserves. The
+self-checks run them through the real servers, so every matcher form is shown to catch what it
+is there to catch (and to let through what it allows).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from schema import ExpectedCall, ParamMatcher, Scenario
+from tests.helpers import ideal_script
+from workers.matchers import check
+
+Script = list[dict[str, Any]]
+Mistake = tuple[str, Script, str]
+
+# Calls an agent may make instead of a step's first tool, and should pass with: the same step
+# done through another of its `tool: {one_of: [...]}` names (arguments differ between tools, so
+# they are given here rather than guessed).
+ALTERNATE_CALLS: dict[str, tuple[int, str, dict[str, Any]]] = {
+    "ref.fs.raise-timeout": (0, "read_file", {"path": "webapp/src/session.js"}),
+    "mail.marco-and-priya": (0, "search_email", {"query": "Marco"}),
+}
+
+
+def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"call": {"name": name, "arguments": arguments}}
+
+
+def _with_args(script: Script, j: int, arguments: dict[str, Any]) -> Script:
+    changed = copy.deepcopy(script)
+    changed[j]["call"]["arguments"] = arguments
+    return changed
+
+
+def _requires_all(scenario: Scenario, j: int) -> set[int]:
+    """Every step that step j comes after, directly or through others (chained values too)."""
+    found: set[int] = set()
+    todo = [j]
+    while todo:
+        index = todo.pop()
+        step = scenario.expect[index]
+        for k in {*step.requires(index, scenario.order), *step.sources()} - found:
+            found.add(k)
+            todo.append(k)
+    return found
+
+
+def order_mistakes(scenario: Scenario) -> Iterator[Mistake]:
+    """Steps free of each other swapped (a pass), and a step moved before one it must follow."""
+    script = ideal_script(scenario)
+    n = len(scenario.expect)
+    for i in range(n - 1):
+        if i not in _requires_all(scenario, i + 1):
+            swapped = [*script[:i], script[i + 1], script[i], *script[i + 2 :]]
+            yield "runs-independent-steps-the-other-way", swapped, "pass"
+            break
+    for j, step in enumerate(scenario.expect):
+        if step.after:
+            first = min(step.after)
+            moved = [*script[:first], script[j], *script[first:j], *script[j + 1 :]]
+            yield "puts-a-step-before-one-it-follows", moved, "wrong_sequence"
+            break
+
+
+def _wrong(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return -abs(value) - 1
+    if isinstance(value, str):
+        return value + "-zz9"
+    return {"zz": value}
+
+
+def optional_mistakes(scenario: Scenario) -> Iterator[Mistake]:
+    """Optional arguments left out (a pass), and one given a value its matcher refuses."""
+    script = ideal_script(scenario)
+    for j, step in enumerate(scenario.expect):
+        example = step.example or {}
+        optional = {a: m for a, m in step.params.items() if m.kind == "optional" and a in example}
+        if not optional:
+            continue
+        kept = {a: v for a, v in example.items() if a not in optional}
+        yield "leaves-out-optional-arguments", _with_args(script, j, kept), "pass"
+        for arg, matcher in optional.items():
+            wrong = _wrong(example[arg])
+            if check(matcher, wrong) is not None:
+                changed = example | {arg: wrong}
+                yield (
+                    "gets-an-optional-argument-wrong",
+                    _with_args(script, j, changed),
+                    "wrong_params",
+                )
+                break
+        return
+
+
+def _derived_spots(matcher: ParamMatcher, value: Any) -> Iterator[list[int | str]]:
+    """Paths (inside the example value) of values a derived matcher judges."""
+    if matcher.optional is not None:
+        yield from _derived_spots(matcher.optional, value)
+    elif matcher.derived_from_step is not None:
+        yield []
+    elif matcher.keys is not None and isinstance(value, dict):
+        for key, each in matcher.keys.items():
+            if key in value:
+                yield from ([key, *p] for p in _derived_spots(each, value[key]))
+    elif isinstance(value, list) and value:
+        if isinstance(matcher.items, list):
+            for i, (each, item) in enumerate(zip(matcher.items, value, strict=False)):
+                yield from ([i, *p] for p in _derived_spots(each, item))
+        elif matcher.items is not None:
+            yield from ([0, *p] for p in _derived_spots(matcher.items, value[0]))
+        contains = matcher.contains
+        wanted = [contains] if isinstance(contains, ParamMatcher) else contains or []
+        if any(m.derived_from_step is not None for m in wanted):
+            # Some item must come from the result: change them all, or another still does.
+            for i in range(len(value)):
+                yield [i]
+
+
+def _replaced(value: Any, path: list[int | str], change: Any) -> Any:
+    changed = copy.deepcopy(value)
+    if not path:
+        return change(changed)
+    holder = changed
+    for part in path[:-1]:
+        holder = holder[part]
+    holder[path[-1]] = change(holder[path[-1]])
+    return changed
+
+
+def chain_mistakes(scenario: Scenario) -> Iterator[Mistake]:
+    """A chained value made up (in each step that has one), or cut short (no longer whole)."""
+    script = ideal_script(scenario)
+    cut_done = False
+    for j, step in enumerate(scenario.expect):
+        example = step.example or {}
+        for arg, matcher in step.params.items():
+            spots = list(_derived_spots(matcher, example.get(arg)))
+            if not spots:
+                continue
+            garbled = example[arg]
+            for spot in spots:
+                garbled = _replaced(garbled, spot, _garble)
+            changed = _with_args(script, j, example | {arg: garbled})
+            yield f"makes-up-a-chained-value-in-step-{j}", changed, "wrong_params"
+            cut = _replaced(example[arg], spots[0], _cut)
+            if not cut_done and cut != example[arg]:
+                cut_done = True
+                changed = _with_args(script, j, example | {arg: cut})
+                yield "cuts-a-chained-value-short", changed, "wrong_params"
+            break
+
+
+def _garble(value: Any) -> Any:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value * 1000 + 7
+    return f"{value}zz9"
+
+
+def _cut(value: Any) -> Any:
+    return value[:-1] if isinstance(value, str) and len(value) > 2 else value
+
+
+def shape_mistakes(scenario: Scenario) -> Iterator[Mistake]:
+    """Arrays and objects with an item missing, an item too many, or a key not allowed."""
+    script = ideal_script(scenario)
+    for j, step in enumerate(scenario.expect):
+        example = step.example or {}
+        for arg, matcher in step.params.items():
+            value = example.get(arg)
+            for name, changed in _shape_changes(matcher, value):
+                yield name, _with_args(script, j, example | {arg: changed}), "wrong_params"
+
+
+def _shape_changes(matcher: ParamMatcher, value: Any) -> Iterator[tuple[str, Any]]:
+    if matcher.contains is not None and isinstance(value, list):
+        yield "leaves-out-a-required-item", []
+    if isinstance(matcher.items, list) and isinstance(value, list) and value:
+        yield "adds-an-item", [*value, copy.deepcopy(value[-1])]
+    inner = matcher.items[0] if isinstance(matcher.items, list) else matcher.items
+    strict_items = inner is not None and inner.keys is not None and inner.extra_keys == "forbid"
+    if strict_items and isinstance(value, list) and value and isinstance(value[0], dict):
+        yield "adds-a-key-inside-an-item", [value[0] | {"zz": 1}, *value[1:]]
+    if matcher.keys is not None and matcher.extra_keys == "forbid" and isinstance(value, dict):
+        yield "adds-a-key", value | {"zz": 1}
+
+
+def alternate_mistakes(scenario: Scenario) -> Iterator[Mistake]:
+    """Another accepted tool for a step (a pass)."""
+    if scenario.id not in ALTERNATE_CALLS:
+        return
+    j, tool, arguments = ALTERNATE_CALLS[scenario.id]
+    step: ExpectedCall = scenario.expect[j]
+    assert tool in step.names[1:], f"{scenario.id}: {tool} is not an alternative of step {j}"
+    script = ideal_script(scenario)
+    script[j] = _call(tool, arguments)
+    yield "uses-another-accepted-tool", script, "pass"
+
+
+def form_mistakes(scenario: Scenario) -> list[Mistake]:
+    """Every mistake above that applies to the scenario."""
+    return [
+        *order_mistakes(scenario),
+        *optional_mistakes(scenario),
+        *chain_mistakes(scenario),
+        *shape_mistakes(scenario),
+        *alternate_mistakes(scenario),
+    ]
