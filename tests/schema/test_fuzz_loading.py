@@ -173,11 +173,26 @@ MATCHERS = st.one_of(
                 "path",
                 "any",
                 "derived_from_step",
+                "optional",
+                "items",
+                "contains",
+                "keys",
+                "extra_keys",
             ]
         ),
         st.one_of(
             ODD_VALUES,
             st.sampled_from([{"type": 12}, {"$ref": "#"}, {"type": "string"}, "([a-z", 0]),
+            # Nested matchers, some broken deep inside (a bad pattern, a forward chain).
+            st.sampled_from(
+                [
+                    {"regex": "([a-z"},
+                    [{"keys": {"k": {"regex": "([a-z"}}}],
+                    {"optional": {"derived_from_step": 5}},
+                    {"k": {"optional": 1}},
+                    "allow",
+                ]
+            ),
         ),
         max_size=2,
     ),
@@ -209,7 +224,11 @@ NEAR_REAL = st.one_of(
     st.builds(
         lambda key, value: {**FIRST, key: value},
         st.sampled_from([*FIRST, "answer", "open_tools", "order", "allowed_extra"]),
-        st.one_of(ODD_VALUES, st.just([{"tool": "t", "params": {"p": {"derived_from_step": 0}}}])),
+        st.one_of(
+            ODD_VALUES,
+            st.just([{"tool": "t", "params": {"p": {"derived_from_step": 0}}}]),
+            st.just([{"tool": {"one_of": ["t", "t"]}}, {"tool": "u", "after": [3]}]),
+        ),
     ),
     st.builds(
         lambda matcher: {**FIRST, "expect": [{"tool": "list_directory", "params": {"p": matcher}}]},
