@@ -95,6 +95,14 @@ def test_workers_killed_mid_trial_are_requeued_promptly_and_each_trial_recorded_
     assert tool_calls(farm, sweep_id) == 12
 
 
+def outage(farm: Farm, postgres: OwnPostgres, *, until: str) -> None:
+    """Stop PostgreSQL until the worker's log says `until`, then start it again."""
+    postgres.stop()
+    log = farm.logs / "farm-cpu@test.log"
+    wait_until(lambda: until in log.read_text(errors="replace"), 60, f"the worker to log {until!r}")
+    postgres.start()
+
+
 def test_postgres_down_past_the_retry_window_loses_no_trial(
     fault_farm: Farm, own_postgres: OwnPostgres, tmp_path: Path
 ) -> None:
@@ -103,15 +111,8 @@ def test_postgres_down_past_the_retry_window_loses_no_trial(
     farm.worker("cpu", "farm-cpu@test", "--concurrency", "2", FARM_STORE_RETRY_S="2")
     wait_until(lambda: counts(farm, sweep_id).get("done"), 60, "a first trial")
 
-    own_postgres.stop()
-    log = farm.logs / "farm-cpu@test.log"
     # Down until a finished trial has given up on the database and gone back to the queue.
-    wait_until(
-        lambda: "giving it back to the queue" in log.read_text(errors="replace"),
-        60,
-        "a finished trial to be given back to the queue",
-    )
-    own_postgres.start()
+    outage(farm, own_postgres, until="giving it back to the queue")
 
     wait_until(lambda: counts(farm, sweep_id) == {"done": 8}, 120, "every trial recorded")
     rows = trial_rows(farm, sweep_id)
@@ -128,14 +129,7 @@ def test_a_database_outage_inside_the_retry_window_costs_only_the_wait(
     farm.worker("cpu", "farm-cpu@test", "--concurrency", "2")
     wait_until(lambda: counts(farm, sweep_id).get("running"), 60, "a trial to start")
 
-    own_postgres.stop()
-    log = farm.logs / "farm-cpu@test.log"
-    wait_until(
-        lambda: "trying again" in log.read_text(errors="replace"),
-        60,
-        "a trial to wait for the database",
-    )
-    own_postgres.start()
+    outage(farm, own_postgres, until="trying again")  # a trial is waiting for the database
 
     wait_until(lambda: counts(farm, sweep_id) == {"done": 4}, 120, "every trial recorded")
     rows = trial_rows(farm, sweep_id)
