@@ -57,7 +57,9 @@ def test_derived_matcher_looks_into_the_earlier_steps_result() -> None:
     assert check(derived, "/Documents/other.md", chain) is not None
     assert "not done" in (check(derived, "x", Chain()) or "")
     # A URL is looked for as written (path normalisation would turn :// into :/).
-    web = Chain({0: [source.model_copy(update={"result_text": "1. https://docs.kestrel.test/faq"})]})
+    web = Chain(
+        {0: [source.model_copy(update={"result_text": "1. https://docs.kestrel.test/faq"})]}
+    )
     assert check(derived, "https://docs.kestrel.test/faq", web) is None
     assert check(derived, "https://docs.kestrel.test/install", web) is not None
 
