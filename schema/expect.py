@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from schema.patterns import json_schema_problem, regex_problem
+from schema.patterns import checked_regex, json_schema_problem
 from schema.strict import Strict
 
 MATCHER_KINDS = (
@@ -82,24 +82,10 @@ class ParamMatcher(Strict):
     optional: ParamMatcher | None = None
     """The argument (or key) may be left out; when given, it must satisfy this matcher.
     `optional: false` reads "absent or false". Only for an argument or a key."""
-    items: (
-        Annotated[
-            Annotated[list[ParamMatcher], Tag("shape[list]")]
-            | Annotated[ParamMatcher, Tag("shape[one]")],
-            Discriminator(_matcher_shape),
-        ]
-        | None
-    ) = None
+    items: OneOrList | None = None
     """The value is an array. One matcher: every item satisfies it. A list of matchers: the
     array has exactly that many items, each satisfying the matcher at its position."""
-    contains: (
-        Annotated[
-            Annotated[list[ParamMatcher], Tag("shape[list]")]
-            | Annotated[ParamMatcher, Tag("shape[one]")],
-            Discriminator(_matcher_shape),
-        ]
-        | None
-    ) = None
+    contains: OneOrList | None = None
     """The value is an array in which some item satisfies this matcher; given a list, each
     matcher of the list is satisfied by some item."""
     keys: dict[str, ParamMatcher] | None = None
@@ -111,10 +97,7 @@ class ParamMatcher(Strict):
     @field_validator("regex")
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
-        problem = regex_problem(pattern) if pattern is not None else None
-        if problem:
-            raise ValueError(problem)
-        return pattern
+        return checked_regex(pattern)
 
     @field_validator("json_schema")
     @classmethod
@@ -194,6 +177,14 @@ class ParamMatcher(Strict):
         return {
             m.derived_from_step for _where, m in self.nested() if m.derived_from_step is not None
         }
+
+
+OneOrList = Annotated[
+    Annotated[list[ParamMatcher], Tag("shape[list]")] | Annotated[ParamMatcher, Tag("shape[one]")],
+    Discriminator(_matcher_shape),
+]
+"""One matcher or a list of them (`items`, `contains`); the tag keeps error paths plain."""
+ParamMatcher.model_rebuild()
 
 
 class ToolChoice(Strict):

@@ -55,6 +55,15 @@ def regex_problem(pattern: str) -> str | None:
     return None
 
 
+def checked_regex(pattern: str | None) -> str | None:
+    """`pattern` unchanged when it compiles (or is absent); ValueError naming the problem
+    otherwise. The one body of every validator of a regex field."""
+    problem = regex_problem(pattern) if pattern is not None else None
+    if problem:
+        raise ValueError(problem)
+    return pattern
+
+
 def json_schema_problem(schema: dict[str, Any]) -> str | None:
     """Why `schema` is not a JSON schema the matchers can apply, or None when it is.
 

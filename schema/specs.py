@@ -11,7 +11,7 @@ from schema.answer import AnswerSpec, CodeRepo, ToolSet, Weights
 from schema.expect import ExpectedCall as ExpectedCall  # re-exported: schema's API
 from schema.expect import ParamMatcher as ParamMatcher
 from schema.ids import digest
-from schema.patterns import regex_problem
+from schema.patterns import checked_regex
 from schema.redact import has_credentials
 from schema.strict import Strict
 from schema.vocab import AdapterName, Tier, ToolMode, Transport
@@ -81,10 +81,7 @@ class Scenario(Strict):
     @field_validator("final_answer")
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
-        problem = regex_problem(pattern) if pattern is not None else None
-        if problem:
-            raise ValueError(problem)
-        return pattern
+        return checked_regex(pattern)
 
     @property
     def expected_tools(self) -> list[str]:
