@@ -11,7 +11,30 @@ import httpx
 import pytest
 
 from scenarios import load_prompt
-from schema import ModelTarget, PromptConfig, Scenario, ScenarioRef, TrialResult, TrialSpec
+from schema import (
+    ModelTarget,
+    PromptConfig,
+    Provenance,
+    Scenario,
+    ScenarioRef,
+    TrialResult,
+    TrialSpec,
+)
+
+
+def fixed_provenance() -> Provenance:
+    """A fixed provenance for results a test builds by hand."""
+    return Provenance(
+        farm_version="0",
+        git_commit="x",
+        host="h",
+        worker_tag="cpu",
+        python="3.11",
+        mcp_version="2",
+        scenario_version=1,
+        prompt_version=1,
+        model_pins={},
+    )
 
 
 def ideal_script(scenario: Scenario) -> list[dict[str, Any]]:

@@ -14,7 +14,6 @@ from sqlalchemy.engine import Engine
 
 from scenarios import load_suite
 from schema import (
-    Provenance,
     ToolCallRecord,
     TrialResult,
     TrialRow,
@@ -22,7 +21,7 @@ from schema import (
     make_engine,
     session_scope,
 )
-from tests.helpers import ideal_script, trial
+from tests.helpers import fixed_provenance, ideal_script, trial
 from workers.store import save_trial
 
 SCENARIO = load_suite("basic").scenarios[0]
@@ -54,17 +53,7 @@ def _result(spec_id: str, sweep_id: str, calls: int, outcome: str = "pass") -> T
             )
             for i in range(calls)
         ],
-        provenance=Provenance(
-            farm_version="0",
-            git_commit="x",
-            host="h",
-            worker_tag="cpu",
-            python="3.11",
-            mcp_version="2",
-            scenario_version=1,
-            prompt_version=1,
-            model_pins={},
-        ),
+        provenance=fixed_provenance(),
     )
 
 

@@ -22,13 +22,12 @@ from schema import (
     Citation,
     JudgeScore,
     Message,
-    Provenance,
     ToolCallRecord,
     TrialResult,
     init_db,
     make_engine,
 )
-from tests.helpers import ideal_script, trial
+from tests.helpers import fixed_provenance, ideal_script, trial
 from workers.store import REPLACEMENT, save_trial, storable
 
 SCENARIO = load_suite("basic").scenarios[0]
@@ -76,17 +75,7 @@ def _odd_result(trial_id: str, sweep_id: str) -> TrialResult:
                 result_text=ODD,
             )
         ],
-        provenance=Provenance(
-            farm_version="0",
-            git_commit="x",
-            host="h",
-            worker_tag="cpu",
-            python="3.11",
-            mcp_version="2",
-            scenario_version=1,
-            prompt_version=1,
-            model_pins={},
-        ),
+        provenance=fixed_provenance(),
         answer=AnswerScore(
             trial_id=trial_id,
             sweep_id=sweep_id,
