@@ -44,6 +44,7 @@ from schema.specs import (
     ServerCatalog,
     ServerDef,
     SetupCall,
+    SharedLaunch,
     Suite,
     SweepSpec,
 )
@@ -123,6 +124,7 @@ __all__ = [
     "ServerDef",
     "Settings",
     "SetupCall",
+    "SharedLaunch",
     "SpecError",
     "StopReason",
     "StoreError",

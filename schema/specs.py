@@ -104,6 +104,42 @@ class Scenario(Strict):
         return self.paraphrases[variant - 1]
 
 
+class SharedLaunch(Strict):
+    """How to start one server process that many trials of a worker process use at once, each
+    over its own MCP session (streamable HTTP), instead of a stdio process per trial.
+
+    Used where a worker runs several sessions per process (`--pool threads --concurrency N`):
+    sessions in flight then cost an MCP session each, not a process each. The server must keep
+    every session's state apart; a sandboxed one is told its session's folder in a header."""
+
+    command: list[str] = Field(min_length=1)
+    """Argv of the server process. `{port}` is a free loopback port the farm picks,
+    `{sandboxes}` the folder every trial's sandbox lies in (a server may refuse others);
+    `{python}`, `{root}` and `{env:VAR}` as for `command`. Per-trial values (`{sandbox}`,
+    `{attached}`) belong in `headers`, since one process serves every trial."""
+    url: str = "http://127.0.0.1:{port}/mcp"
+    """Where the started process answers MCP over streamable HTTP."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers of each trial's session: `{sandbox}`, `{attached}` and `{env:VAR}` are
+    filled in per trial (e.g. `X-Farm-Root: "{sandbox}"` for the fixture servers)."""
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> SharedLaunch:
+        if "{port}" not in self.url:
+            raise ValueError("`url` must contain `{port}` (the port the farm starts it on)")
+        for text in [*self.command, self.url]:
+            for per_trial in ("{sandbox}", "{attached}"):
+                if per_trial in text:
+                    raise ValueError(
+                        f"`{per_trial}` differs per trial: put it in `headers`, not the command"
+                    )
+        for text in [*self.command, *self.headers.values()]:
+            for name in ENV_PLACEHOLDER.findall(text):
+                if not ENV_VAR.fullmatch(name):
+                    raise ValueError(f"`{{env:{name}}}` does not name an environment variable")
+        return self
+
+
 class ServerDef(Strict):
     """How to reach one MCP server: a command over stdio, or a streamable-HTTP URL."""
 
@@ -126,6 +162,9 @@ class ServerDef(Strict):
     """Keep the server running across trials (its sandbox folder is reset before each trial
     that follows one which used it). Set false for a server that keeps state in memory."""
     description: str = ""
+    shared: SharedLaunch | None = None
+    """Optional: one process for many concurrent trials (see SharedLaunch). Without it, each
+    trial in flight has a process of its own."""
 
     @model_validator(mode="after")
     def _transport_fields(self) -> ServerDef:
@@ -138,6 +177,8 @@ class ServerDef(Strict):
             for name in ENV_PLACEHOLDER.findall(text):
                 if not ENV_VAR.fullmatch(name):
                     raise ValueError(f"`{{env:{name}}}` does not name an environment variable")
+        if self.shared is not None:
+            texts += list(self.shared.headers.values())
         if self.sandbox is None and any("{sandbox}" in text for text in texts):
             raise ValueError("`{sandbox}` is used but no `sandbox:` folder is given to copy")
         return self

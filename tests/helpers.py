@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from typing import Any
@@ -20,6 +19,7 @@ from schema import (
     TrialResult,
     TrialSpec,
 )
+from workers.shared import free_port as free_port  # one way to find a free port, re-exported
 
 
 def fixed_provenance() -> Provenance:
@@ -83,13 +83,6 @@ def trial(
         repetition=repetition,
         seed=repetition,
     )
-
-
-def free_port() -> int:
-    """A loopback port nobody is listening on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until_serving(

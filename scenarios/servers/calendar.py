@@ -16,7 +16,7 @@ from typing import Any
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve
+from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve, session_root
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 TODAY = date(2026, 3, 10)
@@ -72,8 +72,15 @@ class Calendar:
     """The events file of one sandbox: load on every call, save after every change."""
 
     def __init__(self, root: Path) -> None:
-        self.path = root / "events.json"
-        self.shared = root / "shared-availability.json"
+        self._root = root
+
+    @property
+    def path(self) -> Path:
+        return session_root(self._root) / "events.json"
+
+    @property
+    def shared(self) -> Path:
+        return session_root(self._root) / "shared-availability.json"
 
     def load(self) -> list[Event]:
         data: dict[str, Any] = json.loads(self.path.read_text(encoding="utf-8"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve
+from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve, session_root
 from scenarios.servers.calendar import TODAY
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -60,7 +60,11 @@ def write(path: Path, headers: dict[str, str], body: str) -> None:
 
 class Mailbox:
     def __init__(self, root: Path) -> None:
-        self.root = root
+        self._root = root
+
+    @property
+    def root(self) -> Path:
+        return session_root(self._root)
 
     def folder(self, name: str) -> list[Message]:
         found = [parse(p) for p in sorted((self.root / name).glob("*.txt"))]

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve
+from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve, session_root
 
 # Tools that only read are marked so: the farm resets a warm server's sandbox only after a
 # trial that called something else.
@@ -39,7 +39,11 @@ class Sandbox:
     """Maps the agent's paths (`/Desktop`, `~/Desktop`, `Desktop`) onto one root folder."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root.resolve()
+        self._root = root.resolve()
+
+    @property
+    def root(self) -> Path:
+        return session_root(self._root)
 
     def resolve(self, path: str) -> Path:
         text = (path or "").strip().replace("\\", "/")

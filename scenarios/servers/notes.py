@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve
+from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve, session_root
 from scenarios.servers.calendar import TODAY
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -45,7 +45,11 @@ def slug(title: str) -> str:
 
 class Notebook:
     def __init__(self, root: Path) -> None:
-        self.root = root
+        self._root = root
+
+    @property
+    def root(self) -> Path:
+        return session_root(self._root)
 
     def path(self, note_id: str) -> Path:
         key = note_id.strip().removesuffix(".md")

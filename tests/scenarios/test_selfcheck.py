@@ -13,15 +13,17 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import yaml
 
 from scenarios import load_suite
 from scenarios.validate import suite_files
-from schema import Scenario, Settings
+from schema import Scenario, Settings, TrialResult
 from tests.helpers import ideal_call_problems, ideal_script, trial
 from tests.scenarios.mistakes import form_mistakes
 from workers.runtime import Runtime
+from workers.trial import execute_trial
 
 pytestmark = pytest.mark.integration
 
@@ -154,3 +156,49 @@ def test_an_ideal_agent_fails_on_a_misconfigured_server(
     assert result.outcome == "wrong_params", result.detail
     assert "returned an error" in result.detail
     assert ideal_call_problems(scenario, result) != []
+
+
+def test_ideal_agents_side_by_side_on_shared_servers_all_pass(tmp_path: Path) -> None:
+    # A worker running many sessions per process shares one server process between them; its
+    # trials must grade exactly as on servers of their own, with no trial seeing another's
+    # writes, while eight run at once.
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path / 'farm.sqlite'}",
+        server_start_timeout_s=30,
+        sessions=8,
+    )
+    picked = [
+        (suite, scenario)
+        for suite in SUITES
+        if suite != "thirdparty"
+        for scenario in load_suite(suite).scenarios
+    ]
+    results: dict[str, TrialResult] = {}
+
+    async def run_all(runtime: Runtime) -> None:
+        limit = anyio.CapacityLimiter(settings.sessions)
+
+        async def one(suite: str, scenario: Scenario) -> None:
+            async with limit:
+                spec = trial(scenario, ideal_script(scenario), suite=suite)
+                results[scenario.id] = await execute_trial(spec, settings, runtime.pool)
+
+        async with anyio.create_task_group() as tg:
+            for suite, scenario in picked:
+                tg.start_soon(one, suite, scenario)
+
+    runtime = Runtime(settings)
+    try:
+        runtime.portal.call(run_all, runtime)
+        opened, started = runtime.pool.sessions_opened, runtime.pool.started
+    finally:
+        runtime.close()
+    failed = {
+        s.id: (results[s.id].outcome, results[s.id].detail, ideal_call_problems(s, results[s.id]))
+        for _suite, s in picked
+        if results[s.id].outcome != "pass" or ideal_call_problems(s, results[s.id])
+    }
+    assert failed == {}
+    assert opened >= 8
+    assert started < len(picked) / 2
