@@ -6,10 +6,13 @@ A fake OpenAI-compatible endpoint on loopback answers every chat completion afte
 latency, with no limit on concurrent requests (as vLLM or llama.cpp's server batching many
 requests would look to the farm). It plays an ideal agent for `fs.list-desktop`: one tool call,
 then the answer — two model calls per trial. One `farm worker --pool threads --concurrency N`
-runs the trials against the real filesystem fixture server (a server process per session) and
-records them in PostgreSQL through Redis, as in production. For each N it prints the trials/s
-achieved, the ideal (N sessions ÷ the two model latencies of a trial), their ratio, and the
-memory of the worker with its servers. Needs Redis and PostgreSQL on loopback.
+runs the trials against the real filesystem fixture server and records them in PostgreSQL
+through Redis, as in production. With one session the server is a stdio process of the trial's
+own; with more, the worker starts it once (its `shared:` launch) and each session in flight
+opens its own HTTP session and sandbox on it. For each N it prints the trials/s achieved, the
+ideal (N sessions ÷ the two model latencies of a trial), their ratio, the memory of the worker
+with its servers, and what each session beyond the first adds to it. Needs Redis and
+PostgreSQL on loopback.
 """
 
 from __future__ import annotations
