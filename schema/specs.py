@@ -178,6 +178,13 @@ class ServerDef(Strict):
                 if not ENV_VAR.fullmatch(name):
                     raise ValueError(f"`{{env:{name}}}` does not name an environment variable")
         if self.shared is not None:
+            for value in self.env.values():
+                if "{sandbox}" in value or "{attached}" in value:
+                    # The shared process's environment is set once, for every trial.
+                    raise ValueError(
+                        "a server with a `shared:` launch cannot use `{sandbox}` or "
+                        "`{attached}` in `env`: pass them per trial in `shared.headers`"
+                    )
             texts += list(self.shared.headers.values())
         if self.sandbox is None and any("{sandbox}" in text for text in texts):
             raise ValueError("`{sandbox}` is used but no `sandbox:` folder is given to copy")

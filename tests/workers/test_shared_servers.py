@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -196,5 +197,20 @@ def test_a_sandbox_header_needs_a_sandbox_to_copy() -> None:
                 "name": "s",
                 "command": ["srv"],
                 "shared": {"command": ["srv", "{port}"], "headers": {"X-Farm-Root": "{sandbox}"}},
+            }
+        )
+
+
+def test_a_shared_launch_cannot_take_per_trial_values_from_env() -> None:
+    with pytest.raises(
+        ValidationError, match=re.escape("cannot use `{sandbox}` or `{attached}` in `env`")
+    ):
+        ServerDef.model_validate(
+            {
+                "name": "s",
+                "command": ["srv"],
+                "sandbox": "home",
+                "env": {"CACHE": "{sandbox}/.cache"},
+                "shared": {"command": ["srv", "{port}"]},
             }
         )
