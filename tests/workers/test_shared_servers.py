@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -25,6 +27,18 @@ FILESYSTEM = servers_for("basic")["filesystem"]
 SEARCH = servers_for("basic")["search"]
 
 
+@asynccontextmanager
+async def pool_of(tmp_path: Path, sessions: int) -> AsyncIterator[ServerPool]:
+    """A worker process's pool running `sessions` trials at once; every server stopped after."""
+    async with anyio.create_task_group() as tg:
+        pool = ServerPool(tg, tmp_path / "pool", 20, sessions=sessions)
+        try:
+            yield pool
+        finally:
+            pool.close()
+            tg.cancel_scope.cancel()  # servers still lent stop too
+
+
 async def listing(live_session: ClientSession, path: str = "/Desktop") -> str:
     result = await live_session.call_tool("list_directory", {"path": path})
     assert not result.is_error, result.content
@@ -33,8 +47,7 @@ async def listing(live_session: ClientSession, path: str = "/Desktop") -> str:
 
 def test_trials_in_flight_share_one_process_each_in_its_own_sandbox(tmp_path: Path) -> None:
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            pool = ServerPool(tg, tmp_path / "pool", 20, sessions=4)
+        async with pool_of(tmp_path, 4) as pool:
             first = await pool.acquire(FILESYSTEM, ["filesystem"])
             second = await pool.acquire(FILESYSTEM, ["filesystem"])
             assert (pool.started, pool.sessions_opened) == (1, 2)
@@ -55,17 +68,13 @@ def test_trials_in_flight_share_one_process_each_in_its_own_sandbox(tmp_path: Pa
             again = await pool.acquire(FILESYSTEM, ["filesystem"])
             assert again is first
             assert "mine.txt" not in await listing(again.session)
-            pool.release(again, healthy=True)
-            pool.release(second, healthy=True)
-            pool.close()
 
     anyio.run(main)
 
 
 def test_a_server_without_state_is_shared_too(tmp_path: Path) -> None:
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            pool = ServerPool(tg, tmp_path / "pool", 20, sessions=2)
+        async with pool_of(tmp_path, 2) as pool:
             lent = [await pool.acquire(SEARCH, ["search"]) for _ in range(3)]
             assert pool.started == 1 and pool.sessions_opened == 3
             answers = [
@@ -73,24 +82,17 @@ def test_a_server_without_state_is_shared_too(tmp_path: Path) -> None:
             ]
             assert all(not a.is_error for a in answers)
             assert len({str(a.content) for a in answers}) == 1
-            for live in lent:
-                pool.release(live, healthy=True)
-            pool.close()
 
     anyio.run(main)
 
 
 def test_one_session_per_process_keeps_a_stdio_server_per_trial(tmp_path: Path) -> None:
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            pool = ServerPool(tg, tmp_path / "pool", 20, sessions=1)
+        async with pool_of(tmp_path, 1) as pool:
             first = await pool.acquire(FILESYSTEM, ["filesystem"])
             second = await pool.acquire(FILESYSTEM, ["filesystem"])
             assert (pool.started, pool.sessions_opened) == (2, 0)
             assert first.process is None and second.process is None
-            pool.release(first, healthy=True)
-            pool.release(second, healthy=True)
-            pool.close()
 
     anyio.run(main)
 
@@ -99,8 +101,7 @@ def test_a_shared_process_that_died_is_started_again_for_the_next_trial(
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            pool = ServerPool(tg, tmp_path / "pool", 20, sessions=4)
+        async with pool_of(tmp_path, 4) as pool:
             lent = await pool.acquire(FILESYSTEM, ["filesystem"])
             assert lent.process is not None
             os.kill(lent.process.process.pid, signal.SIGKILL)
@@ -115,8 +116,6 @@ def test_a_shared_process_that_died_is_started_again_for_the_next_trial(
             assert fresh is not lent and fresh.process is not lent.process
             assert pool.started == 2
             assert "todo.txt" in await listing(fresh.session)
-            pool.release(fresh, healthy=True)
-            pool.close()
 
     anyio.run(main)
 
@@ -129,11 +128,9 @@ def test_a_shared_server_that_cannot_start_is_an_infra_error(tmp_path: Path) -> 
     )
 
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            pool = ServerPool(tg, tmp_path / "pool", 20, sessions=4)
+        async with pool_of(tmp_path, 4) as pool:
             with pytest.raises(InfraError, match="shared MCP server 'broken' failed to start"):
                 await pool.acquire(broken, ["broken"])
-            pool.close()
 
     anyio.run(main)
 
