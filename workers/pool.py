@@ -298,7 +298,7 @@ class ServerPool:
             try:
                 shared: SharedProcess = await self._tg.start(
                     keep_process,
-                    key,
+                    server.name,
                     how.argv,
                     how.env,
                     port,

@@ -39,7 +39,7 @@ def free_port() -> int:
 class SharedProcess:
     """A running shared server: its port, and how many sessions are open on it."""
 
-    key: str
+    name: str
     port: int
     process: Process
     sessions: int = 0
@@ -65,7 +65,7 @@ async def _serving(shared: SharedProcess) -> None:
 
 
 async def keep_process(
-    key: str,
+    name: str,
     argv: list[str],
     env: dict[str, str],
     port: int,
@@ -75,14 +75,16 @@ async def keep_process(
     task_status: TaskStatus[SharedProcess],
 ) -> None:
     """Start the process, report it once it serves, and own it until `stop` or its exit."""
+    # stdin stays an open pipe that nothing is written to: when this worker dies, the pipe
+    # closes and a server started with `--shared` exits too, instead of serving nobody forever.
     process = await anyio.open_process(
         argv,
         env=get_default_environment() | env,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
         stdout=errlog,
         stderr=errlog,
     )
-    shared = SharedProcess(key, port, process)
+    shared = SharedProcess(name, port, process)
     try:
         with anyio.fail_after(start_timeout_s):
             await _serving(shared)
@@ -92,7 +94,7 @@ async def keep_process(
             async def exited() -> None:
                 await process.wait()
                 if not shared.stop.is_set():
-                    logger.warning("shared MCP server %s exited (%s)", argv[-1], process.returncode)
+                    logger.warning("shared MCP server %s exited (%s)", name, process.returncode)
                 tg.cancel_scope.cancel()
 
             tg.start_soon(exited)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
@@ -99,6 +101,14 @@ def _exit_on_signal(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _exit_when_stdin_closes() -> None:
+    """The farm holds this server's stdin open; when the worker that started it dies (even by
+    SIGKILL), the pipe closes and the server stops the way SIGTERM stops it."""
+    while sys.stdin.buffer.read(4096):
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def serve(
     build: Callable[[argparse.Namespace], MCPServer],
     argv: list[str] | None = None,
@@ -123,7 +133,7 @@ def serve(
         "--shared",
         action="store_true",
         help="over http, tuned for many sessions at once (how the farm shares one process): "
-        "warnings-only log, plain JSON replies",
+        "warnings-only log, plain JSON replies, and exit when standard input closes",
     )
     args = parser.parse_args(argv)
     if getattr(args, "session_roots", None) is not None and args.transport != "http":
@@ -145,6 +155,7 @@ def serve(
             # more than the request, and plain JSON replies spare each call an event stream
             # (measured: 8 ms a call with both, 2.5 ms without).
             server.settings.log_level = "WARNING"
+            threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
         if args.transport == "stdio":
             server.run("stdio")
         else:

@@ -156,7 +156,7 @@ def test_a_session_may_not_name_a_folder_outside_the_farms(tmp_path: Path) -> No
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            shared = await tg.start(keep_process, "k", start.argv, start.env, port, log, 20)
+            shared = await tg.start(keep_process, "fs", start.argv, start.env, port, log, 20)
             await initialize(allowed / "mine")
             for bad in (outside, allowed, allowed / "missing", allowed / "mine" / ".." / ".."):
                 try:
@@ -211,3 +211,21 @@ def test_a_shared_launch_cannot_take_per_trial_values_from_env() -> None:
                 "shared": {"command": ["srv", "{port}"]},
             }
         )
+
+
+def test_a_shared_server_exits_when_the_worker_that_started_it_is_gone(tmp_path: Path) -> None:
+    # The worker holds the server's stdin open; a killed worker closes it, however it died.
+    port = free_port()
+    start, _ = shared_launch(FILESYSTEM, None, ["filesystem"], {}, port, tmp_path)
+    log = (tmp_path / "server.log").open("w")
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            shared = await tg.start(keep_process, "fs", start.argv, start.env, port, log, 20)
+            assert shared.process.stdin is not None
+            await shared.process.stdin.aclose()
+            with anyio.fail_after(20):  # a server that stayed up fails the test here
+                await shared.process.wait()
+
+    anyio.run(main)
+    log.close()
