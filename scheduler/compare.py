@@ -21,8 +21,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from scheduler.latency import row_keys
-from scheduler.scorecard import COUNTS_SQL
 from scheduler.stats import Difference, compare_rates, holm
+from scheduler.trial_scan import COUNTS_SQL
 from schema import SpecError
 
 ALPHA = 0.05

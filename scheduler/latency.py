@@ -1,29 +1,35 @@
 """Latency percentiles and histograms of a sweep, per scorecard row.
 
-One scan of the sweep gives the samples of every (model, prompt, tier, scenario, wording); the
-config, tier, scenario and wording rows are unions of those, and numpy computes the percentiles
-(linear interpolation, as PostgreSQL's percentile_cont). tests/scheduler/test_scorecard.py
-holds PostgreSQL and SQLite to the same numbers.
+The scan of the sweep's trials (scheduler/trial_scan.py) gives the samples of every (model,
+prompt, tier, scenario, wording); the config, tier, scenario and wording rows are unions of
+those, and numpy computes the percentiles (linear interpolation, as PostgreSQL's
+percentile_cont). tests/scheduler/test_scorecard.py holds PostgreSQL and SQLite to the same
+numbers.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from scheduler.pg_arrays import fetch_with_arrays
 from scheduler.stats import percentiles
 from schema.scorecard import Latency, ToolCalls
 
 Key = tuple[str, str, str, str]
 """(dimension, model, prompt, key) of a scorecard row."""
 
-LATENCY_BINS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 60.0, 120.0, 300.0)
+LatencyParts = tuple[
+    dict[Key, Latency], dict[tuple[str, str], Latency], dict[tuple[str, str], list[int]]
+]
+"""Trial latency per row key; time to first token and the histogram per (model, prompt)."""
 
-GRADED = "sweep_id = :sweep and status = 'done' and outcome <> 'infra_error'"
+LATENCY_BINS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 60.0, 120.0, 300.0)
 
 
 def config_prompt(table: str = "") -> str:
@@ -36,26 +42,13 @@ def config_prompt(table: str = "") -> str:
 
 CONFIG = config_prompt()
 
-# PostgreSQL hands back one array of samples per group (hash aggregation, no sort); SQLite
-# has no array_agg, so there the rows come back one by one. numpy does the rest either way.
-PG_TRIALS = f"""
-select model_id, {CONFIG} as prompt_id, tier, scenario_id, variant > 0 as para,
-       array_agg(latency_s) as latency, array_agg(first_token_s) as first_token
-from trial where {GRADED}
-group by model_id, {CONFIG}, tier, scenario_id, variant > 0
-"""
-
-SAMPLE_TRIALS = f"""
-select model_id, {CONFIG} as prompt_id, tier, scenario_id, variant > 0 as para, latency_s,
-       first_token_s
-from trial where {GRADED}
-"""
-
 # Tool calls carry their trial's sweep, model and configuration: no join to the trials.
+# PostgreSQL hands back one array of samples per group (hash aggregation, no sort, in binary);
+# SQLite has no array_agg, so there the rows come back one by one. numpy does the rest.
 PG_CALLS = f"""
 select model_id, {CONFIG} as prompt_id, tool, count(*) as calls,
-       sum(case when ok then 1 else 0 end) as ok, array_agg(latency_s) as latency
-from tool_call where sweep_id = :sweep
+       count(*) filter (where ok) as ok, array_agg(latency_s) as latency
+from tool_call where sweep_id = %(sweep)s
 group by model_id, {CONFIG}, tool
 """
 
@@ -64,6 +57,20 @@ select model_id, {CONFIG} as prompt_id, tool, 1 as calls, case when ok then 1 el
        latency_s
 from tool_call where sweep_id = :sweep
 """
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Latency samples of graded trials that share model, prompt config, tier, scenario and
+    wording (NaN for a trial that has none)."""
+
+    model: str
+    prompt: str
+    tier: str
+    scenario: str
+    para: bool
+    latency: np.ndarray
+    first_token: np.ndarray
 
 
 def _from_samples(parts: Sequence[np.ndarray]) -> Latency:
@@ -95,25 +102,15 @@ def row_keys(
     ]
 
 
-def _pg(conn: Connection) -> bool:
-    return conn.dialect.name == "postgresql"
-
-
-def trial_latency(
-    conn: Connection, sweep_id: str
-) -> tuple[dict[Key, Latency], dict[tuple[str, str], Latency], dict[tuple[str, str], list[int]]]:
+def trial_latency(found: Iterable[Samples]) -> LatencyParts:
     """Trial latency per row key; time to first token and the latency histogram per model ×
     prompt."""
     samples: dict[Key, list[np.ndarray]] = defaultdict(list)
     ttft: dict[tuple[str, str], list[np.ndarray]] = defaultdict(list)
-    grouped = _pg(conn)
-    for r in conn.execute(text(PG_TRIALS if grouped else SAMPLE_TRIALS), {"sweep": sweep_id}):
-        latency = _array(r.latency if grouped else [r.latency_s])
-        for key in row_keys(r.model_id, r.prompt_id, r.tier, r.scenario_id, r.para):
-            samples[key].append(latency)
-        ttft[(r.model_id, r.prompt_id)].append(
-            _array(r.first_token if grouped else [r.first_token_s])
-        )
+    for s in found:
+        for key in row_keys(s.model, s.prompt, s.tier, s.scenario, s.para):
+            samples[key].append(s.latency)
+        ttft[(s.model, s.prompt)].append(s.first_token)
     return (
         {key: _from_samples(values) for key, values in samples.items()},
         {key: _from_samples(values) for key, values in ttft.items()},
@@ -125,10 +122,15 @@ def tool_calls(conn: Connection, sweep_id: str) -> list[ToolCalls]:
     """Every tool as called by each model × prompt: calls, successes, call latency."""
     groups: dict[tuple[str, str, str], list[np.ndarray]] = defaultdict(list)
     totals: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-    grouped = _pg(conn)
-    for r in conn.execute(text(PG_CALLS if grouped else SAMPLE_CALLS), {"sweep": sweep_id}):
+    grouped = conn.dialect.name == "postgresql"
+    params = {"sweep": sweep_id}
+    if grouped:
+        rows = fetch_with_arrays(conn, PG_CALLS, params)
+    else:
+        rows = list(conn.execute(text(SAMPLE_CALLS), params))
+    for r in rows:
         key = (r.model_id, r.prompt_id, r.tool)
-        groups[key].append(_array(r.latency if grouped else [r.latency_s]))
+        groups[key].append(r.latency if grouped else _array([r.latency_s]))
         totals[key][0] += r.calls
         totals[key][1] += r.ok or 0
     return [

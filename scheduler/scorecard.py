@@ -2,8 +2,8 @@
 
 Counts (per model × prompt × scenario × tier × wording × outcome) come from one GROUP BY, so
 every rate, interval, pass^k and failure count is computed from a few thousand rows however big
-the sweep. Percentiles come from PostgreSQL's percentile_cont; SQLite has none, so there the
-(small, embedded) samples are fetched and numpy computes the same interpolation.
+the sweep; on PostgreSQL the same scan brings each group's latency samples (trial_scan.py).
+numpy computes the percentiles from the samples (latency.py), as PostgreSQL's percentile_cont.
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ from sqlalchemy.engine import Connection, Engine
 
 from scheduler.answers import answer_quality
 from scheduler.latency import (
-    CONFIG,
     LATENCY_BINS,
     Key,
+    LatencyParts,
     row_keys,
     tool_calls,
     trial_latency,
 )
 from scheduler.stats import pass_at_k, pass_hat_k, wilson
+from scheduler.trial_scan import TrialScan, scan_trials
 from schema import OUTCOMES
 from schema.scorecard import (
     ConfigExtras,
@@ -41,20 +42,6 @@ from schema.scorecard import (
 TIERS = ("simple", "moderate", "complex")
 WORK_MEM = "256MB"
 AGGREGATOR_VERSION = "3"
-
-COUNTS_SQL = f"""
-select model_id, {CONFIG} as prompt_id, scenario_id, tier, expected_tools,
-       variant > 0 as paraphrased,
-       outcome, count(*) as n,
-       sum(tokens_prompt) as tokens_prompt, sum(tokens_completion) as tokens_completion,
-       sum(case when model_s > 0 and tokens_completion > 0 then tokens_completion else 0 end)
-         as timed_tokens,
-       sum(case when model_s > 0 and tokens_completion > 0 then model_s else 0 end) as timed_s
-from trial
-where sweep_id = :sweep and status = 'done'
-group by model_id, {CONFIG}, scenario_id, tier, expected_tools, variant > 0, outcome
-"""
-NOT_DONE_SQL = "select count(*) from trial where sweep_id = :sweep and status <> 'done'"
 
 
 @dataclass
@@ -107,22 +94,20 @@ def _order(row: Row) -> tuple[Any, ...]:
 def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None) -> Scorecard:
     """Compute the scorecard of one sweep from its stored trials (rates exclude infra errors)."""
     # The queries are independent: on PostgreSQL they run side by side on their own
-    # connections (each one scan of the sweep); SQLite runs them one after another.
+    # connections (one scan of the trials, one of the tool calls); SQLite runs them in turn.
     parts = run_queries(
         engine,
         {
-            "counts": lambda c: c.execute(text(COUNTS_SQL), {"sweep": sweep_id}).all(),
-            "latency": lambda c: trial_latency(c, sweep_id),
+            "trials": lambda c: _trials(c, sweep_id),
             "calls": lambda c: tool_calls(c, sweep_id),
             "provenance": lambda c: _provenance(c, sweep_id),
-            "not_done": lambda c: c.execute(text(NOT_DONE_SQL), {"sweep": sweep_id}).scalar_one(),
             "answers": lambda c: answer_quality(c, sweep_id, scoring),
         },
     )
-    counts = parts["counts"]
-    latency, first_token, hist = parts["latency"]
+    scan, (latency, first_token, hist) = parts["trials"]
+    counts = scan.counts
     calls, provenance = parts["calls"], parts["provenance"]
-    total = sum(r.n for r in counts) + int(parts["not_done"])
+    total = sum(r.n for r in counts) + scan.not_done
 
     groups: dict[Key, _Group] = defaultdict(_Group)
     tokens: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
@@ -179,8 +164,12 @@ def run_queries(engine: Engine, queries: dict[str, Callable[[Connection], Any]])
     def one(query: Callable[[Connection], Any]) -> Any:
         with engine.connect() as conn:
             if conn.dialect.name == "postgresql":
-                # Grouping and percentiles sort in memory instead of spilling to disk.
+                # Hash aggregation keeps every group's samples in memory, not spilled to disk.
                 conn.execute(text(f"set local work_mem = '{WORK_MEM}'"))
+                # The queries already run side by side; parallel workers within one only
+                # contend with the others for the same cores (the provenance scan spent
+                # three processes' CPU to finish early, and nothing waited for it).
+                conn.execute(text("set local max_parallel_workers_per_gather = 0"))
             return query(conn)
 
     if engine.dialect.name != "postgresql":
@@ -188,6 +177,12 @@ def run_queries(engine: Engine, queries: dict[str, Callable[[Connection], Any]])
     with ThreadPoolExecutor(len(queries)) as pool:
         futures = {name: pool.submit(one, query) for name, query in queries.items()}
         return {name: future.result() for name, future in futures.items()}
+
+
+def _trials(conn: Connection, sweep_id: str) -> tuple[TrialScan, LatencyParts]:
+    scan = scan_trials(conn, sweep_id)
+    # Percentiles here, on this query's thread, overlap the tool calls' query still running.
+    return scan, trial_latency(scan.samples)
 
 
 def _distinct(values: Iterable[str | None]) -> list[str]:

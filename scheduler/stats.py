@@ -45,6 +45,10 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     """P(k repetitions drawn without replacement from n, c of which passed, all pass)."""
     if not 0 < k <= n:
         return math.nan
+    if c < k:
+        # Some factor (c - i) is zero: said at once rather than after c terms (a large sweep
+        # has hundreds of repetitions, so k is in the hundreds, for thousands of rows).
+        return 0.0
     ratio = 1.0
     for i in range(k):
         ratio *= (c - i) / (n - i)

@@ -143,6 +143,50 @@ def test_postgres_and_sqlite_build_the_same_card(tmp_path: Path, pg_engine: Engi
         assert x.model_copy(update={"tokens_per_s": 0}) == y.model_copy(update={"tokens_per_s": 0})
 
 
+def _approx(value: object) -> object:
+    if isinstance(value, float):
+        return pytest.approx(value, nan_ok=True)
+    if isinstance(value, dict):
+        return {k: _approx(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_approx(v) for v in value]
+    return value
+
+
+# Trials in every state the scan must tell apart: unfinished (pending, running), infra errors,
+# a done trial with no outcome, and done trials missing a latency or a time to first token.
+UNEVEN = [
+    "update trial set status = 'pending', outcome = null, latency_s = null, first_token_s = null"
+    " where scenario_id = 's0001' and repetition = 0",
+    "update trial set status = 'running', outcome = null where scenario_id = 's0002'"
+    " and repetition < 2",
+    "update trial set outcome = 'infra_error' where scenario_id = 's0003' and model_id = 'big'",
+    "update trial set outcome = null where scenario_id = 's0004' and repetition = 1",
+    "update trial set latency_s = null where scenario_id = 's0005' and repetition = 3",
+    "update trial set first_token_s = null where model_id = 'small'",
+]
+
+
+@pytest.mark.integration
+def test_postgres_and_sqlite_agree_on_unfinished_trials_infra_errors_and_missing_latencies(
+    tmp_path: Path, pg_engine: Engine
+) -> None:
+    cards = []
+    for engine in (_sqlite(tmp_path), pg_engine):
+        _load(engine)
+        with engine.begin() as conn:
+            for statement in UNEVEN:
+                conn.execute(text(statement))
+        card = build_scorecard(engine=engine, sweep_id="sw")
+        cards.append(card.model_dump(exclude={"built_at"}))
+    lite, pg = cards
+    assert (pg["total"], pg["done"]) == (lite["total"], lite["done"]) == (135, 126)
+    # Means and sums over groups that each database returns in its own order.
+    assert pg == _approx(lite)
+    small = next(e for e in pg["extras"] if e["model"] == "small")
+    assert small["first_token"]["n"] == 0
+
+
 def test_an_empty_sweep_builds_an_empty_card(tmp_path: Path) -> None:
     engine = _sqlite(tmp_path)
     init_db(engine)

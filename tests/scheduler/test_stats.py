@@ -58,6 +58,14 @@ def test_pass_hat_k_and_pass_at_k_match_the_combinatorial_formulas(n: int, c: in
     assert pass_at_k(n, c, k) == pytest.approx(at_k)
 
 
+@pytest.mark.parametrize(("n", "k"), [(1000, 1000), (1000, 333), (40, 7)])
+def test_pass_hat_k_is_zero_when_fewer_passed_than_were_drawn(n: int, k: int) -> None:
+    for c in range(k):
+        assert pass_hat_k(n, c, k) == 0.0
+        assert pass_at_k(n, n - c, k) == 1.0
+    assert pass_hat_k(n, k, k) == pytest.approx(1 / comb(n, k, exact=True))
+
+
 def test_pass_k_with_one_repetition_is_the_pass_rate_and_undefined_past_n() -> None:
     assert pass_hat_k(1, 1, 1) == pass_at_k(1, 1, 1) == 1.0
     assert math.isnan(pass_hat_k(3, 2, 4))
