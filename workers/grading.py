@@ -12,6 +12,7 @@ from schema import Outcome, Scenario, StopReason, ToolCallRecord
 from workers.errors import InfraError
 from workers.matchers import answer_pattern
 from workers.safejson import arguments_key, shorten, wire_problem
+from workers.schemacheck import schema_error
 from workers.steps import find
 
 
@@ -41,12 +42,10 @@ def _schema_problem(
     if problem:
         return f"{call.tool}: arguments are not plain JSON: {problem}"
     try:
-        jsonschema.validate(call.arguments, schema)
-    except jsonschema.ValidationError as exc:
-        return f"{call.tool}: {exc.message}"
+        error = schema_error(call.arguments, schema)
     except (jsonschema.SchemaError, Unresolvable, RecursionError) as exc:
         raise InfraError(f"the input schema of {call.tool} cannot be applied: {exc}") from None
-    return None
+    return f"{call.tool}: {error.message}" if error is not None else None
 
 
 def _match_steps(

@@ -16,6 +16,7 @@ from schema import ParamMatcher, SpecError
 from workers.derived import Chain, derived_problem
 from workers.normal import normalize, normalize_path
 from workers.safejson import shorten, wire_problem
+from workers.schemacheck import schema_error
 
 NO_CHAIN = Chain()
 """Nothing to derive from: a matcher judged outside a trial's chain."""
@@ -99,12 +100,10 @@ def _judge(matcher: ParamMatcher, value: Any, chain: Chain) -> str | None:
         )
     if kind == "json_schema":
         try:
-            jsonschema.validate(value, matcher.json_schema or {})
-        except jsonschema.ValidationError as exc:
-            return f"does not fit the schema: {exc.message}"
+            error = schema_error(value, matcher.json_schema or {})
         except (jsonschema.SchemaError, Unresolvable, RecursionError) as exc:
             raise SpecError("scenario", "json_schema", f"invalid JSON schema: {exc}") from None
-        return None
+        return f"does not fit the schema: {error.message}" if error is not None else None
     if kind == "one_of":
         options = matcher.one_of or []
         hit = any(
