@@ -29,10 +29,12 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def make_engine(url: str, pool_size: int = 5) -> Engine:
+def make_engine(url: str, pool_size: int = 5, *, pre_ping: bool = True) -> Engine:
     """An engine for `sqlite:///…` or `postgresql+psycopg://…`; creates a SQLite file's folder.
     `pool_size`: PostgreSQL connections kept open (a process running many trials at once
-    needs one per trial, or its threads queue for a connection)."""
+    needs one per trial, or its threads queue for a connection). `pre_ping`: test each
+    PostgreSQL connection as it leaves the pool (a round trip), so one the server dropped is
+    replaced before use; callers that retry a failed step anyway may do without."""
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -46,7 +48,7 @@ def make_engine(url: str, pool_size: int = 5) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return create_engine(parsed, pool_pre_ping=True, pool_size=pool_size, max_overflow=10)
+        return create_engine(parsed, pool_pre_ping=pre_ping, pool_size=pool_size, max_overflow=10)
     raise StoreError(
         f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql"
     )

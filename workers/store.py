@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import and_, delete, insert, or_, select, update
+from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import col
@@ -28,7 +28,9 @@ from schema import (
     TrialSpec,
     dialect_insert,
 )
+from workers import pgpipe
 from workers.answer import counts
+from workers.pgpipe import SaveStatements
 
 REPLACEMENT = "\ufffd"
 """What stands in, in stored text, for a character no database here can hold alike."""
@@ -58,9 +60,12 @@ def storable(value: Any) -> Any:
 
 
 def storable_model(model: M) -> M:
-    """A copy of a result model with the text rule applied to all its strings, so no field
-    (present or added later) reaches a column unchecked."""
-    return type(model).model_validate(storable(model.model_dump()))
+    """The result model with the text rule applied to all its strings, so no field (present or
+    added later) reaches a column unchecked: a copy where a string changed, else the model
+    itself (rebuilding a whole trial result that needs nothing was most of this step's time)."""
+    dumped = model.model_dump()
+    cleaned = storable(dumped)
+    return model if cleaned == dumped else type(model).model_validate(cleaned)
 
 
 def _dumps(value: Any) -> str:
@@ -116,6 +121,26 @@ def _guarded(engine: Engine, what: str) -> Iterator[Connection]:
         raise StoreError(f"could not {what}: {exc}") from exc
 
 
+@contextmanager
+def _connected(engine: Engine, what: str) -> Iterator[Connection]:
+    """One pooled connection for several steps; database trouble becomes a StoreError (which
+    callers retry)."""
+    try:
+        with engine.connect() as conn:
+            yield conn
+    except SQLAlchemyError as exc:
+        raise StoreError(f"could not {what}: {exc}") from exc
+
+
+def _alone(conn: Connection) -> Connection:
+    """`conn` with each statement committing by itself, outside any transaction.
+
+    For a statement atomic on its own: it costs one round trip, where a transaction adds a
+    BEGIN and a COMMIT. (Under autocommit `conn.begin()` opens no real transaction, so a
+    transaction comes first, then this; the pool resets the level when `conn` goes back.)"""
+    return conn.execution_options(isolation_level="AUTOCOMMIT")
+
+
 def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
     """Upsert the trial and replace its tool calls, in one transaction; return whether the
     sweep has trials left to run.
@@ -124,7 +149,9 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
     The "left" check runs after the commit: inside the transaction, two trials finishing at
     the same moment each see the other still `running`, and neither would start the
     aggregate. After the commit at least one of them sees none left (both may: the aggregate
-    is idempotent).
+    is idempotent). It is a statement of its own on the same connection, its snapshot taken
+    after this commit; on PostgreSQL it is sent with the transaction, so a save of an
+    unjudged trial is one round trip (`workers.pgpipe`).
     """
     result = storable_model(result)
     values = trial_values(spec, result)
@@ -146,15 +173,32 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
         }
         for c in result.tool_calls
     ]
-    with _guarded(engine, f"save trial {result.trial_id[:12]}") as conn:
-        conn.execute(_upsert(engine.dialect.name, tuple(values)), values)
-        conn.execute(delete(ToolCallRow).where(col(ToolCallRow.trial_id) == result.trial_id))
-        if calls:
-            conn.execute(dialect_insert(engine.dialect.name)(ToolCallRow), calls)
-        if result.answer is not None:
-            write_answer(conn, result.answer, result.model_id, result.prompt_id, result.scenario_id)
-    with _guarded(engine, f"count what is left of sweep {result.sweep_id[:12]}") as conn:
-        return _any_left(conn, result.sweep_id)
+    dialect = engine.dialect.name
+    if dialect == "postgresql" and result.answer is None:
+        stmts = SaveStatements(
+            upsert=_upsert(dialect, tuple(values)),
+            drop_calls=_DROP_CALLS,
+            insert_calls=_insert_calls(dialect),
+            any_left=_ANY_LEFT,
+        )
+        return pgpipe.save(
+            engine,
+            stmts,
+            values=values,
+            calls=calls,
+            trial_id=result.trial_id,
+            sweep_id=result.sweep_id,
+        )
+    with _connected(engine, f"save trial {result.trial_id[:12]}") as conn:
+        with conn.begin():
+            conn.execute(_upsert(dialect, tuple(values)), values)
+            conn.execute(_DROP_CALLS, {"trial_id": result.trial_id})
+            if calls:
+                conn.execute(_insert_calls(dialect), calls)
+            if result.answer is not None:
+                answer = result.answer
+                write_answer(conn, answer, result.model_id, result.prompt_id, result.scenario_id)
+        return _any_left(_alone(conn), result.sweep_id)
 
 
 @lru_cache(maxsize=4)
@@ -168,17 +212,28 @@ def _upsert(dialect: str, columns: tuple[str, ...]) -> Any:
     )
 
 
+@lru_cache(maxsize=2)
+def _insert_calls(dialect: str) -> Any:
+    return dialect_insert(dialect)(ToolCallRow)
+
+
+# Statements built once, with bound parameters: building one per trial cost more CPU than
+# running it.
+_DROP_CALLS = delete(ToolCallRow).where(col(ToolCallRow.trial_id) == bindparam("trial_id"))
+
+# An index on (sweep_id, status) makes this one probe, however large the sweep.
+_ANY_LEFT = (
+    select(col(TrialRow.trial_id))
+    .where(
+        col(TrialRow.sweep_id) == bindparam("sweep_id"),
+        col(TrialRow.status).in_(("pending", "running")),
+    )
+    .limit(1)
+)
+
+
 def _any_left(conn: Connection, sweep_id: str) -> bool:
-    # An index on (sweep_id, status) makes this one probe, however large the sweep.
-    found = conn.execute(
-        select(col(TrialRow.trial_id))
-        .where(
-            col(TrialRow.sweep_id) == sweep_id,
-            col(TrialRow.status).in_(("pending", "running")),
-        )
-        .limit(1)
-    ).first()
-    return found is not None
+    return conn.execute(_ANY_LEFT, {"sweep_id": sweep_id}).first() is not None
 
 
 Claim = Literal["claimed", "recorded", "cancelled", "held"]
@@ -195,14 +250,41 @@ def claim_trial(
     lease older than `stale_before` (its holder died). A trial held under a fresh lease is
     `held`: the caller must try later, never run it beside its holder. A trial with no row (a
     payload run outside any sweep) just runs. `force` (a re-run) claims whatever the state.
+
+    The claim is one UPDATE, atomic by itself, so it runs outside a transaction: one round
+    trip. Only when it claims nothing does a second look say why.
     """
-    now = datetime.now(UTC)
-    runnable = [col(TrialRow.trial_id) == trial_id]
+    params: dict[str, Any] = {
+        "claim_id": trial_id,
+        "claim_node": node or None,
+        "claim_now": datetime.now(UTC),
+    }
+    if not force:
+        params["stale_before"] = stale_before
+    what = f"claim trial {trial_id[:12]}"
+    if engine.dialect.name == "postgresql":
+        claimed = pgpipe.claim(engine, _claim(force), params)
+    else:
+        with _connected(engine, what) as conn:
+            claimed = _alone(conn).execute(_claim(force), params).first() is not None
+    if claimed:
+        return "claimed"
+    with _connected(engine, what) as conn:
+        return _unclaimed(_alone(conn), trial_id)
+
+
+@lru_cache(maxsize=2)
+def _claim(force: bool) -> Any:
+    """The claiming UPDATE, built once per kind (see `claim_trial`)."""
+    # Parameter names differ from column names: SQLAlchemy keeps those for the SET clause.
+    runnable = [col(TrialRow.trial_id) == bindparam("claim_id")]
     if not force:
         active = select(col(SweepRow.sweep_id)).where(
             col(SweepRow.sweep_id) == col(TrialRow.sweep_id), col(SweepRow.status) == "active"
         )
-        lapsed = or_(col(TrialRow.beat_at).is_(None), col(TrialRow.beat_at) < stale_before)
+        lapsed = or_(
+            col(TrialRow.beat_at).is_(None), col(TrialRow.beat_at) < bindparam("stale_before")
+        )
         runnable += [
             or_(
                 col(TrialRow.status) == "pending",
@@ -211,39 +293,41 @@ def claim_trial(
             ),
             active.exists(),
         ]
-    with _guarded(engine, f"claim trial {trial_id[:12]}") as conn:
-        claimed = conn.execute(
-            update(TrialRow)
-            .where(*runnable)
-            .values(
-                status="running",
-                node=node or None,
-                beat_at=now,
-                attempts=col(TrialRow.attempts) + 1,
-            )
-            .returning(col(TrialRow.trial_id))
-        ).first()
-        if claimed is not None:
-            return "claimed"
-        row = conn.execute(
-            select(col(TrialRow.status), col(SweepRow.status))
-            .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id), isouter=True)
-            .where(col(TrialRow.trial_id) == trial_id)
-        ).first()
-        if row is None:
-            return "claimed"
-        status, sweep_status = row
-        if status == "done":
-            return "recorded"
-        if status == "running" and sweep_status == "active":
-            return "held"
-        # The sweep was cancelled: a trial put back to pending by a retry is cancelled too.
-        conn.execute(
-            update(TrialRow)
-            .where(col(TrialRow.trial_id) == trial_id, col(TrialRow.status) == "pending")
-            .values(status="cancelled")
+    return (
+        update(TrialRow)
+        .where(*runnable)
+        .values(
+            status="running",
+            node=bindparam("claim_node"),
+            beat_at=bindparam("claim_now"),
+            attempts=col(TrialRow.attempts) + 1,
         )
-        return "cancelled"
+        .returning(col(TrialRow.trial_id))
+    )
+
+
+def _unclaimed(conn: Connection, trial_id: str) -> Claim:
+    """Why a trial could not be claimed (see `Claim`). Each statement stands alone: the
+    cancelling UPDATE checks the status it changes, so it needs no transaction with the read."""
+    row = conn.execute(
+        select(col(TrialRow.status), col(SweepRow.status))
+        .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id), isouter=True)
+        .where(col(TrialRow.trial_id) == trial_id)
+    ).first()
+    if row is None:
+        return "claimed"
+    status, sweep_status = row
+    if status == "done":
+        return "recorded"
+    if status == "running" and sweep_status == "active":
+        return "held"
+    # The sweep was cancelled: a trial put back to pending by a retry is cancelled too.
+    conn.execute(
+        update(TrialRow)
+        .where(col(TrialRow.trial_id) == trial_id, col(TrialRow.status) == "pending")
+        .values(status="cancelled")
+    )
+    return "cancelled"
 
 
 def mark_retrying(*, engine: Engine, trial_id: str, detail: str) -> None:
@@ -260,7 +344,8 @@ def fail_trial(*, engine: Engine, spec: TrialSpec, detail: str) -> bool:
     """Record a claimed trial that could not be run at all (its scenario no longer loads, the
     worker broke) as an infra_error, so it never stays `running`; return whether the sweep
     has trials left to run. Like any infra_error it is run again by a resume or a re-run."""
-    with _guarded(engine, f"record trial {spec.trial_id[:12]} as failed") as conn:
+    with _connected(engine, f"record trial {spec.trial_id[:12]} as failed") as conn:
+        conn = _alone(conn)
         conn.execute(
             update(TrialRow)
             .where(col(TrialRow.trial_id) == spec.trial_id, col(TrialRow.status) == "running")
@@ -272,7 +357,7 @@ def fail_trial(*, engine: Engine, spec: TrialSpec, detail: str) -> bool:
                 finished_at=datetime.now(UTC),
             )
         )
-    with _guarded(engine, f"count what is left of sweep {spec.sweep_id[:12]}") as conn:
+        # After that statement's commit, as in save_trial.
         return _any_left(conn, spec.sweep_id)
 
 

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 from schema import Settings, StoreError, TrialResult, TrialSpec, make_engine
 from workers.lease import leases_for
@@ -28,20 +29,36 @@ LONGEST_WAIT_S = 10.0
 
 
 @lru_cache(maxsize=4)
-def engine_for(url: str, pool_size: int = 5) -> Engine:
+def engine_for(url: str, pool_size: int = 5, *, pre_ping: bool = True) -> Engine:
     """One engine (connection pool) per database URL per process."""
-    return make_engine(url, pool_size)
+    return make_engine(url, pool_size, pre_ping=pre_ping)
+
+
+def _dropped(exc: StoreError) -> bool:
+    """Whether `exc` came from a pooled connection the server had closed (a restart, an idle
+    timeout). SQLAlchemy has then discarded every connection pooled before it."""
+    cause = exc.__cause__
+    return isinstance(cause, DBAPIError) and cause.connection_invalidated
 
 
 def patiently(step: Callable[[], T], *, budget_s: float, what: str) -> T:
     """Run a database step, retrying with doubling waits while the database is away; after
-    `budget_s` the last StoreError propagates (the caller gives the message back)."""
+    `budget_s` the last StoreError propagates (the caller gives the message back).
+
+    The first failure on a connection the server had dropped is retried at once: a fresh
+    connection may well work, and that is how a dropped one is found without a ping per use.
+    """
     deadline = time.monotonic() + budget_s
     wait = FIRST_WAIT_S
+    fresh_tried = False
     while True:
         try:
             return step()
         except StoreError as exc:
+            if _dropped(exc) and not fresh_tried:
+                fresh_tried = True
+                logger.info("%s: a pooled connection was dropped; trying a fresh one", what)
+                continue
             left = deadline - time.monotonic()
             if left <= 0:
                 raise
@@ -84,8 +101,12 @@ def run_trial(
     """
     spec = TrialSpec.model_validate(payload)
     # Database work is milliseconds of a trial's seconds: a few connections serve many
-    # sessions, and PostgreSQL refuses clients past max_connections (100 by default).
-    engine = engine_for(settings.resolved_database_url(), min(settings.sessions + 2, MAX_POOL))
+    # sessions, and PostgreSQL refuses clients past max_connections (100 by default). No
+    # pre-ping (a round trip per checkout, three per trial): every step here is retried by
+    # `patiently`, at once when the pool held a connection the server had dropped.
+    engine = engine_for(
+        settings.resolved_database_url(), min(settings.sessions + 2, MAX_POOL), pre_ping=False
+    )
     summary: dict[str, Any] = {"trial_id": spec.trial_id, "sweep_id": spec.sweep_id}
     stale_before = datetime.now(UTC) - timedelta(
         seconds=0 if takeover else settings.stale_after_s()

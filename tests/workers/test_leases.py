@@ -20,9 +20,15 @@ from workers.tasks import patiently
 SCENARIO = load_suite("basic").scenarios[0]
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Engine:
-    engine = make_engine(f"sqlite:///{tmp_path / 'farm.sqlite'}")
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)],
+)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
+    """Both databases: PostgreSQL claims through the driver, SQLite through SQLAlchemy."""
+    if request.param == "postgres":
+        engine: Engine = request.getfixturevalue("pg_engine")
+    else:
+        engine = make_engine(f"sqlite:///{tmp_path / 'farm.sqlite'}")
     init_db(engine)
     return engine
 

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy import event, text
-from sqlalchemy.engine import Engine
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
 
 from scenarios import load_suite
 from schema import (
     ToolCallRecord,
     TrialResult,
     TrialRow,
+    TrialSpec,
     init_db,
     make_engine,
     session_scope,
 )
+from tests.distributed.conftest import wait_until
 from tests.helpers import fixed_provenance, ideal_script, trial
 from workers.store import save_trial
 
@@ -90,21 +90,26 @@ def test_saving_a_trial_twice_keeps_one_row_on_postgres(pg_engine: Engine) -> No
     _check_idempotent(pg_engine)
 
 
-@pytest.mark.integration
-def test_two_trials_landing_together_still_report_the_sweep_finished(pg_engine: Engine) -> None:
-    """The last-trial check must see the other trial's commit, or no aggregate ever starts.
+# A barrier inside PostgreSQL: a deferred constraint trigger runs at COMMIT, after every
+# statement of the transaction, and waits there for an advisory lock the test holds. It holds
+# a save at its commit whichever way the client sends it (statement by statement, or
+# pipelined in one round trip), so the test stays independent of the store's transport.
+COMMIT_GATE = 4242
+HOLD_AT_COMMIT = f"""
+CREATE FUNCTION wait_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_advisory_xact_lock_shared({COMMIT_GATE}); RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER wait_at_commit AFTER INSERT OR UPDATE ON trial
+DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_at_commit();
+"""
 
-    Both transactions are held at their commit until the other has written, which is the
-    interleaving two workers finishing at once produce.
-    """
-    init_db(pg_engine)
-    specs = [trial(SCENARIO, ideal_script(SCENARIO), sweep_id="race", repetition=r) for r in (0, 1)]
-    with session_scope(pg_engine) as session:
+
+def _running_trials(engine: Engine, specs: list[TrialSpec]) -> None:
+    with session_scope(engine) as session:
         for spec in specs:
             session.add(
                 TrialRow(
                     trial_id=spec.trial_id,
-                    sweep_id="race",
+                    sweep_id=spec.sweep_id,
                     model_id="m",
                     prompt_id="native",
                     scenario_id=SCENARIO.id,
@@ -116,26 +121,43 @@ def test_two_trials_landing_together_still_report_the_sweep_finished(pg_engine: 
                     payload_json=spec.model_dump_json(),
                 )
             )
-    both_written = threading.Barrier(2, timeout=20)
-    waited: set[int] = set()
 
-    def hold_first_commit(_conn: Any) -> None:
-        me = threading.get_ident()
-        if me not in waited:
-            waited.add(me)
-            both_written.wait()
 
-    event.listen(pg_engine, "commit", hold_first_commit)
-    try:
+def _waiting_at_commit(gate: Connection) -> int:
+    return int(
+        gate.execute(
+            text(
+                "select count(*) from pg_locks where locktype = 'advisory' "
+                "and objid = :gate and not granted"
+            ),
+            {"gate": COMMIT_GATE},
+        ).scalar_one()
+    )
+
+
+@pytest.mark.integration
+def test_two_trials_landing_together_still_report_the_sweep_finished(pg_engine: Engine) -> None:
+    """The last-trial check must see the other trial's commit, or no aggregate ever starts.
+
+    Both transactions are held at their commit until the other has written, which is the
+    interleaving two workers finishing at once produce.
+    """
+    init_db(pg_engine)
+    specs = [trial(SCENARIO, ideal_script(SCENARIO), sweep_id="race", repetition=r) for r in (0, 1)]
+    _running_trials(pg_engine, specs)
+    with pg_engine.begin() as conn:
+        conn.execute(text(HOLD_AT_COMMIT))
+    with pg_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as gate:
+        gate.execute(text("select pg_advisory_lock(:gate)"), {"gate": COMMIT_GATE})
         with ThreadPoolExecutor(2) as pool:
-            left = list(
-                pool.map(
-                    lambda s: save_trial(
-                        engine=pg_engine, spec=s, result=_result(s.trial_id, "race", 1)
-                    ),
-                    specs,
+            saving = [
+                pool.submit(
+                    save_trial, engine=pg_engine, spec=s, result=_result(s.trial_id, "race", 1)
                 )
-            )
-    finally:
-        event.remove(pg_engine, "commit", hold_first_commit)
+                for s in specs
+            ]
+            # Both saves have written everything and wait at their COMMIT.
+            wait_until(lambda: _waiting_at_commit(gate) == 2, 20, "both saves at their commit")
+            gate.execute(text("select pg_advisory_unlock(:gate)"), {"gate": COMMIT_GATE})
+            left = [f.result(timeout=20) for f in saving]
     assert False in left, "neither trial saw the sweep finished, so nothing would aggregate it"

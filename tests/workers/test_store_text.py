@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.engine import Engine
+from sqlmodel import SQLModel
 
 from scenarios import load_suite
 from schema import (
@@ -28,7 +29,7 @@ from schema import (
     make_engine,
 )
 from tests.helpers import fixed_provenance, ideal_script, trial
-from workers.store import REPLACEMENT, save_trial, storable
+from workers.store import REPLACEMENT, save_trial, storable, storable_model
 
 SCENARIO = load_suite("basic").scenarios[0]
 ODD = "a\x00b\ud800c\udfffd"
@@ -168,3 +169,46 @@ def test_the_text_rule_keeps_everything_else_as_it_is() -> None:
     kept = {"emoji": "\U0001f600", "accents": "déjà vu", "escape": "\\u0000", "n": 1.5}
     assert storable(kept) == kept
     assert storable(("\x00", ["\ud83d\ude00"])) == [REPLACEMENT, [REPLACEMENT * 2]]
+
+
+def _read_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
+    """The trial's row and its call's row, as read through their column types."""
+    tables = SQLModel.metadata.tables
+    with engine.connect() as conn:
+        rows = {
+            name: dict(
+                conn.execute(select(tables[name]).where(tables[name].c.trial_id == trial_id))
+                .one()
+                ._mapping
+            )
+            for name in ("trial", "tool_call")
+        }
+    return rows
+
+
+@pytest.mark.integration
+def test_an_unjudged_trial_reads_back_the_same_from_postgres_as_from_sqlite(
+    pg_engine: Engine, tmp_path: Path
+) -> None:
+    """Unjudged trials take PostgreSQL's one-round-trip path (workers.pgpipe): the same text
+    rule, the same values in every column (timestamps included) as SQLAlchemy writes."""
+    spec = trial(SCENARIO, ideal_script(SCENARIO), sweep_id="odd-text")
+    result = _odd_result(spec.trial_id, spec.sweep_id).model_copy(update={"answer": None})
+    stored = []
+    for engine in (pg_engine, make_engine(f"sqlite:///{tmp_path / 'farm.sqlite'}")):
+        init_db(engine)
+        save_trial(engine=engine, spec=spec, result=result)
+        stored.append(_read_trial(engine, spec.trial_id))
+    on_postgres, on_sqlite = stored
+    assert on_postgres["trial"]["final_answer"] == STORED
+    assert json.loads(on_postgres["tool_call"]["arguments_json"])["path"] == STORED
+    assert on_postgres == on_sqlite
+
+
+def test_a_result_with_nothing_to_replace_is_stored_as_it_is_without_a_copy() -> None:
+    clean = _odd_result("t", "s").model_copy(update={"answer": None})
+    clean = clean.model_copy(update={"final_answer": "plain", "transcript": [], "detail": ""})
+    clean = clean.model_copy(update={"tool_calls": []})
+    assert storable_model(clean) is clean
+    odd = clean.model_copy(update={"final_answer": ODD})
+    assert storable_model(odd).final_answer == STORED
