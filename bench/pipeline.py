@@ -188,6 +188,8 @@ def farm_pipeline(n: int, engine: Engine, env: dict[str, str], settings: Setting
         "2",
         "--name",
         "bench@local",
+        "--loglevel",
+        "WARNING",  # as the raw Celery worker: the same configuration for both rows
     ]
 
     with process(argv, env):

@@ -16,6 +16,8 @@ from scheduler.nodes import list_nodes
 from scheduler.render_ops import nodes_table
 from schema import FarmError, Settings, mask_url
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
 
 def _start_worker() -> Any:
     # The worker lives in `workers`, which the scheduler never imports: find it by name.
@@ -43,11 +45,20 @@ def worker(
             "process, many sessions on one event loop: for batching GPU endpoints) or solo"
         ),
     ] = "prefork",
+    loglevel: Annotated[
+        str,
+        typer.Option(
+            help="Celery's log level: INFO logs every task received and done; WARNING only "
+            "what went wrong (less CPU on a busy worker)"
+        ),
+    ] = "INFO",
     db: DbOption = None,
     broker: BrokerOption = None,
 ) -> None:
     """Enrol this machine as a worker node and run trials from its tags' queues."""
     settings = settings_from(db, broker=broker)
+    if loglevel.upper() not in LOG_LEVELS:
+        raise FarmError(f"--loglevel {loglevel!r}: use one of {', '.join(LOG_LEVELS)}")
     _start_worker()(
         settings,
         tags=[t.strip() for t in tags.split(",") if t.strip()],
@@ -56,6 +67,7 @@ def worker(
         control=control,
         endpoints=endpoint or [],
         pool=pool,
+        loglevel=loglevel.upper(),
     )
 
 

@@ -147,12 +147,13 @@ def start_worker(
     control: bool = False,
     endpoints: list[str] | None = None,
     pool: str = "prefork",
+    loglevel: str = "INFO",
 ) -> None:
     """Enrol this machine and consume its tags' queues until stopped (blocks).
 
     With the `threads` pool one process runs `concurrency` trials at once, on one event loop
-    and one warm server pool (each trial still gets servers of its own): the way to keep a
-    batching GPU endpoint busy without a process per session."""
+    and one warm server pool (servers with a `shared:` launch run once, a session per trial):
+    the way to keep a batching GPU endpoint busy without a process per session."""
     check_tags(settings, tags)
     if pool == "threads":
         settings = settings.model_copy(update={"sessions": concurrency})
@@ -192,7 +193,7 @@ def start_worker(
             f"--queues={','.join(queues)}",
             f"--concurrency={concurrency}",
             f"--pool={pool}",
-            "--loglevel=INFO",
+            f"--loglevel={loglevel}",
             "--without-gossip",
             "--without-mingle",
         ]

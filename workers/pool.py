@@ -231,7 +231,13 @@ class ServerPool:
             if live.key == key:
                 self._idle.remove(live)
                 if live.dirty and live.sandbox is not None:
-                    reset_sandbox(server, live.sandbox)
+                    try:
+                        # Copying a fixture folder takes milliseconds of disk work: off the
+                        # event loop, so the other sessions of a threads worker go on meanwhile.
+                        await anyio.to_thread.run_sync(reset_sandbox, server, live.sandbox)
+                    except BaseException:  # cancelled or failed midway: never lend it again
+                        live.stop.set()
+                        raise
                     live.dirty = False
                 return live
         return await self._start(server, key, attached)
@@ -269,7 +275,7 @@ class ServerPool:
         else:
             how = launch(server, sandbox, attached, self.environ)
         if sandbox is not None:
-            reset_sandbox(server, sandbox)
+            await anyio.to_thread.run_sync(reset_sandbox, server, sandbox)
         try:
             live: LiveServer = await self._tg.start(self._keep, server, key, sandbox, how, process)
         except Exception as exc:  # any start failure is the infrastructure's, not the model's

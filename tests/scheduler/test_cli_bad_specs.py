@@ -72,3 +72,11 @@ def test_validate_lists_an_invalid_regex_with_its_file_and_field(tmp_path: Path)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"{suite}: scenarios[3].expect[0].params.path.regex: invalid regular" in done.stdout
     assert "([/]a-z" in done.stdout
+
+
+def test_worker_refuses_an_unknown_log_level_before_enrolling(tmp_path: Path) -> None:
+    db = tmp_path / "farm.sqlite"
+    done = farm("worker", "--tags", "cpu", "--loglevel", "loud", "--db", f"sqlite:///{db}")
+    assert done.returncode == 2
+    assert "--loglevel 'loud': use one of DEBUG, INFO, WARNING" in done.stderr
+    assert not db.exists()
