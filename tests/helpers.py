@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ from schema import (
     Provenance,
     Scenario,
     ScenarioRef,
+    ToolCallRecord,
     TrialResult,
     TrialSpec,
 )
@@ -34,6 +36,40 @@ def fixed_provenance() -> Provenance:
         scenario_version=1,
         prompt_version=1,
         model_pins={},
+    )
+
+
+def listing_result(
+    scenario: Scenario, trial_id: str, sweep_id: str, indexes: list[int], outcome: str = "pass"
+) -> TrialResult:
+    """A finished result of `scenario` whose tool calls (numbered `indexes`) each listed the
+    home folder, for tests that store results by hand."""
+    now = datetime.now(UTC)
+    return TrialResult(
+        trial_id=trial_id,
+        sweep_id=sweep_id,
+        model_id="m",
+        prompt_id="native",
+        scenario_id=scenario.id,
+        tier=scenario.tier,
+        expected_tools=scenario.expected_tools,
+        repetition=0,
+        outcome=outcome,  # type: ignore[arg-type]
+        stop_reason="answer",
+        started_at=now,
+        finished_at=now,
+        latency_s=1.0,
+        tool_calls=[
+            ToolCallRecord(
+                index=i,
+                server="filesystem",
+                tool="list_directory",
+                arguments={"path": "/"},
+                ok=True,
+            )
+            for i in indexes
+        ],
+        provenance=fixed_provenance(),
     )
 
 

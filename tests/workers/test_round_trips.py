@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from tempfile import TemporaryFile
 from typing import Any
@@ -26,13 +25,11 @@ from schema import (
     Settings,
     StoreError,
     SweepSpec,
-    ToolCallRecord,
-    TrialResult,
     TrialSpec,
     init_db,
     make_engine,
 )
-from tests.helpers import fixed_provenance, ideal_script, scripted
+from tests.helpers import ideal_script, listing_result, scripted
 from workers.runtime import close_runtime
 from workers.store import save_trial
 from workers.tasks import engine_for, patiently, run_trial
@@ -133,32 +130,6 @@ def test_a_connection_the_server_dropped_is_replaced_at_once(
     assert waits == [], "a dropped connection costs a fresh one, not a wait"
 
 
-def _result(trial_id: str, sweep_id: str, indexes: list[int]) -> TrialResult:
-    now = datetime.now(UTC)
-    return TrialResult(
-        trial_id=trial_id,
-        sweep_id=sweep_id,
-        model_id="m",
-        prompt_id="native",
-        scenario_id=SCENARIO.id,
-        tier=SCENARIO.tier,
-        expected_tools=SCENARIO.expected_tools,
-        repetition=0,
-        outcome="pass",
-        stop_reason="answer",
-        started_at=now,
-        finished_at=now,
-        latency_s=1.0,
-        tool_calls=[
-            ToolCallRecord(
-                index=i, server="filesystem", tool="list_directory", arguments={}, ok=True
-            )
-            for i in indexes
-        ],
-        provenance=fixed_provenance(),
-    )
-
-
 def test_a_save_failing_part_way_writes_nothing_and_the_connection_serves_the_next(
     pg_engine: Engine,
 ) -> None:
@@ -170,14 +141,18 @@ def test_a_save_failing_part_way_writes_nothing_and_the_connection_serves_the_ne
     try:
         # Two calls with one index: the INSERT fails after the trial row was upserted.
         with pytest.raises(StoreError, match="duplicate key"):
-            save_trial(engine=one, spec=spec, result=_result(trial_id, sweep_id, [0, 0]))
+            save_trial(
+                engine=one, spec=spec, result=listing_result(SCENARIO, trial_id, sweep_id, [0, 0])
+            )
         with pg_engine.connect() as conn:
             status = conn.execute(text("select status from trial")).scalar_one()
             calls = conn.execute(text("select count(*) from tool_call")).scalar_one()
         assert (status, calls) == ("pending", 0)
         # The same (only) pooled connection saves the next result.
         left = patiently(
-            lambda: save_trial(engine=one, spec=spec, result=_result(trial_id, sweep_id, [0, 1])),
+            lambda: save_trial(
+                engine=one, spec=spec, result=listing_result(SCENARIO, trial_id, sweep_id, [0, 1])
+            ),
             budget_s=0,
             what="save",
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,6 @@ from sqlalchemy.engine import Connection, Engine
 
 from scenarios import load_suite
 from schema import (
-    ToolCallRecord,
-    TrialResult,
     TrialRow,
     TrialSpec,
     init_db,
@@ -21,40 +18,10 @@ from schema import (
     session_scope,
 )
 from tests.distributed.conftest import wait_until
-from tests.helpers import fixed_provenance, ideal_script, trial
+from tests.helpers import ideal_script, listing_result, trial
 from workers.store import save_trial
 
 SCENARIO = load_suite("basic").scenarios[0]
-
-
-def _result(spec_id: str, sweep_id: str, calls: int, outcome: str = "pass") -> TrialResult:
-    now = datetime.now(UTC)
-    return TrialResult(
-        trial_id=spec_id,
-        sweep_id=sweep_id,
-        model_id="m",
-        prompt_id="native",
-        scenario_id=SCENARIO.id,
-        tier=SCENARIO.tier,
-        expected_tools=SCENARIO.expected_tools,
-        repetition=0,
-        outcome=outcome,
-        stop_reason="answer",  # type: ignore[arg-type]
-        started_at=now,
-        finished_at=now,
-        latency_s=1.0,
-        tool_calls=[
-            ToolCallRecord(
-                index=i,
-                server="filesystem",
-                tool="list_directory",
-                arguments={"path": "/"},
-                ok=True,
-            )
-            for i in range(calls)
-        ],
-        provenance=fixed_provenance(),
-    )
 
 
 def _counts(engine: Engine) -> tuple[int, int, str]:
@@ -69,14 +36,20 @@ def _check_idempotent(engine: Engine) -> None:
     init_db(engine)
     spec = trial(SCENARIO, ideal_script(SCENARIO))
     save_trial(
-        engine=engine, spec=spec, result=_result(spec.trial_id, spec.sweep_id, 3, "wrong_tool")
+        engine=engine,
+        spec=spec,
+        result=listing_result(SCENARIO, spec.trial_id, spec.sweep_id, [0, 1, 2], "wrong_tool"),
     )
     save_trial(
-        engine=engine, spec=spec, result=_result(spec.trial_id, spec.sweep_id, 3, "wrong_tool")
+        engine=engine,
+        spec=spec,
+        result=listing_result(SCENARIO, spec.trial_id, spec.sweep_id, [0, 1, 2], "wrong_tool"),
     )
     assert _counts(engine) == (1, 3, "wrong_tool")
     # A redelivered trial that ran differently replaces the row and its calls, adding nothing.
-    save_trial(engine=engine, spec=spec, result=_result(spec.trial_id, spec.sweep_id, 1))
+    save_trial(
+        engine=engine, spec=spec, result=listing_result(SCENARIO, spec.trial_id, spec.sweep_id, [0])
+    )
     assert _counts(engine) == (1, 1, "pass")
 
 
@@ -152,7 +125,10 @@ def test_two_trials_landing_together_still_report_the_sweep_finished(pg_engine: 
         with ThreadPoolExecutor(2) as pool:
             saving = [
                 pool.submit(
-                    save_trial, engine=pg_engine, spec=s, result=_result(s.trial_id, "race", 1)
+                    save_trial,
+                    engine=pg_engine,
+                    spec=s,
+                    result=listing_result(SCENARIO, s.trial_id, "race", [0]),
                 )
                 for s in specs
             ]
