@@ -63,14 +63,25 @@ def wait(check: Callable[[], bool], seconds: float, what: str) -> None:
         time.sleep(0.02)
 
 
+def admin_engine() -> Engine:
+    """The server's admin database, for creating and dropping benchmark databases."""
+    return make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
+
+
+def migrated(name: str) -> Engine:
+    """An engine on the benchmark database `name`, its tables created or migrated."""
+    engine = make_engine(PG_ADMIN.rsplit("/", 1)[0] + f"/{name}")
+    init_db(engine)
+    return engine
+
+
 @contextmanager
 def database() -> Iterator[Engine]:
-    admin = make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
+    admin = admin_engine()
     name = f"farm_bench_{uuid.uuid4().hex[:8]}"
     with admin.connect() as conn:
         conn.execute(text(f'create database "{name}"'))
-    engine = make_engine(PG_ADMIN.rsplit("/", 1)[0] + f"/{name}")
-    init_db(engine)
+    engine = migrated(name)
     try:
         yield engine
     finally:

@@ -26,10 +26,9 @@ from rich.table import Table
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from bench.pipeline import PG_ADMIN, database
+from bench.pipeline import admin_engine, database, migrated
 from bench.synthetic import load, scenarios, trials
 from scheduler.scorecard import build_scorecard
-from schema import init_db, make_engine
 
 CONFIGS = [("model-a", "native"), ("model-a", "json"), ("model-b", "native"), ("model-b", "json")]
 SCENARIOS = 250
@@ -38,23 +37,18 @@ SWEEP = "bench"
 KEPT = "farm_bench_scorecard_{size}"
 
 
-def _admin() -> Engine:
-    return make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
-
-
 @contextmanager
 def kept_database(size: int) -> Iterator[Engine]:
     """The kept database of one size, created when missing and migrated to this code's schema
     (a kept database from before a migration gets it, as any farm database would)."""
     name = KEPT.format(size=size)
-    admin = _admin()
+    admin = admin_engine()
     with admin.connect() as conn:
         found = conn.execute(text("select 1 from pg_database where datname = :n"), {"n": name})
         if found.first() is None:
             conn.execute(text(f'create database "{name}"'))
     admin.dispose()
-    engine = make_engine(PG_ADMIN.rsplit("/", 1)[0] + f"/{name}")
-    init_db(engine)
+    engine = migrated(name)
     try:
         yield engine
     finally:
@@ -62,7 +56,7 @@ def kept_database(size: int) -> Iterator[Engine]:
 
 
 def drop_kept() -> None:
-    admin = _admin()
+    admin = admin_engine()
     with admin.connect() as conn:
         names = conn.execute(
             text("select datname from pg_database where datname like 'farm_bench_scorecard_%'")
