@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from schema import get_settings, make_celery
+from mcp_farm.schema import get_settings
+from mcp_farm.schema.broker import make_celery
 
 app = make_celery(get_settings(), name="bench")
 

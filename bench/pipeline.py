@@ -31,19 +31,24 @@ from sqlalchemy import func, select, text
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
-from scenarios import load_suite
-from scheduler.expand import expand
-from scheduler.publish import publish_trials
-from scheduler.submit import record_plan, submit
-from schema import (
+from mcp_farm.scenarios import load_suite
+from mcp_farm.scheduler.submission.expand import expand
+from mcp_farm.scheduler.submission.publish import publish_trials
+from mcp_farm.scheduler.submission.submit import (
+    record_plan,
+    submit,
+)
+from mcp_farm.schema import (
     ModelTarget,
-    NodeRow,
     ScenarioSelection,
     Settings,
     SweepSpec,
+)
+from mcp_farm.schema.broker import make_celery
+from mcp_farm.schema.db import (
+    NodeRow,
     TrialRow,
     init_db,
-    make_celery,
     make_engine,
     session_scope,
 )
@@ -191,7 +196,7 @@ def farm_pipeline(n: int, engine: Engine, env: dict[str, str], settings: Setting
     argv = [
         sys.executable,
         "-m",
-        "scheduler.cli",
+        "mcp_farm.scheduler.cli.app",
         "worker",
         "--tags",
         "cpu",
@@ -219,8 +224,8 @@ def farm_pipeline(n: int, engine: Engine, env: dict[str, str], settings: Setting
 def per_trial_overhead(n: int, engine: Engine, settings: Settings) -> tuple[float, float]:
     """p50 and p95 of one trial's whole farm time (claim, session, grade, upsert), in ms,
     in this process with warm servers; the scripted model itself takes microseconds."""
-    from workers.runtime import close_runtime  # bench may import both planes
-    from workers.tasks import run_trial
+    from mcp_farm.workers.node.runtime import close_runtime
+    from mcp_farm.workers.node.tasks import run_trial
 
     plan = expand(ideal_sweep("bench-overhead", n + 20), "bench")
     record_plan(engine=engine, plan=plan)

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 
 from bench.pipeline import admin_engine, database, migrated
 from bench.synthetic import load, scenarios, trials
-from scheduler.scorecard import build_scorecard
+from mcp_farm.scheduler.scorecard.build import build_scorecard
 
 CONFIGS = [("model-a", "native"), ("model-a", "json"), ("model-b", "native"), ("model-b", "json")]
 SCENARIOS = 250

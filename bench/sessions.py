@@ -35,16 +35,16 @@ from rich.table import Table
 from sqlalchemy.engine import Engine
 
 from bench.pipeline import BROKER, ROOT, database, enrolled, process, trials_left, wait
-from scenarios import load_suite
-from scheduler.expand import expand
-from scheduler.submit import submit
-from schema import (
+from mcp_farm.scenarios import load_suite
+from mcp_farm.scheduler.submission.expand import expand
+from mcp_farm.scheduler.submission.submit import submit
+from mcp_farm.schema import (
     ModelTarget,
     ScenarioSelection,
     Settings,
     SweepSpec,
-    make_celery,
 )
+from mcp_farm.schema.broker import make_celery
 
 SCENARIO = next(s for s in load_suite("basic").scenarios if s.id == "fs.list-desktop")
 console = Console()
@@ -154,7 +154,7 @@ def measure(
 ) -> tuple[float, float]:
     """Trials/s with `sessions` trials in flight in one worker process, and its memory (MB)."""
     name = f"bench-sessions-{sessions}@local"
-    argv = [sys.executable, "-m", "scheduler.cli", "worker", "--tags", "cpu", "--pool",
+    argv = [sys.executable, "-m", "mcp_farm.scheduler.cli.app", "worker", "--tags", "cpu", "--pool",
             "threads", "--concurrency", str(sessions), "--name", name]  # fmt: skip
     app = make_celery(settings)
     with process(argv, env) as proc:

@@ -15,7 +15,11 @@ import numpy as np
 from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 
-from schema import SweepRow, ToolCallRow, TrialRow
+from mcp_farm.schema.db import (
+    SweepRow,
+    ToolCallRow,
+    TrialRow,
+)
 
 OUTCOME_FAILURES = ("wrong_tool", "wrong_params", "no_tool_call", "format_error")
 TIERS = ("simple", "moderate", "complex")

@@ -1,6 +1,6 @@
 """What is tested against: suites, prompt configs, example sweeps, fixture MCP servers."""
 
-from scenarios.catalog import (
+from mcp_farm.scenarios.catalog import (
     FIXTURES_DIR,
     ScenarioError,
     find_scenario,

@@ -14,8 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scenarios.catalog import ROOT, ScenarioError, load_rubric
-from schema import Rubric, read_yaml
+from mcp_farm.scenarios.catalog import (
+    ROOT,
+    ScenarioError,
+    load_rubric,
+)
+from mcp_farm.schema import (
+    Rubric,
+    read_yaml,
+)
 
 ANCHORS_DIR = ROOT / "anchors"
 LOCKFILE = "anchors.lock"

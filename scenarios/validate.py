@@ -14,14 +14,19 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from scenarios.catalog import (
+from mcp_farm.scenarios.catalog import (
     FIXTURES_DIR,
     SUITES_DIR,
     is_file,
     structural_problems,
     with_sandbox_paths,
 )
-from schema import SpecError, Suite, read_yaml, spec_errors
+from mcp_farm.schema import (
+    SpecError,
+    Suite,
+    read_yaml,
+    spec_errors,
+)
 
 
 def suite_files(paths: Iterable[Path]) -> list[Path]:

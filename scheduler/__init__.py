@@ -1,11 +1,26 @@
 """Control plane: CLI, matrix expansion, submission, progress, scorecards, reports."""
 
-from scheduler.aggregate import aggregate, scorecard_of, stored_scorecard
-from scheduler.embedded import run_embedded
-from scheduler.expand import Plan, expand, load_sweep, with_endpoint
-from scheduler.scorecard import build_scorecard
-from scheduler.stats import percentiles, wilson
-from scheduler.submit import record_plan, runnable_ids
+from mcp_farm.scheduler.scorecard.aggregate import (
+    aggregate,
+    scorecard_of,
+    stored_scorecard,
+)
+from mcp_farm.scheduler.scorecard.build import build_scorecard
+from mcp_farm.scheduler.statistics.rates import (
+    percentiles,
+    wilson,
+)
+from mcp_farm.scheduler.submission.embedded import run_embedded
+from mcp_farm.scheduler.submission.expand import (
+    Plan,
+    expand,
+    load_sweep,
+    with_endpoint,
+)
+from mcp_farm.scheduler.submission.submit import (
+    record_plan,
+    runnable_ids,
+)
 
 __all__ = [
     "Plan",

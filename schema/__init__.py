@@ -1,6 +1,8 @@
-"""Contracts: specs, the trial payload, result vocabularies, tables, ids and settings."""
+"""Contracts: specs, the trial payload, messages between processes, result vocabularies, ids and
+settings. Pydantic only: importing this loads neither Celery nor SQLAlchemy. The database tables
+and engine are in `mcp_farm.schema.db`, the broker's configuration in `mcp_farm.schema.broker`."""
 
-from schema.answer import (
+from mcp_farm.schema.answer import (
     GROUNDINGS,
     AdoptionWeights,
     AnswerScore,
@@ -16,18 +18,39 @@ from schema.answer import (
     ToolSet,
     Weights,
 )
-from schema.broker import CONTROL_QUEUE, declared_queues, make_celery, queue_for
-from schema.db import dialect_insert, init_db, make_engine, session_scope, upsert
-from schema.errors import FarmError, SpecError, StoreError
-from schema.expect import ToolChoice, order_problems
-from schema.ids import canonical_json, digest
-from schema.loading import load_yaml_model, read_yaml, require_unique, spec_errors, validate
-from schema.migrate import LATEST as SCHEMA_VERSION
-from schema.migrate import require_latest, schema_version
-from schema.plugins import TaskFn, load_task
-from schema.redact import has_credentials, mask_url
-from schema.settings import Settings, get_settings
-from schema.specs import (
+from mcp_farm.schema.errors import (
+    FarmError,
+    SpecError,
+    StoreError,
+)
+from mcp_farm.schema.expect import (
+    ToolChoice,
+    order_problems,
+)
+from mcp_farm.schema.ids import (
+    canonical_json,
+    digest,
+)
+from mcp_farm.schema.parse.loading import (
+    load_yaml_model,
+    read_yaml,
+    require_unique,
+    spec_errors,
+    validate,
+)
+from mcp_farm.schema.plugins import (
+    TaskFn,
+    load_task,
+)
+from mcp_farm.schema.redact import (
+    has_credentials,
+    mask_url,
+)
+from mcp_farm.schema.settings import (
+    Settings,
+    get_settings,
+)
+from mcp_farm.schema.specs import (
     ENV_PLACEHOLDER,
     GRADER_VERSION,
     LOCAL_MODELS,
@@ -48,18 +71,7 @@ from schema.specs import (
     Suite,
     SweepSpec,
 )
-from schema.tables import (
-    AnchorCheckRow,
-    AnswerScoreRow,
-    JudgementRow,
-    NodeRow,
-    ScorecardRow,
-    ScoringRow,
-    SweepRow,
-    ToolCallRow,
-    TrialRow,
-)
-from schema.trial import (
+from mcp_farm.schema.trial import (
     Message,
     Provenance,
     ScenarioRef,
@@ -68,7 +80,7 @@ from schema.trial import (
     TrialResult,
     TrialSpec,
 )
-from schema.vocab import (
+from mcp_farm.schema.vocab import (
     OUTCOMES,
     AdapterName,
     Outcome,
@@ -80,18 +92,14 @@ from schema.vocab import (
 )
 
 __all__ = [
-    "CONTROL_QUEUE",
     "ENV_PLACEHOLDER",
     "GRADER_VERSION",
     "GROUNDINGS",
     "LOCAL_MODELS",
     "OUTCOMES",
-    "SCHEMA_VERSION",
     "AdapterName",
     "AdoptionWeights",
-    "AnchorCheckRow",
     "AnswerScore",
-    "AnswerScoreRow",
     "AnswerSpec",
     "Citation",
     "CodeRepo",
@@ -105,10 +113,8 @@ __all__ = [
     "Grounding",
     "JudgeScore",
     "JudgeSettings",
-    "JudgementRow",
     "Message",
     "ModelTarget",
-    "NodeRow",
     "Outcome",
     "ParamMatcher",
     "PromptConfig",
@@ -118,8 +124,6 @@ __all__ = [
     "Scenario",
     "ScenarioRef",
     "ScenarioSelection",
-    "ScorecardRow",
-    "ScoringRow",
     "ServerCatalog",
     "ServerDef",
     "Settings",
@@ -129,42 +133,29 @@ __all__ = [
     "StopReason",
     "StoreError",
     "Suite",
-    "SweepRow",
     "SweepSpec",
     "SweepStatus",
     "TaskFn",
     "Tier",
     "TokenCounts",
     "ToolCallRecord",
-    "ToolCallRow",
     "ToolChoice",
     "ToolMode",
     "ToolSet",
     "TrialResult",
-    "TrialRow",
     "TrialSpec",
     "TrialStatus",
     "Weights",
     "canonical_json",
-    "declared_queues",
-    "dialect_insert",
     "digest",
     "get_settings",
     "has_credentials",
-    "init_db",
     "load_task",
     "load_yaml_model",
-    "make_celery",
-    "make_engine",
     "mask_url",
     "order_problems",
-    "queue_for",
     "read_yaml",
-    "require_latest",
     "require_unique",
-    "schema_version",
-    "session_scope",
     "spec_errors",
-    "upsert",
     "validate",
 ]

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schema.strict import Strict
+from mcp_farm.schema.parse.strict import Strict
 
 Grounding = Literal["grounded", "unresolved", "hallucinated"]
 """`grounded`: the file exists at the pinned commit, the line is in range and a named symbol is

@@ -9,7 +9,7 @@ from __future__ import annotations
 from celery import Celery
 from kombu.entity import Queue
 
-from schema.settings import Settings
+from mcp_farm.schema.settings import Settings
 
 CONTROL_QUEUE = "farm.control"
 """Aggregation and other control work; consumed by `farm worker --control`."""

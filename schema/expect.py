@@ -12,8 +12,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from schema.patterns import checked_regex, json_schema_problem
-from schema.strict import Strict
+from mcp_farm.schema.parse.patterns import (
+    checked_regex,
+    json_schema_problem,
+)
+from mcp_farm.schema.parse.strict import Strict
 
 MATCHER_KINDS = (
     "exact",
@@ -41,7 +44,7 @@ NO_OPTIONAL_INSIDE = ("optional", "items", "contains")
 
 def _matcher_shape(value: Any) -> str:
     # The tag names hold "[" so that error paths drop them, as they drop pydantic's own
-    # validator names (schema.loading.spec_errors): `items[1].regex`, not `items.list[1].regex`.
+    # validator names (mcp_farm.schema.parse.loading.spec_errors): `items[1].regex`, not `items.list[1].regex`.
     return "shape[list]" if isinstance(value, list) else "shape[one]"
 
 

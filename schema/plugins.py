@@ -10,8 +10,8 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
-from schema.errors import FarmError
-from schema.settings import Settings
+from mcp_farm.schema.errors import FarmError
+from mcp_farm.schema.settings import Settings
 
 
 class TaskFn(Protocol):

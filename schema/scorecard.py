@@ -225,7 +225,7 @@ def rate_or_nan(value: float | None) -> float:
 
 
 if __name__ == "__main__":
-    # The published schema: python -m schema.scorecard > docs/scorecard.schema.json
+    # The published schema: python -m mcp_farm.schema.scorecard > docs/scorecard.schema.json
     import json
 
     print(json.dumps(Scorecard.model_json_schema(), indent=2))

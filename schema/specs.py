@@ -7,14 +7,24 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from schema.answer import AnswerSpec, CodeRepo, ToolSet, Weights
-from schema.expect import ExpectedCall as ExpectedCall  # re-exported: schema's API
-from schema.expect import ParamMatcher as ParamMatcher
-from schema.ids import digest
-from schema.patterns import checked_regex
-from schema.redact import has_credentials
-from schema.strict import Strict
-from schema.vocab import AdapterName, Tier, ToolMode, Transport
+from mcp_farm.schema.answer import (
+    AnswerSpec,
+    CodeRepo,
+    ToolSet,
+    Weights,
+)
+from mcp_farm.schema.expect import ExpectedCall as ExpectedCall
+from mcp_farm.schema.expect import ParamMatcher as ParamMatcher
+from mcp_farm.schema.ids import digest
+from mcp_farm.schema.parse.patterns import checked_regex
+from mcp_farm.schema.parse.strict import Strict
+from mcp_farm.schema.redact import has_credentials
+from mcp_farm.schema.vocab import (
+    AdapterName,
+    Tier,
+    ToolMode,
+    Transport,
+)
 
 ENV_PLACEHOLDER = re.compile(r"\{env:([^{}]*)\}")
 """`{env:VAR}` in a server definition: VAR from the worker's environment at start time."""

@@ -7,10 +7,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schema.answer import AnswerScore, ToolSet
-from schema.ids import digest
-from schema.specs import JudgeSettings, ModelTarget, PromptConfig
-from schema.vocab import Outcome, StopReason, Tier, TrialStatus
+from mcp_farm.schema.answer import (
+    AnswerScore,
+    ToolSet,
+)
+from mcp_farm.schema.ids import digest
+from mcp_farm.schema.specs import (
+    JudgeSettings,
+    ModelTarget,
+    PromptConfig,
+)
+from mcp_farm.schema.vocab import (
+    Outcome,
+    StopReason,
+    Tier,
+    TrialStatus,
+)
 
 
 class ScenarioRef(BaseModel):

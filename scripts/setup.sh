@@ -43,7 +43,7 @@ if [ "${1:-}" = "--dev" ]; then
     .tools/py/bin/python -m pip install -q $PY_SERVERS
     echo "$PY_SERVERS" >.tools/py/installed
   fi
-  # Headless Chromium renders the HTML report in tests/scheduler/test_report_html.py.
+  # Headless Chromium renders the HTML report in tests/scheduler/report/test_report_html.py.
   if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       echo "Installing chromium from apt (for the HTML report test)"

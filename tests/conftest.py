@@ -11,7 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
-from schema import Settings, make_engine
+from mcp_farm.schema import Settings
+from mcp_farm.schema.db import make_engine
 
 PG_ADMIN = os.environ.get(
     "FARM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from scenarios import load_prompt
-from schema import (
+from mcp_farm.scenarios import load_prompt
+from mcp_farm.schema import (
     ModelTarget,
     PromptConfig,
     Provenance,
@@ -21,7 +21,7 @@ from schema import (
     TrialResult,
     TrialSpec,
 )
-from workers.shared import free_port as free_port  # one way to find a free port, re-exported
+from mcp_farm.workers.mcp.shared import free_port as free_port
 
 
 def fixed_provenance() -> Provenance:

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = {
     "schema": {"scenarios", "scheduler", "workers"},
     "scenarios": {"scheduler", "workers"},
-    "scheduler": {"workers", "scenarios.servers", "mcp", "llama_cpp"},
+    "scheduler": {"workers", "mcp_farm.scenarios.servers", "mcp", "llama_cpp"},
     "workers": {"scheduler"},
 }
 
@@ -37,5 +37,7 @@ def test_packages_import_only_downstream() -> None:
 
 def test_the_layering_check_would_catch_a_violation(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("from workers.tasks import run_trial\nimport scheduler.cli\n")
-    assert {"workers.tasks", "scheduler.cli"} <= imported_modules(bad)
+    bad.write_text(
+        "from mcp_farm.workers.node.tasks import run_trial\nimport mcp_farm.scheduler.cli.app\n"
+    )
+    assert {"mcp_farm.workers.node.tasks", "mcp_farm.scheduler.cli.app"} <= imported_modules(bad)

@@ -1,11 +1,22 @@
 """Data plane: task functions, the agent session, model adapters, MCP connections, grading."""
 
-from workers.adapters import ADAPTERS, ModelClient, make_client
-from workers.errors import AdapterError, InfraError, WorkerError
-from workers.grading import Verdict, grade
-from workers.store import save_trial
-from workers.tasks import run_trial
-from workers.trial import execute_trial
+from mcp_farm.workers.errors import (
+    AdapterError,
+    InfraError,
+    WorkerError,
+)
+from mcp_farm.workers.grading.grade import (
+    Verdict,
+    grade,
+)
+from mcp_farm.workers.model.adapters import (
+    ADAPTERS,
+    ModelClient,
+    make_client,
+)
+from mcp_farm.workers.node.tasks import run_trial
+from mcp_farm.workers.store.results import save_trial
+from mcp_farm.workers.trial import execute_trial
 
 __all__ = [
     "ADAPTERS",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schema import FarmError
+from mcp_farm.schema import FarmError
 
 
 class WorkerError(FarmError):

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 from mcp import MCPError
 
-from schema import (
+from mcp_farm.schema import (
     Message,
     PromptConfig,
     Scenario,
@@ -19,12 +19,19 @@ from schema import (
     TokenCounts,
     ToolCallRecord,
 )
-from workers.adapters.base import ModelClient
-from workers.errors import InfraError
-from workers.mcp_conn import Connected, result_text
-from workers.render import opening_messages
-from workers.safejson import arguments_key, shorten, wire_problem
-from workers.toolspec import ParsedCall
+from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.mcp.connections import (
+    Connected,
+    result_text,
+)
+from mcp_farm.workers.model.base import ModelClient
+from mcp_farm.workers.model.safejson import (
+    arguments_key,
+    shorten,
+    wire_problem,
+)
+from mcp_farm.workers.model.toolspec import ParsedCall
+from mcp_farm.workers.model.wire import opening_messages
 
 RESULT_KEEP_CHARS = 4000
 

@@ -10,8 +10,11 @@ from typing import Any
 
 import anyio
 
-from scenarios import find_scenario, servers_for
-from schema import (
+from mcp_farm.scenarios import (
+    find_scenario,
+    servers_for,
+)
+from mcp_farm.schema import (
     AnswerScore,
     FarmError,
     JudgeSettings,
@@ -22,15 +25,31 @@ from schema import (
     TrialResult,
     TrialSpec,
 )
-from workers.adapters import ModelClient, make_client
-from workers.errors import InfraError
-from workers.grading import Verdict, grade
-from workers.judge import Judge, make_judge
-from workers.mcp_conn import connect
-from workers.pool import ServerPool
-from workers.provenance import provenance
-from workers.scoring import Transcript, score_answer
-from workers.session import SessionState, run_session, run_setup
+from mcp_farm.workers.answer.judge import (
+    Judge,
+    make_judge,
+)
+from mcp_farm.workers.answer.scoring import (
+    Transcript,
+    score_answer,
+)
+from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.grading.grade import (
+    Verdict,
+    grade,
+)
+from mcp_farm.workers.mcp.connections import connect
+from mcp_farm.workers.mcp.pool import ServerPool
+from mcp_farm.workers.model.adapters import (
+    ModelClient,
+    make_client,
+)
+from mcp_farm.workers.node.provenance import provenance
+from mcp_farm.workers.session import (
+    SessionState,
+    run_session,
+    run_setup,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -69,7 +69,7 @@ def add_root(parser: argparse.ArgumentParser, fixture: str, help: str) -> None:
     """Add `--root`, the folder a server keeps its state in, defaulting to a scratch copy.
 
     The farm always passes a fresh sandbox. Someone trying a server by hand
-    (`python -m scenarios.servers.notes --transport http`) gets a temporary copy of
+    (`python -m mcp_farm.scenarios.servers.notes --transport http`) gets a temporary copy of
     `scenarios/fixtures/<fixture>` instead, removed when the server stops, so trying the
     write tools never edits the fixture every trial starts from.
     """

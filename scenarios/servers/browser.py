@@ -26,7 +26,11 @@ from urllib.parse import unquote, urljoin, urlsplit
 import httpx
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, serve
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    ToolError,
+    serve,
+)
 
 # Nothing here changes state, so the farm never needs to reset this server between trials.
 READ_ONLY = ToolAnnotations(read_only_hint=True)

@@ -16,7 +16,13 @@ from typing import Any
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve, session_root
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    ToolError,
+    add_root,
+    serve,
+    session_root,
+)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 TODAY = date(2026, 3, 10)

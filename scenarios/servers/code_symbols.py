@@ -7,7 +7,7 @@ their module (`_connection.Connection.send`). References are found by name, not 
 method's references are all `.name` uses, whatever object they are called on. Every tool
 only reads, so the farm never needs to reset its folder.
 
-    python -m scenarios.servers.code_symbols [--repo PATH] [--transport http --port 8765]
+    python -m mcp_farm.scenarios.servers.code_symbols [--repo PATH] [--transport http --port 8765]
 """
 
 from __future__ import annotations
@@ -20,7 +20,12 @@ from pathlib import Path
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import FIXTURES, MCPServer, ToolError, serve
+from mcp_farm.scenarios.servers._sdk import (
+    FIXTURES,
+    MCPServer,
+    ToolError,
+    serve,
+)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 MAX_REFERENCES = 100

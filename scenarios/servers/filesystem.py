@@ -20,7 +20,13 @@ from pathlib import Path, PurePosixPath
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve, session_root
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    ToolError,
+    add_root,
+    serve,
+    session_root,
+)
 
 # Tools that only read are marked so: the farm resets a warm server's sandbox only after a
 # trial that called something else.

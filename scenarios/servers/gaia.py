@@ -19,9 +19,17 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Tool, ToolAnnotations
 
-from scenarios.catalog import FIXTURES_DIR, ROOT, server_catalog
-from scenarios.servers._sdk import MCPServer, ToolError, serve
-from schema import ServerDef
+from mcp_farm.scenarios.catalog import (
+    FIXTURES_DIR,
+    ROOT,
+    server_catalog,
+)
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    ToolError,
+    serve,
+)
+from mcp_farm.schema import ServerDef
 
 logger = logging.getLogger(__name__)
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -43,7 +51,7 @@ async def probe(server: ServerDef, attached: list[str]) -> list[Tool]:
                 ):
                     await session.initialize()
                     return list((await session.list_tools()).tools)
-            # The same placeholders the farm's server pool expands (workers/pool.py).
+            # The same placeholders the farm's server pool expands (workers/mcp/pool.py).
             argv = [
                 a.replace("{python}", sys.executable)
                 .replace("{root}", str(ROOT.parent))

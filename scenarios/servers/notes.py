@@ -14,8 +14,14 @@ from pathlib import Path
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, add_root, serve, session_root
-from scenarios.servers.calendar import TODAY
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    ToolError,
+    add_root,
+    serve,
+    session_root,
+)
+from mcp_farm.scenarios.servers.calendar import TODAY
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 WORD = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")

@@ -6,7 +6,11 @@ import argparse
 import re
 from pathlib import Path
 
-from scenarios.servers._sdk import MCPServer, ToolError, serve
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    ToolError,
+    serve,
+)
 
 WORD = re.compile(r"[a-z0-9]+")
 

@@ -16,7 +16,11 @@ from pathlib import Path
 
 from mcp.types import ToolAnnotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, serve
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    ToolError,
+    serve,
+)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)*")

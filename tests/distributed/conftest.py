@@ -18,7 +18,11 @@ from sqlalchemy import select, text
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
-from schema import NodeRow, init_db, session_scope
+from mcp_farm.schema.db import (
+    NodeRow,
+    init_db,
+    session_scope,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_SERVER = ROOT / "tests" / "servers" / "slow.py"
@@ -47,7 +51,7 @@ class Farm:
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
-            [sys.executable, "-m", "scheduler.cli", *args],
+            [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args],
             capture_output=True,
             text=True,
             env=self.env,
@@ -74,7 +78,16 @@ class Farm:
 
     def worker(self, tags: str, name: str, *extra: str, **env: str) -> subprocess.Popen[bytes]:
         """Start `farm worker` and wait until it has enrolled."""
-        argv = [sys.executable, "-m", "scheduler.cli", "worker", "--tags", tags, "--name", name]
+        argv = [
+            sys.executable,
+            "-m",
+            "mcp_farm.scheduler.cli.app",
+            "worker",
+            "--tags",
+            tags,
+            "--name",
+            name,
+        ]
         proc = self.start([*argv, *extra], f"{name}.log", **env)
         wait_until(lambda: self.node_up(name, proc), 60, f"worker {name} to enrol")
         return proc

@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
-from scenarios import find_scenario
-from tests.distributed.conftest import Farm, wait_until
+from mcp_farm.scenarios import find_scenario
+from tests.distributed.conftest import (
+    Farm,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 

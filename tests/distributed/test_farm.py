@@ -12,9 +12,17 @@ import pytest
 import redis
 from sqlalchemy import text
 
-from scenarios import load_suite
-from tests.distributed.conftest import SLOW_SERVER, Farm, wait_until
-from tests.helpers import free_port, ideal_script, wait_until_serving
+from mcp_farm.scenarios import load_suite
+from tests.distributed.conftest import (
+    SLOW_SERVER,
+    Farm,
+    wait_until,
+)
+from tests.helpers import (
+    free_port,
+    ideal_script,
+    wait_until_serving,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +66,7 @@ def test_two_tagged_workers_each_run_their_own_models_and_the_scorecard_is_store
     farm.worker("dgpu", "farm-dgpu@test")
     port = free_port()
     flower = farm.start(
-        [sys.executable, "-m", "scheduler.cli", "flower", "--port", str(port)],
+        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", "flower", "--port", str(port)],
         "flower.log",
         FARM_FLOWER_USER="lab",
         FARM_FLOWER_PASSWORD="s3cret",

@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.distributed.conftest import Farm, wait_until
-from tests.distributed.test_farm import counts, scripted, slow_suite
+from tests.distributed.conftest import (
+    Farm,
+    wait_until,
+)
+from tests.distributed.test_farm import (
+    counts,
+    scripted,
+    slow_suite,
+)
 
 pytestmark = pytest.mark.integration
 

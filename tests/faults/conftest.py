@@ -20,8 +20,14 @@ import redis
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from schema import init_db, make_engine
-from tests.distributed.conftest import Farm, wait_until
+from mcp_farm.schema.db import (
+    init_db,
+    make_engine,
+)
+from tests.distributed.conftest import (
+    Farm,
+    wait_until,
+)
 from tests.helpers import free_port
 
 

@@ -15,9 +15,21 @@ from typing import Any
 import pytest
 import redis
 
-from tests.distributed.conftest import ROOT, Farm, wait_until
-from tests.distributed.test_farm import BUDGET, counts, scripted, slow_suite
-from tests.faults.conftest import OwnPostgres, OwnRedis
+from tests.distributed.conftest import (
+    ROOT,
+    Farm,
+    wait_until,
+)
+from tests.distributed.test_farm import (
+    BUDGET,
+    counts,
+    scripted,
+    slow_suite,
+)
+from tests.faults.conftest import (
+    OwnPostgres,
+    OwnRedis,
+)
 from tests.helpers import ideal_script
 
 pytestmark = pytest.mark.faults
@@ -226,7 +238,7 @@ def test_a_killed_submit_leaves_a_sweep_that_resume_completes(
     sweep, total = big_sweep(tmp_path, farm)
     client = redis.Redis.from_url(own_redis.url)
     submit = subprocess.Popen(
-        [sys.executable, "-m", "scheduler.cli", "sweep", "submit", str(sweep)],
+        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", "sweep", "submit", str(sweep)],
         env=farm.env,
         cwd=ROOT,
         stdout=subprocess.PIPE,

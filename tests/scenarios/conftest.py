@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from schema import Settings
-from workers.runtime import Runtime
+from mcp_farm.schema import Settings
+from mcp_farm.workers.node.runtime import Runtime
 
 
 @pytest.fixture(scope="module")

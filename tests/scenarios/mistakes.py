@@ -11,9 +11,13 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from schema import ExpectedCall, ParamMatcher, Scenario
+from mcp_farm.schema import (
+    ExpectedCall,
+    ParamMatcher,
+    Scenario,
+)
+from mcp_farm.workers.grading.matchers import check
 from tests.helpers import ideal_script
-from workers.matchers import check
 
 Script = list[dict[str, Any]]
 Mistake = tuple[str, Script, str]

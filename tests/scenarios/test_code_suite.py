@@ -19,13 +19,35 @@ import yaml
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from scenarios import FIXTURES_DIR, load_rubric, load_suite, servers_for
-from scenarios.catalog import structural_problems, suite_path
-from scenarios.coderepo import CodeRepoError, build_checkout, checkout
-from schema import Scenario, Suite, load_yaml_model
-from tests.helpers import free_port, wait_until_serving
-from workers.mcp_conn import result_text
-from workers.pool import REPO_ROOT, ServerPool
+from mcp_farm.scenarios import (
+    FIXTURES_DIR,
+    load_rubric,
+    load_suite,
+    servers_for,
+)
+from mcp_farm.scenarios.catalog import (
+    structural_problems,
+    suite_path,
+)
+from mcp_farm.scenarios.coderepo import (
+    CodeRepoError,
+    build_checkout,
+    checkout,
+)
+from mcp_farm.schema import (
+    Scenario,
+    Suite,
+    load_yaml_model,
+)
+from mcp_farm.workers.mcp.connections import result_text
+from mcp_farm.workers.mcp.pool import (
+    REPO_ROOT,
+    ServerPool,
+)
+from tests.helpers import (
+    free_port,
+    wait_until_serving,
+)
 
 pytestmark = pytest.mark.integration
 SUITE = load_suite("code")
@@ -229,7 +251,7 @@ def test_the_anchors_are_distinct_scenarios_graded_on_every_criterion() -> None:
 
 
 def _argv(name: str, repo: Path) -> list[str]:
-    return [sys.executable, "-m", f"scenarios.servers.{name}", "--repo", str(repo)]
+    return [sys.executable, "-m", f"mcp_farm.scenarios.servers.{name}", "--repo", str(repo)]
 
 
 @asynccontextmanager

@@ -16,8 +16,15 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult
 
-from scenarios import FIXTURES_DIR, load_suite
-from schema import Scenario, Settings
+from mcp_farm.scenarios import (
+    FIXTURES_DIR,
+    load_suite,
+)
+from mcp_farm.schema import (
+    Scenario,
+    Settings,
+)
+from mcp_farm.workers.trial import execute_trial
 from tests.helpers import (
     free_port,
     ideal_call_problems,
@@ -25,7 +32,6 @@ from tests.helpers import (
     trial,
     wait_until_serving,
 )
-from workers.trial import execute_trial
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -98,7 +104,7 @@ def _text(result: CallToolResult) -> str:
 
 
 def _argv(name: str, home: Path) -> list[str]:
-    argv = [sys.executable, "-m", f"scenarios.servers.{name}"]
+    argv = [sys.executable, "-m", f"mcp_farm.scenarios.servers.{name}"]
     return argv + (["--root", str(home)] if name == "filesystem" else [])
 
 

@@ -28,7 +28,7 @@ scenarios:
 
 def farm(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "scheduler.cli", *args],
+        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args],
         capture_output=True,
         text=True,
         timeout=120,

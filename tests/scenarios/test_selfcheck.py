@@ -17,13 +17,21 @@ import anyio
 import pytest
 import yaml
 
-from scenarios import load_suite
-from scenarios.validate import suite_files
-from schema import Scenario, Settings, TrialResult
-from tests.helpers import ideal_call_problems, ideal_script, trial
+from mcp_farm.scenarios import load_suite
+from mcp_farm.scenarios.validate import suite_files
+from mcp_farm.schema import (
+    Scenario,
+    Settings,
+    TrialResult,
+)
+from mcp_farm.workers.node.runtime import Runtime
+from mcp_farm.workers.trial import execute_trial
+from tests.helpers import (
+    ideal_call_problems,
+    ideal_script,
+    trial,
+)
 from tests.scenarios.mistakes import form_mistakes
-from workers.runtime import Runtime
-from workers.trial import execute_trial
 
 pytestmark = pytest.mark.integration
 
@@ -109,7 +117,13 @@ def test_a_scripted_agent_gets_the_outcome_its_behaviour_deserves(
         assert ideal_call_problems(scenario, result) == []
 
 
-FILESYSTEM_COMMAND = ["{python}", "-m", "scenarios.servers.filesystem", "--root", "{sandbox}"]
+FILESYSTEM_COMMAND = [
+    "{python}",
+    "-m",
+    "mcp_farm.scenarios.servers.filesystem",
+    "--root",
+    "{sandbox}",
+]
 
 
 def test_an_ideal_agent_fails_on_a_misconfigured_server(

@@ -14,11 +14,14 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from scenarios import FIXTURES_DIR
-from tests.helpers import free_port, wait_until_serving
+from mcp_farm.scenarios import FIXTURES_DIR
+from tests.helpers import (
+    free_port,
+    wait_until_serving,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-NOTES_HTTP = [sys.executable, "-m", "scenarios.servers.notes", "--transport", "http"]
+NOTES_HTTP = [sys.executable, "-m", "mcp_farm.scenarios.servers.notes", "--transport", "http"]
 """The README's command, less the port (a free one is picked)."""
 SERVERS_DIR = REPO / "scenarios" / "servers"
 # git_fixture is not a server but a wrapper that starts the third-party git server on a
@@ -41,7 +44,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize("name", NAMES)
 def test_every_fixture_server_starts_with_no_arguments(name: str) -> None:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", f"scenarios.servers.{name}"], cwd=REPO
+        command=sys.executable, args=["-m", f"mcp_farm.scenarios.servers.{name}"], cwd=REPO
     )
 
     async def go() -> int:

@@ -10,13 +10,27 @@ from typing import Any
 import anyio
 import pytest
 
-from scenarios import load_suite, servers_for
-from scenarios.servers.git_fixture import build
-from schema import Scenario, ServerDef, Settings
-from tests.helpers import ideal_call_problems, ideal_script, trial
-from workers.mcp_conn import result_text
-from workers.pool import REPO_ROOT, ServerPool
-from workers.runtime import Runtime
+from mcp_farm.scenarios import (
+    load_suite,
+    servers_for,
+)
+from mcp_farm.scenarios.servers.git_fixture import build
+from mcp_farm.schema import (
+    Scenario,
+    ServerDef,
+    Settings,
+)
+from mcp_farm.workers.mcp.connections import result_text
+from mcp_farm.workers.mcp.pool import (
+    REPO_ROOT,
+    ServerPool,
+)
+from mcp_farm.workers.node.runtime import Runtime
+from tests.helpers import (
+    ideal_call_problems,
+    ideal_script,
+    trial,
+)
 
 pytestmark = pytest.mark.integration
 SUITE = load_suite("thirdparty")

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import yaml
 
-from scenarios.catalog import FIXTURES_DIR, suite_path
-from scenarios.validate import check_file
+from mcp_farm.scenarios.catalog import (
+    FIXTURES_DIR,
+    suite_path,
+)
+from mcp_farm.scenarios.validate import check_file
 
 
 def test_the_bundled_code_suite_cites_only_what_exists() -> None:

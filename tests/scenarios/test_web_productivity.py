@@ -17,8 +17,15 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from scenarios import FIXTURES_DIR, load_suite
-from schema import Scenario, Settings
+from mcp_farm.scenarios import (
+    FIXTURES_DIR,
+    load_suite,
+)
+from mcp_farm.schema import (
+    Scenario,
+    Settings,
+)
+from mcp_farm.workers.node.runtime import Runtime
 from tests.helpers import (
     free_port,
     ideal_call_problems,
@@ -26,7 +33,6 @@ from tests.helpers import (
     trial,
     wait_until_serving,
 )
-from workers.runtime import Runtime
 
 pytestmark = pytest.mark.integration
 SUITES = {name: load_suite(name).scenarios for name in ("web", "productivity")}
@@ -117,7 +123,7 @@ DISTRACTORS |= {"list_available_servers"}
 
 def _argv(name: str, root: Path) -> list[str]:
     fixture, extra, _calls = SERVERS[name]
-    argv = [sys.executable, "-m", f"scenarios.servers.{name}", *extra]
+    argv = [sys.executable, "-m", f"mcp_farm.scenarios.servers.{name}", *extra]
     if fixture is not None:
         shutil.copytree(FIXTURES_DIR / fixture, root / fixture)
         argv += ["--root", str(root / fixture)]

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from scenarios import load_prompt
-from schema import (
+from mcp_farm.scenarios import load_prompt
+from mcp_farm.schema import (
     ParamMatcher,
     ScenarioRef,
     SpecError,

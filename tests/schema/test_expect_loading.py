@@ -8,9 +8,13 @@ from typing import Any
 import pytest
 import yaml
 
-from scenarios import load_suite
-from scenarios.validate import check_file
-from schema import ExpectedCall, ParamMatcher, SpecError
+from mcp_farm.scenarios import load_suite
+from mcp_farm.scenarios.validate import check_file
+from mcp_farm.schema import (
+    ExpectedCall,
+    ParamMatcher,
+    SpecError,
+)
 
 
 def suite_file(tmp_path: Path, *steps: dict[str, Any]) -> Path:

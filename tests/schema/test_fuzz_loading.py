@@ -16,10 +16,19 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenarios import load_suite, suite_path
-from scenarios.validate import check_file
-from scheduler.expand import expand, load_sweep
-from schema import SpecError, Suite
+from mcp_farm.scenarios import (
+    load_suite,
+    suite_path,
+)
+from mcp_farm.scenarios.validate import check_file
+from mcp_farm.scheduler.submission.expand import (
+    expand,
+    load_sweep,
+)
+from mcp_farm.schema import (
+    SpecError,
+    Suite,
+)
 
 FUZZ = settings(
     max_examples=1000,

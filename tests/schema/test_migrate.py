@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect
 
-from schema import SCHEMA_VERSION, StoreError, init_db, make_engine, require_latest, schema_version
+from mcp_farm.schema import StoreError
+from mcp_farm.schema.db import (
+    SCHEMA_VERSION,
+    init_db,
+    make_engine,
+    require_latest,
+    schema_version,
+)
 
 # The tables as the first release created them (before the distributed mode).
 VERSION_1 = """

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from schema import has_credentials, mask_url
+from mcp_farm.schema import (
+    has_credentials,
+    mask_url,
+)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,10 @@ import hashlib
 import os
 from pathlib import Path
 
-from scenarios.servers._sdk import MCPServer, serve
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    serve,
+)
 
 
 def build() -> MCPServer:

@@ -3,7 +3,11 @@ calls add some. Its `list_notes` shares a name with the notes fixture server's t
 
 from __future__ import annotations
 
-from scenarios.servers._sdk import MCPServer, ToolError, serve
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    ToolError,
+    serve,
+)
 
 
 def build() -> MCPServer:

@@ -16,7 +16,10 @@ from mcp.types import (
     TextResourceContents,
 )
 
-from scenarios.servers._sdk import MCPServer, serve
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    serve,
+)
 
 REPORT_URI = "file:///reports/q1-sales.csv"
 PIXELS = bytes(range(256)) * 4  # 1024 bytes

@@ -6,7 +6,10 @@ from __future__ import annotations
 import sys
 import time
 
-from scenarios.servers._sdk import MCPServer, serve
+from mcp_farm.scenarios.servers._sdk import (
+    MCPServer,
+    serve,
+)
 
 SUMMARY_SECONDS = 4.0
 

@@ -9,10 +9,19 @@ from pathlib import Path
 import anyio
 import pytest
 
-from scenarios import load_suite
-from schema import Scenario, Settings, TrialResult
-from tests.helpers import free_port, ideal_script, trial, wait_until_serving
-from workers.trial import execute_trial
+from mcp_farm.scenarios import load_suite
+from mcp_farm.schema import (
+    Scenario,
+    Settings,
+    TrialResult,
+)
+from mcp_farm.workers.trial import execute_trial
+from tests.helpers import (
+    free_port,
+    ideal_script,
+    trial,
+    wait_until_serving,
+)
 
 pytestmark = pytest.mark.integration
 BASIC = load_suite("basic").scenarios
@@ -157,7 +166,7 @@ def http_search_server() -> str:
         [
             sys.executable,
             "-m",
-            "scenarios.servers.search",
+            "mcp_farm.scenarios.servers.search",
             "--transport",
             "http",
             "--port",

@@ -13,14 +13,24 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from scenarios import ScenarioError, load_suite
-from scenarios.validate import check_file
-from scheduler.report_html import _transcript
-from schema import Settings, TrialResult, init_db, make_engine
+from mcp_farm.scenarios import (
+    ScenarioError,
+    load_suite,
+)
+from mcp_farm.scenarios.validate import check_file
+from mcp_farm.scheduler.report.html.page import _transcript
+from mcp_farm.schema import (
+    Settings,
+    TrialResult,
+)
+from mcp_farm.schema.db import (
+    init_db,
+    make_engine,
+)
+from mcp_farm.workers.node.runtime import Runtime
+from mcp_farm.workers.store.results import save_trial
+from mcp_farm.workers.trial import execute_trial
 from tests.helpers import trial
-from workers.runtime import Runtime
-from workers.store import save_trial
-from workers.trial import execute_trial
 
 pytestmark = pytest.mark.integration
 MEMO_SERVER = Path(__file__).resolve().parent.parent / "servers" / "memo.py"

@@ -9,12 +9,25 @@ from typing import Any
 import yaml
 from sqlalchemy import text
 
-from scenarios import load_suite, suite_path
-from scheduler.expand import expand
-from scheduler.submit import record_plan
-from schema import Settings, SweepSpec, init_db, make_engine
-from tests.helpers import ideal_script, scripted
-from workers.tasks import run_trial
+from mcp_farm.scenarios import (
+    load_suite,
+    suite_path,
+)
+from mcp_farm.scheduler.submission.expand import expand
+from mcp_farm.scheduler.submission.submit import record_plan
+from mcp_farm.schema import (
+    Settings,
+    SweepSpec,
+)
+from mcp_farm.schema.db import (
+    init_db,
+    make_engine,
+)
+from mcp_farm.workers.node.tasks import run_trial
+from tests.helpers import (
+    ideal_script,
+    scripted,
+)
 
 SCENARIO = next(s for s in load_suite("basic").scenarios if s.id == "fs.budget-total")
 

@@ -1,9 +1,21 @@
 """The deterministic half of answer scoring: transcript partitioning, keyword coverage and
 citation grounding at a pinned commit."""
 
-from workers.answer.grounding import CitationRef, counts, extract, grounding_rate, verify
-from workers.answer.keywords import coverage, found
-from workers.answer.partition import Partitioned, partition
+from mcp_farm.workers.answer.grounding import (
+    CitationRef,
+    counts,
+    extract,
+    grounding_rate,
+    verify,
+)
+from mcp_farm.workers.answer.keywords import (
+    coverage,
+    found,
+)
+from mcp_farm.workers.answer.partition import (
+    Partitioned,
+    partition,
+)
 
 __all__ = [
     "CitationRef",

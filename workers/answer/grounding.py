@@ -15,7 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from schema import GROUNDINGS, Citation, Grounding
+from mcp_farm.schema import (
+    GROUNDINGS,
+    Citation,
+    Grounding,
+)
 
 EXTENSIONS = "py|pyi|md|rst|txt|toml|cfg|ini|json|ya?ml|js|ts|c|h|rs|go|java|sh"
 # Line numbers are bounded: int() refuses strings of more than 4300 digits, and a longer

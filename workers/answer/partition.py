@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from schema import Message
+from mcp_farm.schema import Message
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,149 @@
+"""The `farm` command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from sqlalchemy.engine import Engine
+
+from mcp_farm.scheduler.cli import (
+    nodes as cli_nodes,
+)
+from mcp_farm.scheduler.cli import (
+    report as cli_report,
+)
+from mcp_farm.scheduler.cli.answers import (
+    anchors_app,
+    rescore,
+)
+from mcp_farm.scheduler.cli.common import (
+    DataDirOption,
+    DbOption,
+    PreflightOption,
+    console,
+    engine_from,
+    fit_output,
+    preflight,
+    settings_from,
+)
+from mcp_farm.scheduler.cli.scenarios import scenarios_app
+from mcp_farm.scheduler.cli.sweep import sweep_app
+from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
+from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
+from mcp_farm.scheduler.scorecard.infra import infra_only
+from mcp_farm.scheduler.submission.embedded import run_embedded
+from mcp_farm.scheduler.submission.expand import (
+    expand,
+    load_sweep,
+    with_endpoint,
+)
+from mcp_farm.scheduler.submission.submit import describe
+from mcp_farm.schema import (
+    FarmError,
+    mask_url,
+)
+
+INFRA_ONLY = 1
+"""`farm run`'s exit status when some configuration measured nothing (all infra errors)."""
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="An evaluation farm for MCP tool-calling reliability.",
+)
+db_app = typer.Typer(no_args_is_help=True, help="The results database.")
+app.add_typer(db_app, name="db")
+app.add_typer(sweep_app, name="sweep")
+app.add_typer(scenarios_app, name="scenarios")
+app.add_typer(anchors_app, name="anchors")
+app.command()(rescore)
+cli_nodes.register(app)
+cli_report.register(app)
+
+
+@app.callback()
+def _before_any_command() -> None:
+    # Sized here, once stdout is known: full-width tables when it is a log file or a pipe.
+    fit_output(console, os.environ)
+
+
+@app.command()
+def run(
+    sweep_file: Annotated[
+        Path, typer.Argument(help="A sweep YAML, e.g. scenarios/sweeps/quickstart.yaml")
+    ],
+    db: DbOption = None,
+    data_dir: DataDirOption = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(help="Serve every trial from this OpenAI-compatible endpoint (…/v1) instead"),
+    ] = None,
+    endpoint_model: Annotated[str, typer.Option(help="Model name at --endpoint")] = "default",
+    rerun: Annotated[bool, typer.Option(help="Run trials again even if already recorded")] = False,
+    check: PreflightOption = None,
+) -> None:
+    """Run a sweep embedded, in this process, and print its scorecard.
+
+    Exits 2 before recording anything when a model endpoint is unreachable or does not serve
+    the model, and 1 when every trial of some model × prompt configuration ended as an
+    infrastructure error.
+    """
+    settings = settings_from(db, data_dir)
+    sweep = load_sweep(sweep_file)
+    if endpoint:
+        sweep = with_endpoint(sweep, endpoint, endpoint_model, "cpu")
+    plan = expand(sweep, str(sweep_file))
+    preflight(plan.sweep, settings, check)
+    engine = engine_from(settings)
+    console.print(f"[bold]{plan.sweep_id}[/bold]: {describe(plan)}")
+    console.print(f"[dim]results: {mask_url(settings.resolved_database_url())}[/dim]")
+    run_embedded(plan=plan, settings=settings, engine=engine, console=console, rerun=rerun)
+    # The run ended with the aggregate task, which built and stored the card: print that one.
+    print_scorecard(scorecard_of(engine=engine, sweep_id=plan.sweep_id), console)
+    _fail_on_infra_only(engine, plan.sweep_id)
+
+
+def _fail_on_infra_only(engine: Engine, sweep_id: str) -> None:
+    """Name each configuration that measured nothing, and exit 1 if there is one."""
+    empty = infra_only(engine=engine, sweep_id=sweep_id)
+    if not empty:
+        return
+    for found in empty:
+        console.print(f"[bold red]{escape(found.describe())}[/bold red]", highlight=False)
+    console.print(
+        "Nothing was measured for them. Fix the cause (start the model server, check the "
+        "endpoint and its key), then run the same command again: it runs only the trials "
+        "that have no measurement yet."
+    )
+    raise typer.Exit(INFRA_ONLY)
+
+
+@db_app.command("init")
+def db_init(db: DbOption = None, data_dir: DataDirOption = None) -> None:
+    """Create the results tables, or migrate them to this version (safe to run again)."""
+    settings = settings_from(db, data_dir)
+    engine_from(settings)
+    console.print(f"tables ready in {mask_url(settings.resolved_database_url())}")
+
+
+def main() -> None:
+    """Entry point: deliberate errors print one line and exit 2, with no traceback."""
+    try:
+        app()
+    except FarmError as exc:
+        # Escaped: a message quotes the user's values (a pattern like `a[/]b`), never markup.
+        Console(stderr=True).print(
+            f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False
+        )
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

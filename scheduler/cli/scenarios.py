@@ -1,0 +1,134 @@
+"""`farm scenarios list` and `farm scenarios validate`."""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, get_args
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from mcp_farm.scenarios.validate import (
+    check_file,
+    suite_files,
+)
+from mcp_farm.scheduler.cli.common import console
+from mcp_farm.schema import (
+    Scenario,
+    Tier,
+)
+
+scenarios_app = typer.Typer(no_args_is_help=True, help="The scenario suites.")
+TIERS: tuple[str, ...] = get_args(Tier)
+
+
+@scenarios_app.command("list")
+def list_scenarios(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Suite files or folders; default: the bundled ones")
+    ] = None,
+    tier: Annotated[str | None, typer.Option(help=f"Only this tier: {', '.join(TIERS)}")] = None,
+    tool: Annotated[str | None, typer.Option(help="Only scenarios expecting this tool")] = None,
+    server: Annotated[str | None, typer.Option(help="Only scenarios attaching this server")] = None,
+    tag: Annotated[str | None, typer.Option(help="Only scenarios with this tag")] = None,
+) -> None:
+    """A table of scenarios by suite, tier, tools and servers, with counts per tier.
+
+    An unknown tier, or a tag, tool or server that no scenario has, is an error (exit 2)
+    naming what there is, not an empty table.
+    """
+    if tier is not None and tier not in TIERS:
+        raise typer.BadParameter(
+            f"{tier!r} is not a tier; use one of {', '.join(TIERS)}", param_hint="'--tier'"
+        )
+    found: list[tuple[str, Scenario]] = []
+    broken = 0
+    for path in suite_files(paths or []):
+        suite, _problems = check_file(path)
+        if suite is None:
+            broken += 1
+            console.print(f"[red]{path}: does not parse[/red] (farm scenarios validate {path})")
+            continue
+        found += [(suite.suite, s) for s in suite.scenarios]
+    scenarios = [s for _suite, s in found]
+    _known("tag", tag, {t for s in scenarios for t in s.tags})
+    _known("tool", tool, {t for s in scenarios for t in s.expected_tools})
+    _known("server", server, {name for s in scenarios for name in s.servers})
+    shown = [
+        (suite, s)
+        for suite, s in found
+        if (tier is None or s.tier == tier)
+        and (tool is None or tool in s.expected_tools)
+        and (server is None or server in s.servers)
+        and (tag is None or tag in s.tags)
+    ]
+    if found and not shown:
+        # Each value exists somewhere, but not all of them together.
+        console.print("no scenario matches all of these filters together")
+    else:
+        _print_scenarios(shown)
+    if broken:
+        raise typer.Exit(1)
+
+
+def _known(what: str, value: str | None, known: set[str]) -> None:
+    """Refuse a filter value no scenario has, suggesting the closest ones that exist."""
+    if value is None or value in known:
+        return
+    close = difflib.get_close_matches(value, sorted(known), n=5)
+    hint = f"; close matches: {', '.join(close)}" if close else ""
+    raise typer.BadParameter(f"no scenario has {what} {value!r}{hint}", param_hint=f"'--{what}'")
+
+
+def _print_scenarios(shown: list[tuple[str, Scenario]]) -> None:
+    table = Table(header_style="bold", pad_edge=False)
+    for head in ("suite", "id", "tier", "tools", "servers", "wordings"):
+        table.add_column(head, overflow="fold")
+    tiers: Counter[str] = Counter()
+    tools: Counter[str] = Counter()
+    per_suite: Counter[str] = Counter()
+    for suite, s in shown:
+        tiers[s.tier] += 1
+        tools.update(dict.fromkeys(s.expected_tools, 1))
+        per_suite[suite] += 1
+        table.add_row(
+            suite,
+            s.id,
+            s.tier,
+            " → ".join(s.expected_tools) or "(none)",
+            ", ".join(s.servers),
+            str(1 + len(s.paraphrases)),
+        )
+    console.print(table)
+    console.print(
+        f"{sum(tiers.values())} scenarios: "
+        + ", ".join(f"{tiers[t]} {t}" for t in TIERS)
+        + f"; {len(tools)} tools expected; per suite: "
+        + ", ".join(f"{name} {n}" for name, n in per_suite.items())
+    )
+
+
+@scenarios_app.command("validate")
+def validate(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Suite files or folders; default: the bundled ones")
+    ] = None,
+) -> None:
+    """Check every suite file and print every problem; exit 1 if there is any."""
+    files = suite_files(paths or [])
+    total = 0
+    scenarios = 0
+    for path in files:
+        suite, problems = check_file(path)
+        scenarios += len(suite.scenarios) if suite else 0
+        for problem in problems:
+            # Escaped: a problem quotes the file's values (a pattern like `[a-z]`), not markup.
+            console.print(f"[red]✗[/red] {escape(str(problem))}", highlight=False)
+        total += len(problems)
+    if total:
+        console.print(f"[bold red]{total} problem(s)[/bold red] in {len(files)} file(s)")
+        raise typer.Exit(1)
+    console.print(f"[green]ok[/green]: {len(files)} file(s), {scenarios} scenarios")

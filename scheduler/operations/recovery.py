@@ -1,0 +1,228 @@
+"""Finding trials that lost their worker, and what the broker still holds.
+
+Two questions decide what may be published again without running work twice:
+- which `running` trials lost their holder (a lease older than a few heartbeats), and
+- which trials still have a message in the broker, waiting in a queue or delivered to a
+  worker and not yet acknowledged (kombu's Redis transport keeps those in its `unacked` hash).
+
+A lapsed trial whose message is still unacknowledged gets that very message put back at the
+head of its queue (as kombu itself would after the visibility timeout, only sooner); one whose
+message is gone is published afresh. Pending trials with a message anywhere are left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import redis
+from celery import Celery
+from sqlalchemy import or_, select, update
+from sqlalchemy.engine import Engine
+from sqlmodel import col
+
+from mcp_farm.scheduler.submission.publish import publish_trials
+from mcp_farm.schema import (
+    Settings,
+    TrialSpec,
+)
+from mcp_farm.schema.broker import make_celery
+from mcp_farm.schema.db import (
+    SweepRow,
+    TrialRow,
+    make_engine,
+)
+
+UNACKED, UNACKED_INDEX = "unacked", "unacked_index"
+PRIORITY_SEP, PRIORITY_STEPS = "\x06\x16", (3, 6, 9)
+EMBEDDED_QUEUE = "embedded"
+
+# Reads each message's task id server-side: a queue of 40,000 trials would otherwise cross
+# the wire whole (several KB a message) just to learn 64 characters of each.
+_QUEUED_IDS = """
+local ids = {}
+for _, key in ipairs(KEYS) do
+  local n = redis.call('LLEN', key)
+  for first = 0, n - 1, 1000 do
+    for _, msg in ipairs(redis.call('LRANGE', key, first, first + 999)) do
+      local id = string.match(msg, '"id":%s*"([^"]+)"')
+      if id then ids[#ids + 1] = id end
+    end
+  end
+end
+return ids
+"""
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the broker holds: task ids waiting in queues, and unacknowledged deliveries."""
+
+    queued: set[str]
+    unacked: dict[str, list[bytes | str]]
+    """task id → the delivery tags under which it sits unacknowledged."""
+
+    def has(self, trial_id: str) -> bool:
+        return trial_id in self.queued or trial_id in self.unacked
+
+
+def _task_id(raw: Any) -> str | None:
+    try:
+        message, _exchange, _routing_key = json.loads(raw)
+        found = message["headers"]["id"]
+    except (ValueError, TypeError, KeyError):
+        return None  # not a Celery message of ours: none of our business
+    return found if isinstance(found, str) else None
+
+
+def broker_holdings(client: redis.Redis, queues: Iterable[str]) -> Held:
+    """Every task id in `queues` (all priority levels) and in the unacknowledged hash."""
+    keys = [k for q in queues for k in (q, *(f"{q}{PRIORITY_SEP}{p}" for p in PRIORITY_STEPS))]
+    queued = client.eval(_QUEUED_IDS, len(keys), *keys) if keys else []
+    unacked: dict[str, list[bytes | str]] = {}
+    for tag, raw in client.hgetall(UNACKED).items():
+        task_id = _task_id(raw)
+        if task_id is not None:
+            unacked.setdefault(task_id, []).append(tag)
+    return Held({i.decode() if isinstance(i, bytes) else i for i in queued}, unacked)
+
+
+def restore(client: redis.Redis, tag: Any) -> bool:
+    """Put one unacknowledged message back at the head of its queue now. False when someone
+    else (its worker's ack, kombu's own restore) took it first."""
+    moved: list[bool] = []
+
+    def move(pipe: Any) -> None:
+        moved.clear()  # the transaction is run again if the hash changed under it
+        raw = pipe.hget(UNACKED, tag)
+        pipe.multi()
+        pipe.zrem(UNACKED_INDEX, tag)
+        pipe.hdel(UNACKED, tag)
+        if raw:
+            message, _exchange, routing_key = json.loads(raw)
+            message["headers"]["redelivered"] = True
+            # rpush: consumers pop from the right, so this one is taken next.
+            pipe.rpush(routing_key, json.dumps(message))
+            moved.append(True)
+
+    client.transaction(move, UNACKED)
+    return bool(moved)
+
+
+@dataclass(frozen=True)
+class Lapsed:
+    trial_id: str
+    payload_json: str
+    queue: str
+
+
+def lapsed_trials(*, engine: Engine, stale_before: datetime, sweep_id: str | None) -> list[Lapsed]:
+    """`running` trials of active distributed sweeps whose lease is older than `stale_before`."""
+    where = [
+        col(TrialRow.status) == "running",
+        or_(col(TrialRow.beat_at).is_(None), col(TrialRow.beat_at) < stale_before),
+        col(TrialRow.queue) != EMBEDDED_QUEUE,
+        col(SweepRow.status) == "active",
+    ]
+    if sweep_id is not None:
+        where.append(col(TrialRow.sweep_id) == sweep_id)
+    stmt = (
+        select(col(TrialRow.trial_id), col(TrialRow.payload_json), col(TrialRow.queue))
+        .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id))
+        .where(*where)
+    )
+    with engine.connect() as conn:
+        return [Lapsed(*row) for row in conn.execute(stmt).all()]
+
+
+def requeue_lapsed(*, engine: Engine, app: Celery, lapsed: list[Lapsed]) -> int:
+    """Give lapsed trials back to their queues: each marked pending (only if still running
+    under the same lapsed lease), then its old message restored or a new one published."""
+    if not lapsed:
+        return 0
+    client = redis.Redis.from_url(app.conf.broker_url)
+    try:
+        # Only the unacknowledged hash is read (small: one entry per trial in flight). A
+        # lapsed trial is rarely also waiting in a queue, and scanning every queue would stall
+        # Redis for about a second per 40,000 messages; a second message is harmless anyway,
+        # since a claim never runs a trial twice.
+        held = broker_holdings(client, [])
+        fresh: list[tuple[TrialSpec, str]] = []
+        released = 0
+        for trial in lapsed:
+            if not _release(engine, trial.trial_id):
+                continue  # its holder came back and finished, or someone took it already
+            released += 1
+            tags = held.unacked.get(trial.trial_id, [])
+            if any(restore(client, tag) for tag in tags):
+                continue
+            fresh.append((TrialSpec.model_validate_json(trial.payload_json), trial.queue))
+        publish_trials(app, fresh)
+        return released
+    finally:
+        client.close()
+
+
+def _release(engine: Engine, trial_id: str) -> bool:
+    with engine.begin() as conn:
+        done = conn.execute(
+            update(TrialRow)
+            .where(col(TrialRow.trial_id) == trial_id, col(TrialRow.status) == "running")
+            .values(status="pending", detail="requeued: its worker stopped renewing its lease")
+        )
+    return bool(done.rowcount)
+
+
+def stranded_pending(*, engine: Engine, client: redis.Redis, older_than: float) -> int:
+    """Restore messages of pending trials that have sat unacknowledged for `older_than`
+    seconds: a worker took them from the queue and died before it claimed them. A live worker
+    may still hold one (a retry waiting out its countdown); the copy then finds the trial
+    claimed or recorded and does not run it again."""
+    old: list[Any] = list(client.zrangebyscore(UNACKED_INDEX, 0, time.time() - older_than))
+    if not old:
+        return 0
+    raws = client.hmget(UNACKED, old)
+    ids = {tag: _task_id(raw) for tag, raw in zip(old, raws, strict=True) if raw is not None}
+    wanted = {i for i in ids.values() if i is not None}
+    with engine.connect() as conn:
+        pending = set(
+            conn.execute(
+                select(col(TrialRow.trial_id))
+                .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id))
+                .where(
+                    col(TrialRow.trial_id).in_(wanted),
+                    col(TrialRow.status) == "pending",
+                    col(SweepRow.status) == "active",
+                )
+            ).scalars()
+        )
+    return sum(restore(client, tag) for tag, task_id in ids.items() if task_id in pending)
+
+
+def requeue_orphans(payload: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """Task function (`farm.requeue_orphans`): give every lapsed trial of every active sweep
+    back to its queue, and restore pending trials' messages stranded with a dead worker. Run
+    by the control worker every heartbeat; with `{"act": false}` it only counts lapsed trials
+    (the reaper's first look after the database was away)."""
+    engine = make_engine(settings.resolved_database_url())
+    try:
+        stale_before = datetime.now(UTC) - timedelta(seconds=settings.stale_after_s())
+        lapsed = lapsed_trials(engine=engine, stale_before=stale_before, sweep_id=None)
+        if not payload.get("act", True):
+            return {"lapsed": len(lapsed), "requeued": 0}
+        app = make_celery(settings)
+        requeued = requeue_lapsed(engine=engine, app=app, lapsed=lapsed)
+        client = redis.Redis.from_url(settings.broker_url)
+        try:
+            restored = stranded_pending(
+                engine=engine, client=client, older_than=2 * settings.stale_after_s()
+            )
+        finally:
+            client.close()
+    finally:
+        engine.dispose()
+    return {"lapsed": len(lapsed), "requeued": requeued + restored}

@@ -1,0 +1,150 @@
+"""A scorecard as Markdown (for a PR comment or a wiki) and as JUnit XML (for CI systems).
+
+A card with an answer-quality section gets it as Markdown tables and as JUnit suite properties
+(built in mcp_farm.scheduler.report.answer_tables); a card without one renders exactly as before.
+"""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree as ET
+
+from mcp_farm.scheduler.report.answer_tables import (
+    answer_properties,
+    answer_tables,
+    unverified_note,
+)
+from mcp_farm.scheduler.report.terminal.scorecard import (
+    dash_note,
+    interval,
+    pct,
+    secs,
+)
+from mcp_farm.scheduler.scorecard.build import outcome_columns
+from mcp_farm.schema.scorecard import (
+    AnswerQuality,
+    Row,
+    Scorecard,
+)
+
+DIMENSION_TITLES = {
+    "config": "Pass rate per model × prompt config",
+    "tool": "Per tool the scenario expects",
+    "tier": "Per tier",
+    "phrasing": "Verbatim vs paraphrased prompts",
+    "scenario": "Per scenario",
+}
+
+
+def _md_table(heads: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _rate_cells(row: Row) -> list[str]:
+    k = f"{pct(row.pass_hat_k)} / {pct(row.pass_at_k)} (k={row.k})" if row.k > 1 else "–"
+    lat = row.latency
+    return [str(row.n), pct(row.rate), interval(row), k, secs(lat.p50), secs(lat.p95)]
+
+
+def to_markdown(card: Scorecard) -> str:
+    lines = [
+        f"# Scorecard {card.sweep_id}",
+        "",
+        f"{card.done}/{card.total} trials recorded; rates exclude infra errors. "
+        f"Built {card.built_at} from sweep `{card.provenance.sweep_name}` "
+        f"(farm {', '.join(card.provenance.farm_versions) or '?'}).",
+        "",
+    ]
+    rate_heads = ["n", "pass", "95% CI", "pass^k / pass@k", "p50", "p95"]
+    for dimension, title in DIMENSION_TITLES.items():
+        rows = card.of(dimension)  # type: ignore[arg-type]
+        if not rows:
+            continue
+        key_head = [] if dimension == "config" else [dimension]
+        lines += [f"## {title}", ""]
+        lines += _md_table(
+            ["model", "prompt", *key_head, *rate_heads],
+            [[r.model, r.prompt, *([r.key] if key_head else []), *_rate_cells(r)] for r in rows],
+        )
+    note = dash_note(card, speed=False)
+    if note:
+        lines += [f"_{note}_", ""]
+    outcomes = outcome_columns(card)
+    lines += ["## Outcomes", ""]
+    lines += _md_table(
+        ["model", "prompt", *outcomes],
+        [
+            [r.model, r.prompt, *(str(r.outcomes.get(o, 0)) for o in outcomes)]
+            for r in card.of("config")
+        ],
+    )
+    if card.answers is not None:
+        lines += _answers_markdown(card.answers)
+    return "\n".join(lines)
+
+
+def _answers_markdown(answers: AnswerQuality) -> list[str]:
+    lines = [
+        "## Answer quality",
+        "",
+        f"Scoring `{answers.scoring_id}` ({answers.kind}), judge `{answers.judge or 'none'}`.",
+        "",
+    ]
+    note = unverified_note(answers)
+    if note:
+        lines += [f"> **Unverified ranking.** {note}", ""]
+    for table in answer_tables(answers):
+        lines += [f"### {table.title}", ""]
+        lines += _md_table(table.heads, table.rows)
+        lines += [f"_{table.caption}_", ""]
+    return lines
+
+
+def to_junit(card: Scorecard) -> str:
+    """One test suite per model × prompt config, one test case per scenario in it.
+
+    A case fails when any of its repetitions failed (the message gives the outcome counts);
+    one whose trials all hit infrastructure errors is reported as an error, not a failure.
+    """
+    root = ET.Element("testsuites", name=f"farm {card.sweep_id}")
+    by_config: dict[tuple[str, str], list[Row]] = {}
+    for row in card.of("scenario"):
+        by_config.setdefault((row.model, row.prompt), []).append(row)
+    answers = card.answers
+    scored = {(r.model, r.prompt): r for r in answers.of("config")} if answers else {}
+    for (model, prompt), rows in by_config.items():
+        failures = sum(1 for r in rows if r.n and r.passes < r.n)
+        errors = sum(1 for r in rows if not r.n)
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=f"{model}/{prompt}",
+            tests=str(len(rows)),
+            failures=str(failures),
+            errors=str(errors),
+            time=f"{sum((r.latency.p50 or 0) * r.n for r in rows):.3f}",
+        )
+        if answers is not None and (model, prompt) in scored:
+            # JUnit wants <properties> before the test cases.
+            properties = ET.SubElement(suite, "properties")
+            for name, value in answer_properties(answers, scored[(model, prompt)]):
+                ET.SubElement(properties, "property", name=name, value=value)
+        for r in rows:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"{model}.{prompt}",
+                name=r.key,
+                time=f"{r.latency.p50 or 0:.3f}",
+            )
+            counts = ", ".join(f"{o} {c}" for o, c in r.outcomes.items())
+            if not r.n:
+                ET.SubElement(case, "error", message=f"no graded trial ({counts})")
+            elif r.passes < r.n:
+                failure = ET.SubElement(
+                    case, "failure", message=f"passed {r.passes}/{r.n}: {counts}"
+                )
+                failure.text = f"pass rate {pct(r.rate)} (95% CI {interval(r)})"
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

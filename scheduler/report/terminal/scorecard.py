@@ -1,0 +1,141 @@
+"""Scorecards as terminal tables a person can read at 100 columns."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from mcp_farm.scheduler.scorecard.build import outcome_columns
+from mcp_farm.schema.scorecard import (
+    Latency,
+    Row,
+    Scorecard,
+)
+
+
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"
+
+
+def secs(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x < 1:
+        return f"{1000 * x:.0f}ms"
+    return f"{x:.2f}s" if x < 10 else f"{x:.1f}s"
+
+
+def pass_k(value: float | None, k: int) -> str:
+    """A pass^k or pass@k cell: `–` below two repetitions, where it says nothing new."""
+    return pct(value) if k > 1 else "–"
+
+
+def dash_note(card: Scorecard, *, speed: bool) -> str | None:
+    """The footnote that says why cells show `–`, naming only the reasons that apply here;
+    None when no such cell is shown. `speed`: the card's TTFT and tok/s columns are shown."""
+    reasons = []
+    if any(row.k < 2 for row in card.rows):
+        reasons.append("pass^k and pass@k need k ≥ 2 repetitions of each scenario in the row")
+    if speed and any(x.first_token.p50 is None for x in card.extras):
+        reasons.append(
+            "TTFT needs an endpoint that reports its first token "
+            "(an openai model with `stream: true`)"
+        )
+    if speed and any(x.tokens_per_s is None for x in card.extras):
+        reasons.append("tok/s needs token counts and model time from the endpoint")
+    if not reasons:
+        return None
+    return "– not measured: " + "; ".join(reasons) + "."
+
+
+def interval(row: Row) -> str:
+    return f"{pct(row.low)}–{pct(row.high)}"
+
+
+def _table(title: str, heads: list[str], right: list[str]) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold", pad_edge=False)
+    for head in heads:
+        table.add_column(head)
+    for head in right:
+        table.add_column(head, justify="right")
+    return table
+
+
+def _latency(lat: Latency) -> list[str]:
+    return [secs(lat.p50), secs(lat.p95), secs(lat.p99)]
+
+
+def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table:
+    heads = ["model", "prompt"] + ([head] if head else [])
+    table = _table(title, heads, ["n", "pass", "95% CI", "pass^k", "p50", "p95", "p99"])
+    for row in card.of(dimension):  # type: ignore[arg-type]
+        table.add_row(
+            row.model,
+            row.prompt,
+            *([row.key] if head else []),
+            str(row.n),
+            pct(row.rate),
+            interval(row),
+            f"{pct(row.pass_hat_k)} k={row.k}" if row.k > 1 else "–",
+            *_latency(row.latency),
+        )
+    return table
+
+
+def print_scorecard(card: Scorecard, console: Console) -> None:
+    console.print(f"\n[bold]Scorecard[/bold] {card.sweep_id}: {card.done}/{card.total} trials done")
+    console.print(_rate_table(card, "config", "Pass rate per model × prompt config", ""))
+    speed = _table(
+        "Speed and tokens",
+        ["model", "prompt"],
+        ["pass@k", "TTFT p50", "tok/s", "tokens in", "tokens out"],
+    )
+    rows = {(r.model, r.prompt): r for r in card.of("config")}
+    for extra in card.extras:
+        row = rows.get((extra.model, extra.prompt))
+        speed.add_row(
+            extra.model,
+            extra.prompt,
+            pass_k(row.pass_at_k, row.k) if row else "–",
+            secs(extra.first_token.p50),
+            "–" if extra.tokens_per_s is None else f"{extra.tokens_per_s:.1f}",
+            f"{extra.tokens_prompt:,}",
+            f"{extra.tokens_completion:,}",
+        )
+    console.print(speed)
+    console.print(
+        _rate_table(card, "tool", "Per tool the scenario expects (latency of its calls)", "tool")
+    )
+    console.print(_rate_table(card, "tier", "Per tier", "tier"))
+    console.print(_rate_table(card, "phrasing", "Verbatim vs paraphrased prompts", "wording"))
+    outcomes = outcome_columns(card)
+    modes = _table(
+        "Outcomes (failure modes)", ["model", "prompt"], [o.replace("_", " ") for o in outcomes]
+    )
+    for row in card.of("config"):
+        modes.add_row(row.model, row.prompt, *(str(row.outcomes.get(o, 0)) for o in outcomes))
+    console.print(modes)
+    if card.tool_calls:
+        calls = _table(
+            "Tool calls as executed (MCP latency)",
+            ["model", "prompt", "tool"],
+            ["calls", "ok", "p50", "p95", "p99"],
+        )
+        for c in card.tool_calls:
+            calls.add_row(
+                c.model,
+                c.prompt,
+                c.tool,
+                str(c.calls),
+                pct(c.ok / c.calls if c.calls else None),
+                *_latency(c.latency),
+            )
+        console.print(calls)
+    note = dash_note(card, speed=True)
+    if note:
+        console.print(f"[dim]{note}[/dim]", highlight=False)
+    if card.answers is not None:
+        # Imported here: the answer tables build on this module's formatters.
+        from mcp_farm.scheduler.report.terminal.answers import print_answers
+
+        print_answers(card.answers, console)

@@ -1,0 +1,243 @@
+"""The answer-quality part of a scorecard: fairness and adoption side by side per configuration
+and scenario, grounding buckets, tokens by phase, and each judge's variance across runs.
+
+Built from one scoring pass (the latest, unless named): answer_score rows give the layers,
+judgement rows the judge's duplicate runs. Rankings use scenario-level means only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from mcp_farm.scheduler.scorecard.latency import config_prompt
+from mcp_farm.scheduler.statistics.judge_variance import (
+    judge_variance,
+    mean_interval,
+)
+from mcp_farm.schema import JudgeSettings
+from mcp_farm.schema.scorecard import (
+    AnswerQuality,
+    AnswerRow,
+    JudgeVariance,
+    Ranked,
+)
+
+SCORING_SQL = """
+select scoring_id, kind, config_json from scoring
+where sweep_id = :sweep and exists
+  (select 1 from answer_score a where a.sweep_id = :sweep and a.scoring_id = scoring.scoring_id)
+order by created_at desc
+"""
+
+SCORES_SQL = f"""
+select a.model_id, {config_prompt("a")} as config, a.toolset, a.baseline, a.scenario_id, a.fairness,
+       a.keyword_coverage, a.judge_quality, a.grounding_rate, a.efficiency, a.adoption,
+       a.tool_fluency, a.discoverability, a.grounded, a.unresolved, a.hallucinated,
+       a.tokens_reasoning, a.tokens_tool_io, a.tokens_verification, a.estimated_json,
+       a.judge_s, t.model_s
+from answer_score a join trial t on t.trial_id = a.trial_id
+where a.sweep_id = :sweep and a.scoring_id = :scoring
+"""
+
+JUDGEMENTS_SQL = f"""
+select a.model_id, {config_prompt("a")} as config, a.scenario_id, j.trial_id, j.run, j.step,
+       j.criterion, j.normalized, j.judge_model, j.rubric_hash, a.rubric_id
+from judgement j join answer_score a
+  on a.trial_id = j.trial_id and a.scoring_id = j.scoring_id
+where a.sweep_id = :sweep and j.scoring_id = :scoring
+"""
+
+ANCHORS_SQL = """
+select passed, rho from anchor_check
+where judge_key = :judge and rubric_hash = :rubric order by checked_at desc limit 1
+"""
+
+MEANS = (
+    "keyword_coverage",
+    "judge_quality",
+    "grounding_rate",
+    "efficiency",
+    "adoption",
+    "tool_fluency",
+    "discoverability",
+    "judge_s",
+    "model_s",
+)
+SUMS = (
+    "grounded",
+    "unresolved",
+    "hallucinated",
+    "tokens_reasoning",
+    "tokens_tool_io",
+    "tokens_verification",
+)
+
+
+def _mean(values: list[Any]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _row(
+    dimension: str, key: tuple[str, str, str, bool], scenario: str, rows: list[Any]
+) -> AnswerRow:
+    model, config, toolset, baseline = key
+    per_scenario: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        per_scenario[r.scenario_id].append(float(r.fairness))
+    means = [sum(v) / len(v) for v in per_scenario.values()]
+    centre, low, high = mean_interval(means)
+    # Fairness lives in [0, 1]; a t interval over few scenarios can reach past either end.
+    low = None if low is None else max(0.0, low)
+    high = None if high is None else min(1.0, high)
+    values = {name: _mean([getattr(r, name) for r in rows]) for name in MEANS}
+    if baseline:
+        values |= {"adoption": 0.0, "tool_fluency": None, "discoverability": None}
+    estimated = sorted({p for r in rows for p in json.loads(r.estimated_json or "[]")})
+    return AnswerRow(
+        dimension=dimension,
+        model=model,
+        prompt=config,
+        toolset=toolset,
+        baseline=baseline,
+        key=scenario,
+        n=len(rows),
+        scenarios=len(per_scenario),
+        fairness=centre,
+        fairness_low=low,
+        fairness_high=high,
+        estimated=estimated,
+        **values,
+        **{name: int(sum(getattr(r, name) or 0 for r in rows)) for name in SUMS},
+    )
+
+
+def _variance(
+    conn: Connection, sweep_id: str, scoring: str, settings: JudgeSettings, anchors: dict[str, Any]
+) -> list[JudgeVariance]:
+    rows = conn.execute(text(JUDGEMENTS_SQL), {"sweep": sweep_id, "scoring": scoring}).all()
+    by_judge: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_judge[(r.judge_model, r.rubric_id, r.rubric_hash)].append(
+            {
+                "config": f"{r.model_id}/{r.config}",
+                "scenario": r.scenario_id,
+                "trial": r.trial_id,
+                "run": r.run,
+                "step": r.step,
+                "criterion": r.criterion,
+                "score": math.nan if r.normalized is None else float(r.normalized),
+            }
+        )
+    found = []
+    for (judge, rubric_id, rubric_hash), records in sorted(by_judge.items()):
+        v = judge_variance(records, noise_floor=settings.noise_floor)
+        check = anchors.get(rubric_hash)
+        found.append(
+            JudgeVariance(
+                judge=judge,
+                rubric_id=rubric_id,
+                rubric_hash=rubric_hash,
+                trials=v.trials,
+                runs=settings.runs,  # as configured; unreadable replies are counted apart
+                unreadable=v.unreadable,
+                sigma_criterion=v.sigma_criterion,
+                sigma_step=v.sigma_step,
+                sigma_scenario=v.sigma_scenario,
+                icc1=v.icc1,
+                resolution=v.resolution,
+                noise_floor=settings.noise_floor,
+                per_criterion=dict(v.per_criterion),
+                anchors="unverified" if check is None else ("verified" if check[0] else "failed"),
+                anchor_rho=None if check is None else check[1],
+            )
+        )
+    return found
+
+
+def _prompt_of(row: AnswerRow) -> str:
+    """The prompt config of a row, without its tool set."""
+    return row.prompt.removesuffix(f"+{row.toolset}") if row.toolset else row.prompt
+
+
+def _ranking(rows: list[AnswerRow]) -> list[Ranked]:
+    """Configurations by fairness (scenario-level means), each against the baseline of the
+    same model and prompt config."""
+    baselines = {(r.model, _prompt_of(r)): r.fairness for r in rows if r.baseline}
+    ranked = []
+    for r in rows:
+        base = baselines.get((r.model, _prompt_of(r)))
+        gap = None if base is None or r.fairness is None or r.baseline else r.fairness - base
+        ranked.append(
+            Ranked(
+                model=r.model,
+                prompt=r.prompt,
+                toolset=r.toolset,
+                baseline=r.baseline,
+                fairness=r.fairness,
+                adoption=r.adoption,
+                vs_baseline=gap,
+            )
+        )
+    return sorted(ranked, key=lambda x: -(x.fairness if x.fairness is not None else -math.inf))
+
+
+def answer_quality(
+    conn: Connection, sweep_id: str, scoring: str | None = None
+) -> AnswerQuality | None:
+    """The answer-quality section from one scoring pass (default: the newest with scores)."""
+    passes = conn.execute(text(SCORING_SQL), {"sweep": sweep_id}).all()
+    chosen = next((p for p in passes if scoring in (None, p.scoring_id)), None)
+    if chosen is None:
+        return None
+    config = json.loads(chosen.config_json)
+    judge = JudgeSettings.model_validate(config["judge"])
+    anchors: dict[str, Any] = {}
+    if judge.model is not None:
+        for rubric_hash in _rubric_hashes(conn, sweep_id, chosen.scoring_id):
+            check = conn.execute(
+                text(ANCHORS_SQL), {"judge": judge.model.key(), "rubric": rubric_hash}
+            ).first()
+            if check is not None:
+                anchors[rubric_hash] = (bool(check.passed), check.rho)
+    scores = conn.execute(text(SCORES_SQL), {"sweep": sweep_id, "scoring": chosen.scoring_id}).all()
+    groups: dict[tuple[str, str, str, bool], list[Any]] = defaultdict(list)
+    for r in scores:
+        groups[(r.model_id, r.config, r.toolset, bool(r.baseline))].append(r)
+    rows: list[AnswerRow] = []
+    for key, members in sorted(groups.items()):
+        rows.append(_row("config", key, "", members))
+        by_scenario: dict[str, list[Any]] = defaultdict(list)
+        for r in members:
+            by_scenario[r.scenario_id].append(r)
+        rows += [_row("scenario", key, s, m) for s, m in sorted(by_scenario.items())]
+    judges = _variance(conn, sweep_id, chosen.scoring_id, judge, anchors)
+    config_rows = [r for r in rows if r.dimension == "config"]
+    return AnswerQuality(
+        scoring_id=chosen.scoring_id,
+        kind=chosen.kind,
+        grader_version=str(config.get("grader", "")),
+        judge=judge.model.id if judge.model else "",
+        weights=judge.weights.model_dump(),
+        rows=rows,
+        judges=judges,
+        ranking=_ranking(config_rows),
+        verified=bool(judges) and all(j.anchors == "verified" for j in judges),
+    )
+
+
+def _rubric_hashes(conn: Connection, sweep_id: str, scoring: str) -> list[str]:
+    found = conn.execute(
+        text(
+            "select distinct rubric_hash from answer_score"
+            " where sweep_id = :sweep and scoring_id = :scoring and rubric_hash <> ''"
+        ),
+        {"sweep": sweep_id, "scoring": scoring},
+    ).scalars()
+    return list(found)

@@ -1,0 +1,235 @@
+"""Build a sweep's scorecard from its stored trials: grouped in SQL, finished with numpy.
+
+Counts (per model × prompt × scenario × tier × wording × outcome) come from one GROUP BY, so
+every rate, interval, pass^k and failure count is computed from a few thousand rows however big
+the sweep; on PostgreSQL the same scan brings each group's latency samples (trial_scan.py).
+numpy computes the percentiles from the samples (latency.py), as PostgreSQL's percentile_cont.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+
+from mcp_farm.scheduler.scorecard.answers import answer_quality
+from mcp_farm.scheduler.scorecard.latency import (
+    LATENCY_BINS,
+    Key,
+    LatencyParts,
+    row_keys,
+    tool_calls,
+    trial_latency,
+)
+from mcp_farm.scheduler.scorecard.scan import (
+    TrialScan,
+    scan_trials,
+)
+from mcp_farm.scheduler.statistics.rates import (
+    pass_at_k,
+    pass_hat_k,
+    wilson,
+)
+from mcp_farm.schema import OUTCOMES
+from mcp_farm.schema.scorecard import (
+    ConfigExtras,
+    Latency,
+    Provenance,
+    Row,
+    Scorecard,
+)
+
+TIERS = ("simple", "moderate", "complex")
+WORK_MEM = "256MB"
+AGGREGATOR_VERSION = "3"
+
+
+@dataclass
+class _Group:
+    """Counts gathered for one row of the scorecard."""
+
+    outcomes: Counter[str] = field(default_factory=Counter)
+    per_scenario: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+
+    def add(self, scenario: str, outcome: str, n: int) -> None:
+        self.outcomes[outcome] += n
+        if outcome != "infra_error":
+            counts = self.per_scenario[scenario]
+            counts[0] += n
+            counts[1] += n if outcome == "pass" else 0
+
+
+def _row(key: Key, group: _Group, latency: Latency) -> Row:
+    dimension, model, prompt, name = key
+    n = sum(v[0] for v in group.per_scenario.values())
+    passes = sum(v[1] for v in group.per_scenario.values())
+    low, high = wilson(passes, n)
+    scenario_counts = [v for v in group.per_scenario.values() if v[0] > 0]
+    k = min((v[0] for v in scenario_counts), default=0)
+    hats = [pass_hat_k(sn, sc, k) for sn, sc in scenario_counts]
+    ats = [pass_at_k(sn, sc, k) for sn, sc in scenario_counts]
+    return Row(
+        dimension=dimension,
+        model=model,
+        prompt=prompt,
+        key=name,
+        n=n,
+        passes=passes,
+        rate=passes / n if n else None,
+        low=low,
+        high=high,
+        k=k,
+        pass_hat_k=sum(hats) / len(hats) if hats else None,
+        pass_at_k=sum(ats) / len(ats) if ats else None,
+        latency=latency,
+        outcomes={o: group.outcomes[o] for o in OUTCOMES if group.outcomes[o]},
+    )
+
+
+def _order(row: Row) -> tuple[Any, ...]:
+    tier = TIERS.index(row.key) if row.dimension == "tier" and row.key in TIERS else 0
+    return (row.dimension, row.model, row.prompt, tier, row.key)
+
+
+def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None) -> Scorecard:
+    """Compute the scorecard of one sweep from its stored trials (rates exclude infra errors)."""
+    # The queries are independent: on PostgreSQL they run side by side on their own
+    # connections (one scan of the trials, one of the tool calls); SQLite runs them in turn.
+    parts = run_queries(
+        engine,
+        {
+            "trials": lambda c: _trials(c, sweep_id),
+            "calls": lambda c: tool_calls(c, sweep_id),
+            "provenance": lambda c: _provenance(c, sweep_id),
+            "answers": lambda c: answer_quality(c, sweep_id, scoring),
+        },
+    )
+    scan, (latency, first_token, hist) = parts["trials"]
+    counts = scan.counts
+    calls, provenance = parts["calls"], parts["provenance"]
+    total = sum(r.n for r in counts) + scan.not_done
+
+    groups: dict[Key, _Group] = defaultdict(_Group)
+    tokens: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+    done = 0
+    for r in counts:
+        done += r.n
+        m, p = r.model_id, r.prompt_id
+        tools = json.loads(r.expected_tools)
+        for key in row_keys(m, p, r.tier, r.scenario_id, r.paraphrased, tools):
+            groups[key].add(r.scenario_id, r.outcome, r.n)
+        sums = tokens[(m, p)]
+        sums[0] += r.tokens_prompt or 0
+        sums[1] += r.tokens_completion or 0
+        sums[2] += r.timed_tokens or 0
+        sums[3] += float(r.timed_s or 0.0)
+
+    call_latency = {(c.model, c.prompt, c.tool): c.latency for c in calls}
+    rows = []
+    for key, group in groups.items():
+        if key[0] == "tool":
+            lat = call_latency.get((key[1], key[2], key[3]), Latency())
+        else:
+            lat = latency.get(key, Latency())
+        rows.append(_row(key, group, lat))
+    extras = [
+        ConfigExtras(
+            model=m,
+            prompt=p,
+            first_token=first_token.get((m, p), Latency()),
+            tokens_per_s=sums[2] / sums[3] if sums[3] > 0 else None,
+            tokens_prompt=int(sums[0]),
+            tokens_completion=int(sums[1]),
+            histogram=hist.get((m, p), [0] * (len(LATENCY_BINS) + 1)),
+        )
+        for (m, p), sums in sorted(tokens.items())
+    ]
+    return Scorecard(
+        sweep_id=sweep_id,
+        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        total=total,
+        done=done,
+        rows=sorted(rows, key=_order),
+        extras=extras,
+        tool_calls=calls,
+        latency_bins=list(LATENCY_BINS),
+        provenance=provenance,
+        answers=parts["answers"],
+    )
+
+
+def run_queries(engine: Engine, queries: dict[str, Callable[[Connection], Any]]) -> dict[str, Any]:
+    """Run each query on its own connection, in parallel where the database allows it."""
+
+    def one(query: Callable[[Connection], Any]) -> Any:
+        with engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                # Hash aggregation keeps every group's samples in memory, not spilled to disk.
+                conn.execute(text(f"set local work_mem = '{WORK_MEM}'"))
+                # The queries already run side by side; parallel workers within one only
+                # contend with the others for the same cores (the provenance scan spent
+                # three processes' CPU to finish early, and nothing waited for it).
+                conn.execute(text("set local max_parallel_workers_per_gather = 0"))
+            return query(conn)
+
+    if engine.dialect.name != "postgresql":
+        return {name: one(query) for name, query in queries.items()}
+    with ThreadPoolExecutor(len(queries)) as pool:
+        futures = {name: pool.submit(one, query) for name, query in queries.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def _trials(conn: Connection, sweep_id: str) -> tuple[TrialScan, LatencyParts]:
+    scan = scan_trials(conn, sweep_id)
+    # Percentiles here, on this query's thread, overlap the tool calls' query still running.
+    return scan, trial_latency(scan.samples)
+
+
+def _distinct(values: Iterable[str | None]) -> list[str]:
+    return sorted({v for v in values if v})
+
+
+def _provenance(conn: Connection, sweep_id: str) -> Provenance:
+    sweep = conn.execute(
+        text("select name, spec_json from sweep where sweep_id = :sweep"), {"sweep": sweep_id}
+    ).first()
+    # One recorded provenance per model and node stands for the rest (they differ only in
+    # host-level facts that these keys already separate).
+    samples = conn.execute(
+        text(
+            "select model_id, node, min(provenance_json) as low, max(provenance_json) as high"
+            " from trial where sweep_id = :sweep and status = 'done'"
+            " group by model_id, node"
+        ),
+        {"sweep": sweep_id},
+    ).all()
+    recorded = [json.loads(s.low) for s in samples] + [json.loads(s.high) for s in samples]
+    pins = {s.model_id: json.loads(s.low).get("model_pins", {}) for s in samples}
+    return Provenance(
+        sweep_name=sweep.name if sweep else "",
+        spec_json=sweep.spec_json if sweep else "{}",
+        farm_versions=_distinct(r.get("farm_version") for r in recorded),
+        git_commits=_distinct(r.get("git_commit") for r in recorded),
+        nodes=_distinct(s.node for s in samples),
+        model_pins=pins,
+        aggregator_version=AGGREGATOR_VERSION,
+    )
+
+
+def overall_pass_rate(card: Scorecard) -> float:
+    rows = card.of("config")
+    n = sum(r.n for r in rows)
+    return sum(r.passes for r in rows) / n if n else float("nan")
+
+
+def outcome_columns(card: Scorecard) -> list[str]:
+    """The outcomes that occur in the sweep, in taxonomy order."""
+    seen = {o for r in card.of("config") for o in r.outcomes}
+    return [o for o in OUTCOMES if o in seen]

@@ -1,0 +1,128 @@
+"""Compare two sweeps, or two configurations inside sweeps: per cell, the difference in pass
+rate with a 95% interval clustered by scenario, and which differences are significant.
+
+A side is `SWEEP` or `SWEEP@MODEL[/PROMPT]`. Two plain sweeps are matched cell by cell on
+model, prompt and key; sides naming a configuration are matched on the key alone (so
+`S@gemma/json` vs `S@gemma/native` compares two prompt configs of one sweep).
+
+Repetitions of one scenario are not independent, so cells spanning several scenarios cluster by
+scenario; a cell with fewer than five scenarios (a single-scenario cell, a rarely used tool)
+uses Fisher's exact test on its pooled counts instead (see scheduler/statistics/rates.py). Holm's adjustment runs within each kind of cell (config, tool,
+tier, …), so a table of forty tools does not turn noise into a finding.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from mcp_farm.scheduler.scorecard.latency import row_keys
+from mcp_farm.scheduler.scorecard.scan import COUNTS_SQL
+from mcp_farm.scheduler.statistics.rates import (
+    Difference,
+    compare_rates,
+    holm,
+)
+from mcp_farm.schema import SpecError
+
+ALPHA = 0.05
+Clusters = dict[str, tuple[int, int]]
+CellKey = tuple[str, str]
+"""(dimension, label): e.g. ("tool", "gemma/native read_file") or ("tier", "complex")."""
+
+
+@dataclass(frozen=True)
+class Side:
+    sweep_id: str
+    model: str | None = None
+    prompt: str | None = None
+
+    @classmethod
+    def parse(cls, text_: str) -> Side:
+        sweep, _, config = text_.partition("@")
+        model, _, prompt = config.partition("/")
+        if not sweep:
+            raise SpecError("compare", text_, "give SWEEP or SWEEP@MODEL[/PROMPT]")
+        return cls(sweep, model or None, prompt or None)
+
+    @property
+    def selects(self) -> bool:
+        return self.model is not None
+
+    def __str__(self) -> str:
+        config = f"@{self.model}" + (f"/{self.prompt}" if self.prompt else "") if self.model else ""
+        return self.sweep_id + config
+
+
+@dataclass(frozen=True)
+class Compared:
+    dimension: str
+    label: str
+    diff: Difference
+    p_adjusted: float
+
+    @property
+    def significant(self) -> bool:
+        return self.p_adjusted < ALPHA
+
+    @property
+    def verdict(self) -> str:
+        if not self.significant:
+            return "same"
+        return "regression" if self.diff.diff < 0 else "improvement"
+
+
+def _cells(engine: Engine, side: Side, by_config: bool) -> dict[CellKey, Clusters]:
+    """Per cell, per scenario: (graded trials, passes) of one side."""
+    with engine.connect() as conn:
+        known = conn.execute(
+            text("select 1 from sweep where sweep_id = :s"), {"s": side.sweep_id}
+        ).first()
+        if known is None:
+            raise SpecError("compare", side.sweep_id, "no such sweep in this database")
+        counts = conn.execute(text(COUNTS_SQL), {"sweep": side.sweep_id}).all()
+    cells: dict[CellKey, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    matched = False
+    for r in counts:
+        if r.outcome == "infra_error":
+            continue
+        if side.model and r.model_id != side.model:
+            continue
+        if side.prompt and r.prompt_id != side.prompt:
+            continue
+        matched = True
+        config = f"{r.model_id}/{r.prompt_id}" if by_config else ""
+        tools = json.loads(r.expected_tools)
+        for dimension, _m, _p, key in row_keys(
+            r.model_id, r.prompt_id, r.tier, r.scenario_id, r.paraphrased, tools
+        ):
+            label = (config or "all") if dimension == "config" else f"{config} {key}".strip()
+            counts_ = cells[(dimension, label)][r.scenario_id]
+            counts_[0] += r.n
+            counts_[1] += r.n if r.outcome == "pass" else 0
+    if not matched:
+        raise SpecError("compare", str(side), "no recorded trials match this side")
+    return {key: {s: (v[0], v[1]) for s, v in by.items()} for key, by in cells.items()}
+
+
+def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Compared]:
+    """Every cell present on both sides, regressions first, then improvements, then the rest."""
+    by_config = not (a.selects or b.selects)
+    left, right = _cells(engine, a, by_config), _cells(engine, b, by_config)
+    found: list[Compared] = []
+    for dimension in dimensions:
+        keys = sorted(k for k in left.keys() & right.keys() if k[0] == dimension)
+        diffs = []
+        for key in keys:
+            diffs.append(compare_rates(left[key], right[key]))
+        adjusted = holm([d.p for d in diffs])
+        found += [
+            Compared(dimension, key[1], d, p)
+            for key, d, p in zip(keys, diffs, adjusted, strict=True)
+        ]
+    rank = {"regression": 0, "improvement": 1, "same": 2}
+    return sorted(found, key=lambda c: (rank[c.verdict], c.diff.diff, c.dimension, c.label))

@@ -1,0 +1,63 @@
+"""Gates: thresholds a sweep declares, checked against its scorecard (`farm report --gate`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcp_farm.schema import Gate
+from mcp_farm.schema.scorecard import (
+    Row,
+    Scorecard,
+)
+
+
+@dataclass(frozen=True)
+class Breach:
+    gate: Gate
+    row: Row | None
+    """None when the gate matched no row at all."""
+    value: float | None
+
+    def describe(self) -> str:
+        if self.row is None:
+            return f"{self.gate.describe()}: no scorecard row matches it"
+        where = f"{self.row.model}/{self.row.prompt}" + (f" {self.row.key}" if self.row.key else "")
+        shown = "no data" if self.value is None else f"{self.value:.3g}"
+        return f"{self.gate.describe()}: {where} is {shown}"
+
+
+def metric(row: Row, name: str) -> float | None:
+    """The value a gate compares: a rate (0..1) or a latency in seconds."""
+    if name == "pass_rate":
+        return row.rate
+    if name == "pass_low":
+        return row.low if row.n else None
+    if name == "pass_hat_k":
+        return row.pass_hat_k
+    if name == "pass_at_k":
+        return row.pass_at_k
+    return {"p50_s": row.latency.p50, "p95_s": row.latency.p95, "p99_s": row.latency.p99}[name]
+
+
+def check_gates(card: Scorecard, gates: list[Gate]) -> tuple[int, list[Breach]]:
+    """How many rows were checked, and every (gate, row) that fails.
+
+    A row with no pass-rate data fails (a gate must not pass because nothing was measured); a
+    row with no latency sample (a tool the model never called) is not checked for latency.
+    """
+    checked = 0
+    breaches: list[Breach] = []
+    for gate in gates:
+        rows = [r for r in card.of(gate.per) if gate.only is None or r.key == gate.only]
+        if not rows:
+            breaches.append(Breach(gate, None, None))
+        for row in rows:
+            value = metric(row, gate.metric)
+            if value is None and gate.metric.endswith("_s"):
+                continue
+            checked += 1
+            low_ok = gate.min is None or (value is not None and value >= gate.min)
+            high_ok = gate.max is None or (value is not None and value <= gate.max)
+            if not (low_ok and high_ok):
+                breaches.append(Breach(gate, row, value))
+    return checked, breaches

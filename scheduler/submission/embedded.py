@@ -1,0 +1,131 @@
+"""The embedded transport: every trial runs in this process, through the same task function."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from sqlalchemy.engine import Engine
+
+from mcp_farm.scheduler.report.terminal.lines import (
+    LinePacer,
+    run_line,
+)
+from mcp_farm.scheduler.submission.expand import Plan
+from mcp_farm.scheduler.submission.submit import (
+    record_plan,
+    runnable_ids,
+)
+from mcp_farm.schema import (
+    Settings,
+    TrialSpec,
+    load_task,
+)
+
+
+def run_embedded(
+    *, plan: Plan, settings: Settings, engine: Engine, console: Console, rerun: bool = False
+) -> Counter[str]:
+    """Record the plan, then run every trial still to run, with a progress bar (or, when the
+    output is not a terminal, a plain progress line now and then)."""
+    record_plan(engine=engine, plan=plan)
+    todo_ids = (
+        {t.trial_id for t in plan.trials}
+        if rerun
+        else runnable_ids(engine=engine, sweep_id=plan.sweep_id)
+    )
+    todo = [t for t in plan.trials if t.trial_id in todo_ids]
+    skipped = len(plan.trials) - len(todo)
+    if skipped:
+        console.print(
+            f"[dim]{skipped} trial(s) already recorded for {plan.sweep_id}; "
+            "running the rest (use --rerun to run all again)[/dim]"
+        )
+    task = load_task("farm.run_trial")
+    outcomes: Counter[str] = Counter()
+    in_model = 0.0
+    started = time.perf_counter()
+
+    def run_one(trial: TrialSpec) -> None:
+        nonlocal in_model
+        # takeover: a trial left `running` here can only be a killed earlier run's.
+        summary = task(trial.model_dump(mode="json"), settings, force=rerun, takeover=True)
+        outcomes[summary.get("outcome") or "skipped"] += 1
+        in_model += summary.get("model_s") or 0.0
+
+    if console.is_terminal:
+        _with_bar(plan.sweep.name, todo, run_one, outcomes, console)
+    else:
+        _with_lines(todo, run_one, outcomes, console)
+    load_task("farm.aggregate")({"sweep_id": plan.sweep_id}, settings)
+    if todo:
+        console.print(model_share(in_model, time.perf_counter() - started), highlight=False)
+    return outcomes
+
+
+def model_share(in_model_s: float, wall_s: float) -> str:
+    """How much of a run's wall time was spent waiting for the model; the rest is the farm's
+    own (loading the model, starting servers, tool calls, grading, storing, the scorecard)."""
+    share = 100 * in_model_s / wall_s if wall_s > 0 else 0.0
+    return (
+        f"time in the model {in_model_s:.1f} s of {wall_s:.1f} s wall ({share:.0f}%); the rest "
+        "was the farm: loading the model, starting servers, tool calls, grading, storing"
+    )
+
+
+def _with_bar(
+    name: str,
+    todo: list[TrialSpec],
+    run_one: Callable[[TrialSpec], None],
+    outcomes: Counter[str],
+    console: Console,
+) -> None:
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pass {task.fields[passes]}"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        bar = progress.add_task(name, total=len(todo), passes=0)
+        for trial in todo:
+            progress.update(
+                bar, description=f"{trial.model.id} · {trial.prompt.id} · {trial.scenario.id}"
+            )
+            run_one(trial)
+            progress.update(bar, advance=1, passes=outcomes["pass"])
+        progress.update(bar, description=name)
+
+
+def _with_lines(
+    todo: list[TrialSpec],
+    run_one: Callable[[TrialSpec], None],
+    outcomes: Counter[str],
+    console: Console,
+) -> None:
+    # A bar drawn into a log file only appears when it stops; ordinary lines appear as they go.
+    pacer = LinePacer(total=len(todo))
+    started = time.monotonic()
+    for done, trial in enumerate(todo, start=1):
+        run_one(trial)
+        if pacer.due(done):
+            line = run_line(
+                done=done,
+                total=len(todo),
+                passes=outcomes["pass"],
+                elapsed_s=time.monotonic() - started,
+            )
+            console.print(line, highlight=False, markup=False)

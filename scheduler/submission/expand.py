@@ -1,0 +1,144 @@
+"""Sweep files → the list of trials: the matrix models × prompts × scenarios × repetitions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_farm.scenarios import (
+    load_prompt,
+    load_suite,
+    select,
+    servers_for,
+)
+from mcp_farm.schema import (
+    ModelTarget,
+    Scenario,
+    ScenarioRef,
+    SpecError,
+    SweepSpec,
+    ToolSet,
+    TrialSpec,
+    digest,
+    load_yaml_model,
+    require_unique,
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    sweep_id: str
+    sweep: SweepSpec
+    trials: list[TrialSpec]
+    scenario_count: int
+    longest_trial_s: float
+    """The largest time limit among the picked scenarios."""
+
+
+def load_sweep(path: Path) -> SweepSpec:
+    sweep = load_yaml_model(SweepSpec, path)
+    require_unique([m.id for m in sweep.models], str(path), "models", "model")
+    return sweep
+
+
+def with_endpoint(sweep: SweepSpec, endpoint: str, model: str, hardware: str) -> SweepSpec:
+    """The same sweep, but served by one OpenAI-compatible endpoint instead of its models."""
+    target = ModelTarget(
+        id=f"openai-{model}".replace("/", "-"),
+        adapter="openai",
+        model=model,
+        endpoint=endpoint,
+        hardware=hardware,
+    )
+    return sweep.model_copy(update={"models": [target]})
+
+
+def wordings(sweep: SweepSpec, scenario: Scenario) -> list[tuple[int, int]]:
+    """(repetition, variant) pairs of one scenario, per the sweep's `paraphrases` choice."""
+    count = 1 + len(scenario.paraphrases)
+    reps = range(sweep.repetitions)
+    if sweep.paraphrases == "verbatim":
+        return [(rep, 0) for rep in reps]
+    if sweep.paraphrases == "rotate":
+        return [(rep, rep % count) for rep in reps]
+    return [(rep, variant) for variant in range(count) for rep in reps]
+
+
+def toolsets_for(sweep: SweepSpec, suite: str, source: str) -> list[ToolSet | None]:
+    """The tool sets one suite's scenarios run with: the sweep's, resolved against what the
+    suite declares; `[None]` (their own servers) for a suite that declares none."""
+    declared = {t.id: t for t in load_suite(suite).toolsets}
+    if not sweep.toolsets or not declared:
+        return [None]
+    known = servers_for(suite)
+    picked: list[ToolSet | None] = []
+    for i, entry in enumerate(sweep.toolsets):
+        if isinstance(entry, str):
+            if entry not in declared:
+                raise SpecError(
+                    source,
+                    f"toolsets[{i}]",
+                    f"suite {suite!r} declares no tool set {entry!r}; it has "
+                    f"{', '.join(sorted(declared))} (or define one inline: {{id, servers}})",
+                )
+            picked.append(declared[entry])
+            continue
+        for j, server in enumerate(entry.servers):
+            if server not in known:
+                raise SpecError(source, f"toolsets[{i}].servers[{j}]", f"unknown server {server!r}")
+        picked.append(entry)
+    require_unique([t.id for t in picked if t], source, "toolsets", "tool set")
+    if sum(t.baseline for t in picked if t) > 1:
+        raise SpecError(source, "toolsets", "at most one tool set may be the baseline")
+    return picked
+
+
+def _identity(sweep: SweepSpec) -> dict[str, object]:
+    """The sweep as its id sees it: gates never count; the answer-quality fields only when set,
+    so sweeps written before they existed keep their ids."""
+    unset = {name for name in ("toolsets", "judge") if not getattr(sweep, name)}
+    return sweep.model_dump(mode="json", exclude={"gates", *unset})
+
+
+def expand(sweep: SweepSpec, source: str) -> Plan:
+    """Every trial of the sweep, in a stable order, each with its deterministic trial_id."""
+    prompts = [load_prompt(pid, source, f"prompts[{i}]") for i, pid in enumerate(sweep.prompts)]
+    picked = select(sweep.scenarios, source)
+    toolsets = {suite: toolsets_for(sweep, suite, source) for suite, _s in picked}
+    if sweep.toolsets and all(sets == [None] for sets in toolsets.values()):
+        raise SpecError(
+            source, "toolsets", "none of the picked suites declares tool sets (e.g. suite `code`)"
+        )
+    # The id covers what the sweep resolves to, so editing a prompt config or bumping a
+    # scenario version starts a new sweep instead of mixing old and new trials in one scorecard.
+    resolved = {
+        "sweep": _identity(sweep),
+        "prompts": [p.model_dump(mode="json") for p in prompts],
+        "scenarios": [(suite, s.id, s.version) for suite, s in picked],
+    }
+    sweep_id = f"{sweep.name}-{digest(resolved)[:12]}"
+    trials = [
+        TrialSpec(
+            sweep_id=sweep_id,
+            model=model,
+            prompt=prompt,
+            scenario=ScenarioRef(id=scenario.id, version=scenario.version, suite=suite),
+            repetition=rep,
+            variant=variant,
+            seed=sweep.seed * 1000 + rep,
+            toolset=toolset,
+            judge=sweep.judge if scenario.answer else None,
+        )
+        for model in sweep.models
+        for prompt in prompts
+        for suite, scenario in picked
+        for toolset in toolsets[suite]
+        for rep, variant in wordings(sweep, scenario)
+    ]
+    return Plan(
+        sweep_id=sweep_id,
+        sweep=sweep,
+        trials=trials,
+        scenario_count=len(picked),
+        longest_trial_s=max(s.time_limit_s for _suite, s in picked),
+    )

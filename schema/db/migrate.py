@@ -1,0 +1,135 @@
+"""Schema versions. A new database gets every table at the latest version; an older one gets the
+missing migrations applied in order, so results recorded by an earlier release are kept.
+
+To change a table: edit schema/db/tables.py *and* append a migration here that brings an existing
+database to the same shape. tests/schema/test_migrate.py checks both paths agree.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import inspect, select, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
+from sqlmodel import SQLModel, col
+
+from mcp_farm.schema.db.tables import SchemaVersionRow
+from mcp_farm.schema.errors import StoreError
+from mcp_farm.schema.redact import mask_url
+
+MIGRATIONS: list[tuple[int, str, list[str]]] = [
+    (1, "sweep, trial and tool_call tables", []),
+    (
+        2,
+        "distributed mode: sweep status; trial queue, node and attempts; node and scorecard",
+        [
+            "ALTER TABLE sweep ADD COLUMN status VARCHAR NOT NULL DEFAULT 'active'",
+            "ALTER TABLE trial ADD COLUMN queue VARCHAR NOT NULL DEFAULT ''",
+            "ALTER TABLE trial ADD COLUMN node VARCHAR",
+            "ALTER TABLE trial ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+            "CREATE INDEX IF NOT EXISTS ix_trial_sweep_status ON trial (sweep_id, status)",
+        ],
+    ),
+    (
+        3,
+        "paraphrased prompts and time in the model: trial variant and model_s",
+        [
+            "ALTER TABLE trial ADD COLUMN variant INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE trial ADD COLUMN model_s FLOAT",
+        ],
+    ),
+    (
+        4,
+        "answer quality: trial tool set; scoring, answer_score, judgement, anchor_check tables",
+        # The new tables come from create_all above; only the trial table changes shape.
+        ["ALTER TABLE trial ADD COLUMN toolset VARCHAR NOT NULL DEFAULT ''"],
+    ),
+    (
+        5,
+        "fault tolerance: the lease of a running trial (trial beat_at)",
+        ["ALTER TABLE trial ADD COLUMN beat_at TIMESTAMP"],
+    ),
+    (
+        6,
+        "fast scorecards: tool_call carries its trial's sweep, model, prompt and tool set",
+        [
+            *(
+                f"ALTER TABLE tool_call ADD COLUMN {name} VARCHAR NOT NULL DEFAULT ''"
+                for name in ("sweep_id", "model_id", "prompt_id", "toolset")
+            ),
+            # Correlated subqueries rather than UPDATE … FROM: both databases read them alike.
+            "UPDATE tool_call SET "
+            + ", ".join(
+                f"{name} = (SELECT t.{name} FROM trial t WHERE t.trial_id = tool_call.trial_id)"
+                for name in ("sweep_id", "model_id", "prompt_id", "toolset")
+            ),
+            "CREATE INDEX IF NOT EXISTS ix_tool_call_sweep ON tool_call (sweep_id)",
+        ],
+    ),
+    (
+        7,
+        "seeded servers: the setup calls made before the model started (trial setup_json)",
+        ["ALTER TABLE trial ADD COLUMN setup_json VARCHAR NOT NULL DEFAULT '[]'"],
+    ),
+]
+LATEST = MIGRATIONS[-1][0]
+
+
+def _current(conn: Connection) -> int:
+    found = conn.execute(select(col(SchemaVersionRow.version))).scalars().all()
+    # A database with a trial table but no recorded version predates versioning: version 1.
+    return max(found, default=1)
+
+
+def _stamp(conn: Connection, version: int, description: str) -> None:
+    conn.execute(
+        SchemaVersionRow.__table__.insert().values(  # type: ignore[attr-defined]
+            version=version, applied_at=datetime.now(UTC), description=description
+        )
+    )
+
+
+def migrate(engine: Engine) -> int:
+    """Bring the database to the latest schema version; returns the version it was at."""
+    try:
+        with engine.begin() as conn:
+            fresh = not inspect(conn).has_table("trial")
+            SQLModel.metadata.create_all(conn)
+            if fresh:
+                for version, description, _ in MIGRATIONS:
+                    _stamp(conn, version, description)
+                return 0
+            start = _current(conn)
+            for version, description, statements in MIGRATIONS:
+                if version > start:
+                    for statement in statements:
+                        conn.execute(text(statement))
+                    _stamp(conn, version, description)
+            return start
+    except OperationalError as exc:
+        raise StoreError(f"cannot reach the database: {exc.orig}") from None
+
+
+def schema_version(engine: Engine) -> int:
+    """The version the database is at (0 when it has no tables yet)."""
+    try:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table("trial"):
+                return 0
+            if not inspect(conn).has_table("schema_version"):
+                return 1
+            return _current(conn)
+    except OperationalError as exc:
+        raise StoreError(f"cannot reach the database: {exc.orig}") from None
+
+
+def require_latest(engine: Engine, url: str) -> None:
+    """Fail with what to do when the database is older than this code (workers call this)."""
+    found = schema_version(engine)
+    if found < LATEST:
+        # The URL may hold the database password, and this message lands in worker logs.
+        raise StoreError(
+            f"the results database at {mask_url(url)} is at schema version {found}, this farm "
+            f"needs {LATEST}: run `farm db init` on the head node with FARM_DATABASE_URL set to it"
+        )

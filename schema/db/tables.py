@@ -1,0 +1,233 @@
+"""Database tables. JSON-valued columns are stored as text so SQLite and Postgres agree."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Index
+from sqlmodel import Field, SQLModel
+
+
+class SweepRow(SQLModel, table=True):
+    """One submitted sweep."""
+
+    __tablename__ = "sweep"
+
+    sweep_id: str = Field(primary_key=True)
+    name: str
+    spec_json: str
+    """The SweepSpec as submitted."""
+    trial_count: int
+    created_at: datetime
+    status: str = "active"
+    """`active`, or `cancelled` by `farm sweep cancel` (trials not yet run are skipped)."""
+
+
+class TrialRow(SQLModel, table=True):
+    """One trial: inserted `pending` at submission, upserted by the worker that runs it."""
+
+    __tablename__ = "trial"
+    __table_args__ = (Index("ix_trial_sweep_status", "sweep_id", "status"),)
+
+    trial_id: str = Field(primary_key=True)
+    sweep_id: str = Field(index=True)
+    model_id: str
+    prompt_id: str
+    scenario_id: str
+    scenario_version: int
+    tier: str
+    expected_tools: str
+    """JSON list of the tools the scenario expects (per-tool scorecards group on it)."""
+    repetition: int
+    variant: int = 0
+    """0 for the scenario's own prompt, k for its k-th paraphrase."""
+    toolset: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    """The tool set that replaced the scenario's servers; empty when it ran with its own."""
+    status: str = Field(default="pending", index=True)
+    queue: str = ""
+    """The broker queue the trial was published to (its model's hardware tag)."""
+    node: str | None = None
+    """The worker node that ran (or is running) it."""
+    attempts: int = 0
+    """How many times a worker started it: above 1 after a redelivery or a retry."""
+    outcome: str | None = None
+    stop_reason: str | None = None
+    detail: str = ""
+    latency_s: float | None = None
+    first_token_s: float | None = None
+    model_s: float | None = None
+    tokens_prompt: int = 0
+    tokens_completion: int = 0
+    turns: int = 0
+    final_answer: str | None = None
+    transcript_json: str = "[]"
+    setup_json: str = Field(default="[]", sa_column_kwargs={"server_default": "[]"})
+    """JSON list of the scenario's setup calls as made before the model started (the model's
+    own calls are tool_call rows)."""
+    provenance_json: str = "{}"
+    host: str | None = None
+    worker_tag: str | None = None
+    payload_json: str
+    """The TrialSpec, so a trial can be re-run exactly."""
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    beat_at: datetime | None = None
+    """The lease of a `running` trial: renewed every heartbeat by the process running it. A
+    lease older than a few heartbeats means that process is gone, and the trial may be taken."""
+
+
+class ToolCallRow(SQLModel, table=True):
+    """One tool call of one trial; (trial_id, idx) is unique so re-runs rewrite, not add.
+
+    The trial's sweep, model, prompt and tool set are repeated here so the scorecard's
+    per-tool rows read this table alone: joining millions of calls to their trials was most of
+    the time of a large scorecard."""
+
+    __tablename__ = "tool_call"
+    __table_args__ = (Index("ix_tool_call_sweep", "sweep_id"),)
+
+    trial_id: str = Field(primary_key=True, foreign_key="trial.trial_id")
+    idx: int = Field(primary_key=True)
+    sweep_id: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    model_id: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    prompt_id: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    toolset: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    server: str | None = None
+    tool: str
+    arguments_json: str
+    ok: bool
+    error: str | None = None
+    result_digest: str = ""
+    latency_s: float = 0.0
+
+
+class ScoringRow(SQLModel, table=True):
+    """One scoring pass over a sweep's transcripts: at run time, or a later `farm rescore`.
+    Scores are never overwritten; each pass has its own id and rows."""
+
+    __tablename__ = "scoring"
+
+    scoring_id: str = Field(primary_key=True)
+    sweep_id: str = Field(index=True)
+    kind: str
+    """`run` (scored as the trials ran) or `rescore`."""
+    created_at: datetime
+    config_json: str
+    """Grader version, judge (model, runs, temperature), rubric override, weights, tolerance."""
+
+
+class AnswerScoreRow(SQLModel, table=True):
+    """The answer-quality record of one trial under one scoring pass."""
+
+    __tablename__ = "answer_score"
+    __table_args__ = (Index("ix_answer_score_sweep", "sweep_id", "scoring_id"),)
+
+    trial_id: str = Field(primary_key=True, foreign_key="trial.trial_id")
+    scoring_id: str = Field(primary_key=True)
+    sweep_id: str
+    model_id: str
+    prompt_id: str
+    toolset: str = ""
+    baseline: bool = False
+    scenario_id: str
+    outcome: str
+    keyword_coverage: float | None = None
+    grounding_rate: float | None = None
+    grounded: int = 0
+    unresolved: int = 0
+    hallucinated: int = 0
+    judge_quality: float | None = None
+    efficiency: float
+    fairness: float
+    tool_fluency: float | None = None
+    discoverability: float | None = None
+    adoption: float
+    tokens_reasoning: int = 0
+    tokens_tool_io: int = 0
+    tokens_verification: int = 0
+    estimated_json: str = "[]"
+    judge_model: str = ""
+    rubric_id: str = ""
+    rubric_hash: str = ""
+    judge_s: float = 0.0
+    citations_json: str = "[]"
+    created_at: datetime
+
+
+class JudgementRow(SQLModel, table=True):
+    """One criterion of one judge run on one trial (many per trial: runs × criteria)."""
+
+    __tablename__ = "judgement"
+    __table_args__ = (Index("ix_judgement_sweep", "sweep_id", "scoring_id"),)
+
+    trial_id: str = Field(primary_key=True, foreign_key="trial.trial_id")
+    scoring_id: str = Field(primary_key=True)
+    run: int = Field(primary_key=True)
+    criterion: str = Field(primary_key=True)
+    sweep_id: str
+    step: str
+    score: float | None = None
+    normalized: float | None = None
+    rationale: str = ""
+    judge_model: str = ""
+    judge_pins_json: str = "{}"
+    rubric_hash: str = ""
+
+
+class AnchorCheckRow(SQLModel, table=True):
+    """One `farm anchors verify`: did this judge and rubric pass the drift guard?"""
+
+    __tablename__ = "anchor_check"
+
+    id: int | None = Field(default=None, primary_key=True)
+    judge_key: str = Field(index=True)
+    """The judge model's id and pins, as a digest (ModelTarget.key())."""
+    judge_model: str
+    rubric_id: str
+    rubric_hash: str
+    rho: float | None = None
+    passed: bool
+    detail: str = ""
+    checked_at: datetime
+
+
+class NodeRow(SQLModel, table=True):
+    """One worker node that enrolled: what it serves, what it runs, when it was last alive."""
+
+    __tablename__ = "node"
+
+    name: str = Field(primary_key=True)
+    """The Celery node name, e.g. `farm-igpu@labbox3`."""
+    host: str
+    tags_json: str
+    """JSON list of the hardware tags (queues) it consumes."""
+    models_json: str = "[]"
+    """JSON list of the models it can reach (bundled local models, endpoint models)."""
+    versions_json: str = "{}"
+    concurrency: int = 1
+    started_at: datetime
+    last_heartbeat: datetime
+    stopped_at: datetime | None = None
+
+
+class ScorecardRow(SQLModel, table=True):
+    """A sweep's scorecard as built by the aggregate task; rebuilt on demand."""
+
+    __tablename__ = "scorecard"
+
+    sweep_id: str = Field(primary_key=True)
+    version: int = 1
+    """Format version of `card_json`."""
+    built_at: datetime
+    trials_done: int
+    card_json: str
+
+
+class SchemaVersionRow(SQLModel, table=True):
+    """Which migrations the database has had (see schema/db/migrate.py)."""
+
+    __tablename__ = "schema_version"
+
+    version: int = Field(primary_key=True)
+    applied_at: datetime
+    description: str

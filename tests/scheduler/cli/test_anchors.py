@@ -1,0 +1,136 @@
+"""The drift guard: `farm anchors lock` / `verify` on a copy of the code anchors."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy import text
+from typer.testing import CliRunner
+
+from mcp_farm.scenarios import catalog
+from mcp_farm.scenarios.anchors import (
+    ANCHORS_DIR,
+    load_anchors,
+)
+from mcp_farm.scheduler.cli.app import app
+from mcp_farm.schema.db import make_engine
+
+RUBRIC = "code-answer"
+
+
+@pytest.fixture
+def anchors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private copy of the anchors and of the rubrics folder, so a test may tamper."""
+    rubrics = tmp_path / "rubrics"
+    shutil.copytree(catalog.RUBRICS_DIR, rubrics)
+    monkeypatch.setattr(catalog, "RUBRICS_DIR", rubrics)
+    folder = tmp_path / "anchors"
+    shutil.copytree(ANCHORS_DIR / "code", folder)
+    (folder / "anchors.lock").unlink(missing_ok=True)
+    return folder
+
+
+def judge_sweep(path: Path, folder: Path, scores: dict[str, dict[str, float]]) -> Path:
+    """A sweep file whose scripted judge gives `scores` to each anchor (matched by its text)."""
+    found = load_anchors(folder)
+    script = [
+        {"match": a.answer[:60], "scores": scores[a.id], "why": "scripted"} for a in found.anchors
+    ]
+    sweep: dict[str, Any] = {
+        "name": "judge",
+        "models": [{"id": "m", "adapter": "scripted", "model": "m", "script": []}],
+        "prompts": ["code"],
+        "judge": {
+            "model": {"id": "judge", "adapter": "scripted", "model": "j", "script": script},
+            "runs": 2,
+        },
+    }
+    path.write_text(yaml.safe_dump(sweep), encoding="utf-8")
+    return path
+
+
+def verify(folder: Path, sweep: Path, db: str) -> Any:
+    args = ["anchors", "verify", str(folder), "--judge-from", str(sweep), "--db", db]
+    return CliRunner().invoke(app, args)
+
+
+def lock(folder: Path) -> None:
+    result = CliRunner().invoke(app, ["anchors", "lock", str(folder)])
+    assert result.exit_code == 0, result.output
+
+
+def gold(folder: Path) -> dict[str, dict[str, float]]:
+    return load_anchors(folder).gold
+
+
+def test_a_faithful_judge_passes_and_the_pass_is_recorded(anchors: Path, tmp_path: Path) -> None:
+    lock(anchors)
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    assert result.exit_code == 0, result.output
+    assert "anchor gate passed" in result.output and "ρ = 1.000" in result.output
+    with make_engine(db).connect() as conn:
+        row = conn.execute(text("select passed, rho, rubric_id from anchor_check")).one()
+    assert row.passed and row.rho == pytest.approx(1.0) and row.rubric_id == RUBRIC
+
+
+def test_shuffled_scores_fall_below_the_threshold(anchors: Path, tmp_path: Path) -> None:
+    lock(anchors)
+    scores = gold(anchors)
+    shuffled = {
+        "anchor-1": scores["anchor-3"],
+        "anchor-3": scores["anchor-1"],
+        "anchor-2": scores["anchor-4"],
+        "anchor-4": scores["anchor-2"],
+    }
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, shuffled), db)
+    assert result.exit_code == 1
+    assert "Spearman" in result.output and "below 0.85" in result.output
+
+
+def test_a_noisy_judge_fails_the_gate(anchors: Path, tmp_path: Path) -> None:
+    lock(anchors)
+    rng = random.Random(3)
+    noisy = {a: {c: float(rng.randint(0, 4)) for c in s} for a, s in gold(anchors).items()}
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, noisy), db)
+    assert result.exit_code == 1 and "Spearman" in result.output
+
+
+def test_one_changed_rubric_byte_fails_on_the_hash_before_judging(
+    anchors: Path, tmp_path: Path
+) -> None:
+    lock(anchors)
+    rubric = catalog.RUBRICS_DIR / f"{RUBRIC}.yaml"
+    rubric.write_bytes(rubric.read_bytes().replace(b"0 (absent", b"0 (Absent", 1))
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    assert result.exit_code == 1
+    assert f"rubric {RUBRIC} changed" in result.output
+    assert "ρ =" not in result.output  # refused before any judging
+
+
+def test_a_changed_transcript_or_gold_file_is_named(anchors: Path, tmp_path: Path) -> None:
+    lock(anchors)
+    path = anchors / "anchor-2.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps(data | {"answer": data["answer"] + " "}), encoding="utf-8")
+    with (anchors / "gold.yaml").open("a", encoding="utf-8") as f:
+        f.write("# edited\n")
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    assert result.exit_code == 1
+    assert "anchor-2.json changed" in result.output and "gold scores" in result.output
+
+
+def test_verify_without_a_lock_says_to_lock_first(anchors: Path, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    assert result.exit_code == 1 and "farm anchors lock" in result.output

@@ -1,0 +1,243 @@
+"""The answer-quality layer end to end, embedded: tool sets, a scripted agent on the real code
+servers, a scripted judge with known noise, the stored scorecard, and rescoring."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from rich.console import Console
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from typer.testing import CliRunner
+
+from mcp_farm.scenarios import find_scenario
+from mcp_farm.scheduler.cli.app import app
+from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
+from mcp_farm.scheduler.submission.embedded import run_embedded
+from mcp_farm.scheduler.submission.expand import expand
+from mcp_farm.scheduler.submission.submit import record_scoring
+from mcp_farm.schema import (
+    JudgeSettings,
+    ModelTarget,
+    ScenarioSelection,
+    Settings,
+    SweepSpec,
+    TrialSpec,
+    digest,
+    load_task,
+)
+from mcp_farm.schema.db import (
+    init_db,
+    make_engine,
+)
+from tests.helpers import (
+    free_port,
+    scripted,
+)
+
+SCENARIO = "code.where.keep-alive"
+CRITERIA = {
+    "right_code": 3,
+    "coverage": 3,
+    "correctness": 4,
+    "answers_question": 3,
+    "citations": 4,
+    "no_fabrication": 4,
+}
+
+
+def scripted_judge(shift: int) -> ModelTarget:
+    """Run 1 scores every criterion `shift` points below run 0: a judge with known noise."""
+    lower = {k: v - shift for k, v in CRITERIA.items()}
+    return ModelTarget(
+        id="scripted-judge",
+        adapter="scripted",
+        model="judge",
+        script=[{"run": 0, "scores": CRITERIA}, {"run": 1, "scores": lower}],
+    )
+
+
+def code_sweep(agent: list[dict[str, Any]], shift: int = 1) -> SweepSpec:
+    return SweepSpec(
+        name="answers",
+        models=[scripted(agent, "agent")],
+        prompts=["code"],
+        toolsets=["baseline", "symbols"],
+        scenarios=ScenarioSelection(suites=["code"], ids=[SCENARIO]),
+        repetitions=2,
+        paraphrases="verbatim",
+        judge=JudgeSettings(model=scripted_judge(shift), runs=2),
+    )
+
+
+def agent_script() -> list[dict[str, Any]]:
+    answer = find_scenario("code", SCENARIO).example_answer
+    call = {"name": "find_definition", "arguments": {"symbol": "_keep_alive"}}
+    return [{"call": call}, {"answer": answer}]
+
+
+@pytest.fixture
+def ran(settings: Settings) -> tuple[Engine, str]:
+    engine = make_engine(settings.resolved_database_url())
+    init_db(engine)
+    plan = expand(code_sweep(agent_script()), "test")
+    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    return engine, plan.sweep_id
+
+
+def test_trials_without_tool_sets_or_judge_keep_their_ids() -> None:
+    spec = expand(code_sweep(agent_script()), "test").trials[0]
+    plain = spec.model_copy(update={"toolset": None, "judge": None})
+    old_style = plain.model_dump(mode="json", exclude={"trial_id", "toolset", "judge"})
+    rebuilt = TrialSpec.model_validate(plain.model_dump(mode="json") | {"trial_id": ""})
+    assert rebuilt.trial_id == digest(old_style)
+
+
+def test_each_tool_set_runs_every_scenario_and_the_baseline_attaches_no_server(
+    ran: tuple[Engine, str],
+) -> None:
+    engine, sweep_id = ran
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("select toolset, outcome, detail from trial where sweep_id = :s order by toolset"),
+            {"s": sweep_id},
+        ).all()
+    assert [r.toolset for r in rows] == ["baseline", "baseline", "symbols", "symbols"]
+    # The baseline offers no tools: the same call there names a tool no server has.
+    assert {r.outcome for r in rows if r.toolset == "baseline"} == {"wrong_tool"}
+    assert {r.outcome for r in rows if r.toolset == "symbols"} == {"pass"}
+
+
+def test_fairness_and_adoption_are_scored_apart_and_the_baseline_adopts_nothing(
+    ran: tuple[Engine, str],
+) -> None:
+    engine, sweep_id = ran
+    answers = scorecard_of(engine=engine, sweep_id=sweep_id).answers
+    assert answers is not None
+    rows = {r.prompt: r for r in answers.of("config")}
+    base, symbols = rows["code+baseline"], rows["code+symbols"]
+    assert base.baseline and base.adoption == 0.0 and base.tool_fluency is None
+    assert symbols.adoption == pytest.approx(1.0) and symbols.discoverability == 1.0
+    # The same prose earns the same fairness whatever the tools: keywords, grounding, judge.
+    for row in (base, symbols):
+        assert row.keyword_coverage == pytest.approx(1.0)
+        assert row.grounding_rate == pytest.approx(1.0)
+        assert row.hallucinated == 0 and row.grounded > 0
+    assert base.judge_quality == pytest.approx(symbols.judge_quality)
+    ranked = {r.prompt: r for r in answers.ranking}
+    assert ranked["code+symbols"].vs_baseline == pytest.approx(
+        symbols.fairness - base.fairness  # type: ignore[operator]
+    )
+
+
+def test_a_scripted_judge_with_known_noise_gives_the_expected_sigma(
+    ran: tuple[Engine, str],
+) -> None:
+    engine, sweep_id = ran
+    answers = scorecard_of(engine=engine, sweep_id=sweep_id).answers
+    assert answers is not None
+    (judge,) = answers.judges
+    # Two runs one point apart on a 0..4 scale: every item's SD is (1/4)/sqrt(2), at every level.
+    expected = 0.25 / 2**0.5
+    assert judge.runs == 2 and judge.trials == 4
+    assert judge.sigma_criterion == pytest.approx(expected)
+    assert judge.sigma_step == pytest.approx(expected)
+    assert judge.sigma_scenario == pytest.approx(expected)
+    assert judge.anchors == "unverified" and not answers.verified
+    with engine.connect() as conn:
+        count = conn.execute(text("select count(*) from judgement")).scalar_one()
+    assert count == 4 * 2 * len(CRITERIA)
+
+
+def test_rescoring_keeps_the_deterministic_scores_and_adds_judge_rows(
+    ran: tuple[Engine, str], settings: Settings
+) -> None:
+    engine, sweep_id = ran
+    judge = JudgeSettings(model=scripted_judge(shift=2), runs=2)
+    with engine.begin() as conn:
+        scoring = record_scoring(conn, sweep_id, judge, "rescore", "test")
+        trials = conn.execute(
+            text("select trial_id from trial where sweep_id = :s"), {"s": sweep_id}
+        ).scalars()
+        trial_ids = list(trials)
+    task = load_task("farm.rescore_trial")
+    for trial_id in trial_ids:
+        summary = task(
+            {"trial_id": trial_id, "scoring_id": scoring, "judge": judge.model_dump(mode="json")},
+            settings,
+        )
+        assert summary["outcome"] == summary["recorded_outcome"]
+    query = text(
+        "select trial_id, outcome, keyword_coverage, grounding_rate, grounded, adoption"
+        " from answer_score where scoring_id = :c order by trial_id"
+    )
+    with engine.connect() as conn:
+        (first,) = conn.execute(
+            text("select distinct scoring_id from answer_score where scoring_id <> :c"),
+            {"c": scoring},
+        ).scalars()
+        before = conn.execute(query, {"c": first}).all()
+        after = conn.execute(query, {"c": scoring}).all()
+        judged = conn.execute(
+            text("select scoring_id, count(*) from judgement group by scoring_id")
+        ).all()
+    assert before == after
+    assert {r[0]: r[1] for r in judged} == {first: 48, scoring: 48}
+    card = scorecard_of(engine=engine, sweep_id=sweep_id, rebuild=True)
+    assert card.answers is not None and card.answers.scoring_id == scoring
+    assert card.answers.judges[0].sigma_criterion == pytest.approx(0.5 / 2**0.5)
+    # The earlier pass is still there, and a report can show it.
+    args = ["report", sweep_id, "--scoring", first, "-f", "json"]
+    shown = CliRunner().invoke(app, [*args, "--db", settings.resolved_database_url()])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["answers"]["scoring_id"] == first
+
+
+def test_a_judge_that_cannot_be_reached_leaves_the_trial_recorded_and_says_why(
+    settings: Settings,
+) -> None:
+    unreachable = ModelTarget(
+        id="down-judge",
+        adapter="openai",
+        model="judge",
+        endpoint=f"http://127.0.0.1:{free_port()}/v1",
+        request_timeout_s=5,
+    )
+    sweep = code_sweep([{"answer": "It is `_keep_alive` (h11/_connection.py:84)."}])
+    sweep = sweep.model_copy(
+        update={
+            "toolsets": ["baseline"],
+            "repetitions": 1,
+            "judge": JudgeSettings(model=unreachable, runs=2),
+        }
+    )
+    engine = make_engine(settings.resolved_database_url())
+    init_db(engine)
+    plan = expand(sweep, "test")
+    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    with engine.connect() as conn:
+        trial = conn.execute(text("select status, outcome from trial")).one()
+        judged = conn.execute(text("select score, rationale from judgement")).all()
+        score = conn.execute(text("select judge_quality, grounded from answer_score")).one()
+    assert (trial.status, trial.outcome) == ("done", "pass")
+    assert len(judged) == 2 * len(CRITERIA)
+    assert all(j.score is None and "unreachable" in j.rationale for j in judged)
+    assert score.judge_quality is None and score.grounded == 1
+
+
+def test_compare_answers_pairs_scenario_means_and_calls_small_criterion_gaps_noise(
+    ran: tuple[Engine, str], settings: Settings
+) -> None:
+    _engine, sweep_id = ran
+    args = ["compare", f"{sweep_id}@agent/code+baseline", f"{sweep_id}@agent/code+symbols"]
+    result = CliRunner().invoke(
+        app, [*args, "--answers", "--db", settings.resolved_database_url()], env={"COLUMNS": "160"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "Answer quality:" in result.output and "fairness" in result.output
+    # The same prose got the same judge scores in both arms: every criterion gap is noise.
+    for criterion in CRITERIA:
+        line = next(x for x in result.output.splitlines() if criterion in x)
+        assert "noise" in line and "finding" not in line

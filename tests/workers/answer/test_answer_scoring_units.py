@@ -1,0 +1,159 @@
+"""Grounding buckets on planted citations, the ±5 boundary, EOF, partitioning and keywords."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcp_farm.schema import Message
+from mcp_farm.workers.answer import (
+    counts,
+    coverage,
+    extract,
+    grounding_rate,
+    partition,
+    verify,
+)
+
+# Line numbers matter: `first` is defined on line 4, `CONSTANT` on line 1, `Box.open` on 9.
+SOURCE = """CONSTANT = 1
+
+
+def first(x):
+    return x + CONSTANT
+
+
+class Box:
+    def open(self):
+        return first(2)
+""" + "\n".join(f"# filler {i}" for i in range(20))
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text(SOURCE, encoding="utf-8")
+    (tmp_path / "README.md").write_text("one\ntwo\n", encoding="utf-8")
+    return tmp_path
+
+
+def status(prose: str, repo: Path, tolerance: int = 5) -> list[str]:
+    return [c.status for c in verify(extract(prose), repo, tolerance)]
+
+
+def test_each_bucket_on_planted_citations(repo: Path) -> None:
+    prose = (
+        "`first` (pkg/mod.py:4) adds the constant. The box is in pkg/box.py:3. "
+        "It also reads pkg/mod.py:999."
+    )
+    found = verify(extract(prose), repo)
+    assert [c.status for c in found] == ["grounded", "unresolved", "hallucinated"]
+    assert "past end of file" in found[2].detail
+    assert counts(found) == {"grounded": 1, "unresolved": 1, "hallucinated": 1}
+    assert grounding_rate(found) == pytest.approx(1 / 3)
+
+
+def test_a_symbol_exactly_at_the_tolerance_is_grounded_one_further_is_not(repo: Path) -> None:
+    # CONSTANT is defined on line 1 and used on line 5; the filler starts at line 11.
+    lines = len(SOURCE.splitlines())
+    assert lines > 12
+    assert status("`CONSTANT` (pkg/mod.py:11)", repo, tolerance=6) == ["grounded"]
+    assert status("`CONSTANT` (pkg/mod.py:12)", repo, tolerance=6) == ["hallucinated"]
+    # With the default ±5: line 10 is 5 away from its use on line 5, line 11 is 6 away.
+    assert status("`CONSTANT` (pkg/mod.py:10)", repo) == ["grounded"]
+    assert status("`CONSTANT` (pkg/mod.py:11)", repo) == ["hallucinated"]
+
+
+def test_a_cited_line_inside_a_definition_grounds_its_name(repo: Path) -> None:
+    assert status("`Box.open` at pkg/mod.py:10", repo) == ["grounded"]
+    assert status("`Box.open` at pkg/mod.py:25", repo) == ["hallucinated"]
+
+
+def test_the_last_line_is_in_range_and_the_next_is_past_eof(repo: Path) -> None:
+    last = len(SOURCE.splitlines())
+    assert status(f"see pkg/mod.py:{last}", repo) == ["grounded"]
+    assert status(f"see pkg/mod.py:{last + 1}", repo) == ["hallucinated"]
+    assert status(f"see pkg/mod.py:{last - 1}-{last + 1}", repo) == ["hallucinated"]
+
+
+def test_every_citation_form_is_extracted() -> None:
+    prose = (
+        "In pkg/mod.py:4, pkg/mod.py:4-6, pkg/mod.py#L9, pkg/mod.py#L9-L10, "
+        "[link](./pkg/mod.py#L2) and plain README.md."
+    )
+    refs = [(r.path, r.line_start, r.line_end) for r in extract(prose)]
+    assert refs == [
+        ("pkg/mod.py", 4, 4),
+        ("pkg/mod.py", 4, 6),
+        ("pkg/mod.py", 9, 9),
+        ("pkg/mod.py", 9, 10),
+        ("pkg/mod.py", 2, 2),
+        ("README.md", None, None),
+    ]
+
+
+def test_a_symbol_beside_the_citation_is_captured_but_not_one_further_on() -> None:
+    refs = extract("`Box.open()` (pkg/mod.py:9) calls it; pkg/mod.py:4 — `first` adds one.")
+    assert [r.symbol for r in refs] == ["Box.open", "first"]
+    (ref,) = extract("It pauses (pkg/mod.py:4), and the rest is in `other` later.")
+    assert ref.symbol is None
+
+
+def test_paths_that_escape_the_checkout_are_unresolved(repo: Path, tmp_path: Path) -> None:
+    (tmp_path.parent / "outside.py").write_text("x = 1\n", encoding="utf-8")
+    assert status("../outside.py:1 and /etc/hosts.txt", repo) == ["unresolved", "unresolved"]
+
+
+def test_a_keyword_or_citation_only_in_the_audit_stream_earns_nothing(repo: Path) -> None:
+    call = {"id": "c0", "name": "read", "arguments": {"query": "first pkg/mod.py:4"}}
+    transcript = [
+        Message(role="system", content="Answer about first."),
+        Message(role="user", content="Where is first?"),
+        Message(role="assistant", content='{"tool": "read"}', tool_calls=[call]),
+        Message(role="tool", content="first is at pkg/mod.py:4", tool_call_id="c0"),
+        Message(role="assistant", content="I could not find it."),
+    ]
+    parts = partition(transcript)
+    assert parts.prose == "I could not find it."
+    assert "pkg/mod.py:4" in parts.audit
+    assert coverage(parts.prose, ["first"]) == 0.0
+    assert extract(parts.prose) == []
+    answered = [*transcript[:-1], Message(role="assistant", content="`first` is pkg/mod.py:4.")]
+    prose = partition(answered).prose
+    assert coverage(prose, ["first"]) == 1.0
+    assert status(prose, repo) == ["grounded"]
+
+
+def test_few_shot_examples_before_the_request_are_not_the_agents_prose() -> None:
+    transcript = [
+        Message(role="user", content="example question"),
+        Message(role="assistant", content="example answer with first"),
+        Message(role="user", content="the real question"),
+        Message(role="assistant", content="the real answer"),
+    ]
+    assert partition(transcript).prose == "the real answer"
+
+
+def test_keywords_match_whole_words_and_alternatives() -> None:
+    assert coverage("The sender calls sendall.", ["send"]) == 0.0
+    prose = "The sender calls Connection.send and checks Content-Length (HTTP/1.1)."
+    assert coverage(prose, ["Connection.send", "content-length", "1.1"]) == 1.0
+    assert coverage(prose, ["chunked|Content-Length", "missing"]) == 0.5
+    assert coverage(prose, []) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_extract_never_raises_and_every_path_has_an_extension(text: str) -> None:
+    for ref in extract(text):
+        assert "." in ref.path.rsplit("/", 1)[-1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.lists(st.text(min_size=1), max_size=5))
+def test_coverage_is_a_share(text: str, keywords: list[str]) -> None:
+    value = coverage(text, keywords)
+    assert value is None or 0.0 <= value <= 1.0

@@ -1,0 +1,134 @@
+"""The real model paths: the bundled model in-process, and llama.cpp's OpenAI-compatible server.
+
+Slow (tens of seconds each); CI runs them. They check that trials complete and are recorded
+faithfully, not how well a 270M-parameter model scores.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp_farm.scenarios import (
+    load_prompt,
+    load_suite,
+)
+from mcp_farm.schema import (
+    OUTCOMES,
+    ModelTarget,
+    ScenarioRef,
+    Settings,
+    TrialSpec,
+)
+from mcp_farm.workers.model.local import bundled_path
+from mcp_farm.workers.trial import execute_trial
+from tests.helpers import (
+    free_port,
+    wait_until_serving,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+SCENARIO = next(s for s in load_suite("basic").scenarios if s.id == "fs.list-desktop")
+
+
+def _needs_llama() -> None:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("llama-cpp-python is not installed; scripts/test.sh installs it")
+        pytest.skip("llama-cpp-python not installed (run scripts/setup.sh)")
+
+
+def _spec(model: ModelTarget, prompt: str) -> TrialSpec:
+    return TrialSpec(
+        sweep_id="real",
+        model=model,
+        prompt=load_prompt(prompt),
+        scenario=ScenarioRef(id=SCENARIO.id, version=1, suite="basic"),
+        repetition=0,
+        seed=1,
+    )
+
+
+@pytest.mark.parametrize("prompt", ["native", "json"])
+def test_the_bundled_local_model_runs_a_recorded_trial(prompt: str, settings: Settings) -> None:
+    _needs_llama()
+    model = ModelTarget(id="gemma3-270m", adapter="local", model="gemma3-270m")
+    result = anyio.run(execute_trial, _spec(model, prompt), settings)
+    assert result.outcome in OUTCOMES and result.outcome != "infra_error", result.detail
+    assert result.tokens.prompt > 0 and result.tokens.completion > 0
+    assert result.turns >= 1
+    assert any(m.role == "assistant" for m in result.transcript)
+    assert result.provenance.model_pins["chat_format"] == "gemma"
+    assert result.provenance.model_pins["llama_cpp_python"] == "0.3.16"
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> str:
+    _needs_llama()
+    model = bundled_path("gemma3-270m", Settings().model_cache_dir)
+    port = free_port()
+    log = (tmp_path_factory.mktemp("server") / "llama-server.log").open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model),
+            "--chat_format",
+            "gemma",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "4096",
+            "--model_alias",
+            "gemma3-270m",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        wait_until_serving(f"{base}/models", proc, 120, f"llama_cpp.server (log: {log.name})", 200)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+@pytest.mark.parametrize("prompt", ["native", "json"])
+def test_an_openai_compatible_endpoint_runs_a_recorded_trial(
+    prompt: str, settings: Settings, llama_server: str
+) -> None:
+    model = ModelTarget(
+        id="gemma-http", adapter="openai", model="gemma3-270m", endpoint=llama_server
+    )
+    result = anyio.run(execute_trial, _spec(model, prompt), settings)
+    assert result.outcome in OUTCOMES and result.outcome != "infra_error", result.detail
+    assert result.tokens.prompt > 0 and result.tokens.completion > 0
+    assert result.provenance.model_pins["endpoint"] == llama_server
+
+
+def test_an_endpoint_that_is_down_is_an_infra_error(settings: Settings) -> None:
+    model = ModelTarget(
+        id="down", adapter="openai", model="x", endpoint=f"http://127.0.0.1:{free_port()}/v1"
+    )
+    result = anyio.run(execute_trial, _spec(model, "native"), settings)
+    assert result.outcome == "infra_error"
+    assert "unreachable" in result.detail
+
+
+def test_the_bundled_model_files_exist(tmp_path: Path) -> None:
+    _needs_llama()
+    path = bundled_path("gemma3-270m", tmp_path)
+    assert path.exists() and path.stat().st_size > 100_000_000

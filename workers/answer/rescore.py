@@ -1,0 +1,175 @@
+"""Scoring stored transcripts again, without the model: `farm rescore` and the anchor gate.
+
+A rescore re-grades the deterministic outcome from the recorded calls (the tools' schemas are
+listed again from the servers; no model is asked), re-checks citations and keywords, and judges
+again, writing new rows under a new scoring id. Nothing recorded before is changed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlmodel import col, select
+
+from mcp_farm.scenarios import find_scenario
+from mcp_farm.scenarios.anchors import (
+    anchor_folder,
+    load_anchors,
+)
+from mcp_farm.schema import (
+    JudgeSettings,
+    Message,
+    Scenario,
+    Settings,
+    SpecError,
+    StoreError,
+    ToolCallRecord,
+    TrialSpec,
+)
+from mcp_farm.schema.db import (
+    ToolCallRow,
+    TrialRow,
+    session_scope,
+)
+from mcp_farm.workers.answer.judge import Shown
+from mcp_farm.workers.answer.scoring import (
+    Transcript,
+    judge_runs,
+    score_answer,
+)
+from mcp_farm.workers.grading.grade import grade
+from mcp_farm.workers.mcp.connections import connect
+from mcp_farm.workers.mcp.pool import ServerPool
+from mcp_farm.workers.node.runtime import get_runtime
+from mcp_farm.workers.node.tasks import engine_for
+from mcp_farm.workers.store.results import write_answer
+from mcp_farm.workers.trial import (
+    attached,
+    judge_for,
+)
+
+
+def _calls(rows: list[ToolCallRow], transcript: list[Message]) -> list[ToolCallRecord]:
+    """The recorded calls with the result text the model saw (the i-th tool message)."""
+    results = [m.content for m in transcript if m.role == "tool"]
+    calls = []
+    for row in rows:
+        shown = results[row.idx] if row.idx < len(results) else ""
+        calls.append(
+            ToolCallRecord(
+                index=row.idx,
+                server=row.server,
+                tool=row.tool,
+                arguments=json.loads(row.arguments_json),
+                ok=row.ok,
+                error=row.error,
+                result_text=shown if row.ok else "",
+                result_digest=row.result_digest,
+                latency_s=row.latency_s,
+            )
+        )
+    return calls
+
+
+async def _schemas(spec: TrialSpec, scenario: Scenario, pool: ServerPool) -> dict[str, Any]:
+    """The attached tools' input schemas, listed again from the servers (no model involved)."""
+    async with connect(attached(spec, scenario), pool, spec.prompt.tool_naming) as conn:
+        return {t.tool: t.input_schema for t in conn.tools.values()}
+
+
+async def _rescore(payload: dict[str, Any], settings: Settings, pool: ServerPool) -> dict[str, Any]:
+    engine = engine_for(settings.resolved_database_url())
+    judge = JudgeSettings.model_validate(payload["judge"])
+    with session_scope(engine) as session:
+        trial = session.get(TrialRow, payload["trial_id"])
+        if trial is None:
+            raise StoreError(f"no trial {payload['trial_id'][:12]} to rescore")
+        call_rows = list(
+            session.exec(
+                select(ToolCallRow)
+                .where(col(ToolCallRow.trial_id) == trial.trial_id)
+                .order_by(col(ToolCallRow.idx))
+            )
+        )
+        session.expunge_all()
+    spec = TrialSpec.model_validate_json(trial.payload_json)
+    scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
+    transcript = [Message.model_validate(m) for m in json.loads(trial.transcript_json)]
+    calls = _calls(call_rows, transcript)
+    schemas = await _schemas(spec, scenario, pool)
+    verdict = grade(
+        scenario,
+        calls,
+        trial.final_answer,
+        trial.stop_reason or "turn_limit",  # type: ignore[arg-type]
+        schemas,
+        trial.detail,
+    )
+    score = await score_answer(
+        trial=Transcript(
+            trial_id=trial.trial_id,
+            sweep_id=trial.sweep_id,
+            outcome=verdict.outcome,
+            transcript=transcript,
+            calls=calls,
+            latency_s=trial.latency_s or 0.0,
+            tokens_prompt=trial.tokens_prompt,
+            tokens_completion=trial.tokens_completion,
+            final_answer=trial.final_answer,
+            seed=spec.seed,
+        ),
+        scenario=scenario,
+        suite=spec.scenario.suite,
+        toolset=spec.toolset,
+        settings=judge,
+        judge=judge_for(judge, settings),
+        repos=settings.data_dir / "repos",
+        scoring=payload["scoring_id"],
+    )
+    with engine.begin() as conn:
+        write_answer(conn, score, trial.model_id, trial.prompt_id, trial.scenario_id)
+    return {
+        "trial_id": trial.trial_id,
+        "outcome": verdict.outcome,
+        "recorded_outcome": trial.outcome,
+        "fairness": score.fairness,
+    }
+
+
+def rescore_trial(payload: dict[str, Any], settings: Settings, **_options: Any) -> dict[str, Any]:
+    """Task `farm.rescore_trial`: {trial_id, scoring_id, judge} → new answer-score rows."""
+    runtime = get_runtime(settings)
+    result: dict[str, Any] = runtime.portal.call(_rescore, payload, settings, runtime.pool)
+    return result
+
+
+async def _judge_anchors(payload: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    anchors = load_anchors(anchor_folder(payload["folder"]), payload.get("rubric"))
+    judge_settings = JudgeSettings.model_validate(payload["judge"])
+    judge = judge_for(judge_settings, settings)
+    if judge is None:
+        raise SpecError("anchors", "judge.model", "the anchor gate needs a judge model")
+    means: dict[str, dict[str, float | None]] = {}
+    unreadable, judge_s = 0, 0.0
+    for i, anchor in enumerate(anchors.anchors):
+        shown = Shown(request=anchor.request, prose=anchor.answer)
+        scores, _tokens, _estimated, _hash, seconds = await judge_runs(
+            judge, judge_settings, anchors.rubric_id, shown, seed=10 * i
+        )
+        judge_s += seconds
+        found: dict[str, list[float]] = {s.criterion: [] for s in scores}
+        for s in scores:
+            if s.score is None:
+                unreadable += 1
+            else:
+                found[s.criterion].append(s.score)
+        means[anchor.id] = {c: sum(v) / len(v) if v else None for c, v in found.items()}
+    return {"judge": judge.model_id, "scores": means, "unreadable": unreadable, "judge_s": judge_s}
+
+
+def judge_anchors(payload: dict[str, Any], settings: Settings, **_options: Any) -> dict[str, Any]:
+    """Task `farm.judge_anchors`: the judge's mean score per anchor and criterion."""
+    runtime = get_runtime(settings)
+    result: dict[str, Any] = runtime.portal.call(_judge_anchors, payload, settings)
+    return result

@@ -1,0 +1,154 @@
+"""The outcome taxonomy, applied deterministically in its fixed order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from referencing.exceptions import Unresolvable  # jsonschema's own dependency (>= 4.18)
+
+from mcp_farm.schema import (
+    Outcome,
+    Scenario,
+    StopReason,
+    ToolCallRecord,
+)
+from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.grading.matchers import answer_pattern
+from mcp_farm.workers.grading.schemacheck import schema_error
+from mcp_farm.workers.grading.steps import find
+from mcp_farm.workers.model.safejson import (
+    arguments_key,
+    shorten,
+    wire_problem,
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: Outcome
+    detail: str
+
+
+def _schema_problem(
+    call: ToolCallRecord, schema: dict[str, Any] | None, declared: set[str] | None = None
+) -> str | None:
+    """Extra arguments or wrong types, judged against the tool's own input schema.
+
+    An argument the step declares (an `optional` one, say) is never extra, even where the
+    schema does not list it. The schema is the server's: one that cannot be applied is an
+    InfraError, not the model's.
+    """
+    if not schema:
+        return None
+    properties = schema.get("properties", {})
+    allowed = (set(properties) if isinstance(properties, dict) else set()) | (declared or set())
+    extra = sorted(str(name) for name in set(call.arguments) - allowed)
+    if extra:
+        return f"unexpected argument(s) {', '.join(extra)} for {call.tool}"
+    problem = wire_problem(call.arguments)
+    if problem:
+        return f"{call.tool}: arguments are not plain JSON: {problem}"
+    try:
+        error = schema_error(call.arguments, schema)
+    except (jsonschema.SchemaError, Unresolvable, RecursionError) as exc:
+        raise InfraError(f"the input schema of {call.tool} cannot be applied: {exc}") from None
+    return f"{call.tool}: {error.message}" if error is not None else None
+
+
+def _match_steps(
+    scenario: Scenario, calls: list[ToolCallRecord], schemas: dict[str, dict[str, Any]]
+) -> Verdict | None:
+    """wrong_params or wrong_sequence, or None when every step is met in an allowed order."""
+    found = find(
+        scenario, calls, lambda c, declared: _schema_problem(c, schemas.get(c.tool), declared)
+    )
+    if found.params:
+        return Verdict("wrong_params", found.params)
+    if found.sequence:
+        return Verdict("wrong_sequence", found.sequence)
+    if found.failed:
+        return Verdict("wrong_params", found.failed)
+    return None
+
+
+def _loop(scenario: Scenario, calls: list[ToolCallRecord]) -> str | None:
+    counts: dict[str, int] = {}
+    for c in calls:
+        key = arguments_key(c.tool, c.arguments)
+        counts[key] = counts.get(key, 0) + 1
+        if counts[key] > scenario.max_repeats:
+            return f"{c.tool} called {counts[key]} times with the same arguments"
+    return None
+
+
+def _grade_open(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    final_answer: str | None,
+    stop_reason: StopReason,
+    schemas: dict[str, dict[str, Any]],
+) -> Verdict:
+    """Open tool use: any offered tool, with well-formed arguments, no loop, then an answer."""
+    for c in calls:
+        if c.server is None:
+            return Verdict("wrong_tool", f"called {shorten(c.tool)}, which no server offers")
+    for c in calls:
+        problem = _schema_problem(c, schemas.get(c.tool))
+        if problem:
+            return Verdict("wrong_params", problem)
+    return _loop_or_answer(scenario, calls, final_answer, stop_reason)
+
+
+def _loop_or_answer(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    final_answer: str | None,
+    stop_reason: StopReason,
+) -> Verdict:
+    """The last checks of the taxonomy: tool_loop, output_mismatch, pass."""
+    loop = _loop(scenario, calls)
+    if loop or stop_reason == "tool_loop":
+        return Verdict("tool_loop", loop or "repeated identical calls")
+    if stop_reason != "answer" or final_answer is None:
+        return Verdict("output_mismatch", f"no final answer within {scenario.max_turns} turns")
+    if scenario.final_answer and not answer_pattern(scenario.final_answer).search(final_answer):
+        return Verdict("output_mismatch", f"the answer does not mention /{scenario.final_answer}/")
+    return Verdict("pass", "")
+
+
+def grade(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    final_answer: str | None,
+    stop_reason: StopReason,
+    schemas: dict[str, dict[str, Any]],
+    problem: str = "",
+) -> Verdict:
+    """The first outcome of the taxonomy that applies (DESIGN.md §4)."""
+    if stop_reason == "infra_error":
+        return Verdict("infra_error", problem)
+    if stop_reason == "time_limit":
+        return Verdict("timeout", f"no answer within {scenario.time_limit_s:g} s")
+    if stop_reason == "format_error":
+        return Verdict("format_error", problem)
+    if scenario.open_tools:
+        return _grade_open(scenario, calls, final_answer, stop_reason, schemas)
+    if scenario.expect and not calls:
+        return Verdict("no_tool_call", "the model answered without calling a tool")
+    if not scenario.expect and calls:
+        return Verdict("wrong_tool", f"no tool should be called; called {calls[0].tool}")
+    expected = scenario.accepted_tools
+    labels = ", ".join(step.label for step in scenario.expect)
+    for c in calls:
+        if c.server is None:
+            return Verdict("wrong_tool", f"called {shorten(c.tool)}, which no server offers")
+        if c.tool not in expected | set(scenario.allowed_extra):
+            return Verdict("wrong_tool", f"called {c.tool}; expected {labels}")
+    if scenario.expect and not any(c.tool in expected for c in calls):
+        return Verdict("wrong_tool", f"never called {labels}")
+    verdict = _match_steps(scenario, calls, schemas)
+    if verdict:
+        return verdict
+    return _loop_or_answer(scenario, calls, final_answer, stop_reason)

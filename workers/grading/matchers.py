@@ -1,0 +1,181 @@
+"""Parameter matchers: does one argument value satisfy what the scenario expects?
+
+Matchers nest (`items`, `contains`, `keys`, `optional`); a reason for a value inside an
+argument starts with where it is (`[0].oldText: …`), so the grade names the exact spot.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jsonschema
+from referencing.exceptions import Unresolvable  # jsonschema's own dependency (>= 4.18)
+
+from mcp_farm.schema import (
+    ParamMatcher,
+    SpecError,
+)
+from mcp_farm.workers.grading.chained import (
+    Chain,
+    derived_problem,
+)
+from mcp_farm.workers.grading.normal import (
+    normalize,
+    normalize_path,
+)
+from mcp_farm.workers.grading.schemacheck import schema_error
+from mcp_farm.workers.model.safejson import (
+    shorten,
+    wire_problem,
+)
+
+NO_CHAIN = Chain()
+"""Nothing to derive from: a matcher judged outside a trial's chain."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _within(value: Any, target: float, tolerance: float) -> bool:
+    try:
+        return abs(float(value) - target) <= tolerance
+    except OverflowError:  # an integer too large for a float is not near any number
+        return False
+
+
+def _pattern(pattern: str, flags: int, field: str) -> re.Pattern[str]:
+    """A scenario's regular expression, compiled. Loading rejects invalid ones; one that still
+    fails here (a file changed under a running sweep) is the scenario's fault: SpecError."""
+    try:
+        return re.compile(pattern, flags)
+    except (re.error, OverflowError, RecursionError) as exc:
+        raise SpecError("scenario", field, f"invalid regular expression: {exc}") from None
+
+
+def answer_pattern(pattern: str) -> re.Pattern[str]:
+    """The compiled `final_answer` pattern (searched, case-insensitive)."""
+    return _pattern(pattern, re.IGNORECASE, "final_answer")
+
+
+def located(where: str, reason: str) -> str:
+    """`where` joined to a reason that may start with a deeper location."""
+    return f"{where}{reason}" if reason[:1] in ("[", ".") else f"{where}: {reason}"
+
+
+def absent_problem(matcher: ParamMatcher) -> str | None:
+    """None when the argument (or key) this matcher judges may be left out."""
+    return None if matcher.kind == "optional" else "missing"
+
+
+def check(matcher: ParamMatcher, value: Any, chain: Chain = NO_CHAIN) -> str | None:
+    """None when the value satisfies the matcher, else the reason in words.
+
+    Whatever the value holds, this returns; only a matcher that cannot be applied raises
+    (SpecError: the scenario's fault, never the model's). A value that was given is judged
+    here; whether a missing one may be missing is `absent_problem`'s question.
+    """
+    while matcher.optional is not None:
+        matcher = matcher.optional
+    if matcher.kind == "any":
+        return None
+    problem = wire_problem(value)
+    if problem:
+        # Decoders pass only plain JSON; a value from elsewhere (a set, an integer too long to
+        # print) would break the comparisons below, and matches nothing a scenario can say.
+        return f"not a plain JSON value: {problem}"
+    return _judge(matcher, value, chain)
+
+
+def _judge(matcher: ParamMatcher, value: Any, chain: Chain) -> str | None:
+    kind = matcher.kind
+    if matcher.optional is not None:
+        return _judge(matcher.optional, value, chain)
+    if kind == "any":
+        return None
+    if kind in ("items", "contains"):
+        return _array_problem(matcher, value, chain)
+    if kind == "keys":
+        return _object_problem(matcher, value, chain)
+    if kind == "derived_from_step":
+        assert matcher.derived_from_step is not None
+        return derived_problem(value, matcher.derived_from_step, chain)
+    if kind == "exact":
+        ok = value == matcher.exact and type(value) is type(matcher.exact)
+        return None if ok else f"expected {shorten(matcher.exact)}, got {shorten(value)}"
+    if kind == "number":
+        assert matcher.number is not None
+        ok = _is_number(value) and _within(value, matcher.number, matcher.tolerance)
+        return (
+            None if ok else f"expected {matcher.number}±{matcher.tolerance}, got {shorten(value)}"
+        )
+    if kind == "json_schema":
+        try:
+            error = schema_error(value, matcher.json_schema or {})
+        except (jsonschema.SchemaError, Unresolvable, RecursionError) as exc:
+            raise SpecError("scenario", "json_schema", f"invalid JSON schema: {exc}") from None
+        return f"does not fit the schema: {error.message}" if error is not None else None
+    if kind == "one_of":
+        options = matcher.one_of or []
+        hit = any(
+            normalize(value) == normalize(o)
+            if isinstance(value, str) and isinstance(o, str)
+            else value == o
+            for o in options
+        )
+        return None if hit else f"expected one of {shorten(options)}, got {shorten(value)}"
+    if not isinstance(value, str):
+        return f"expected a string, got {type(value).__name__} {shorten(value)}"
+    return _check_text(matcher, kind, value)
+
+
+def _array_problem(matcher: ParamMatcher, value: Any, chain: Chain) -> str | None:
+    if not isinstance(value, list):
+        return f"expected an array, got {type(value).__name__} {shorten(value)}"
+    if isinstance(matcher.items, list):
+        if len(value) != len(matcher.items):
+            return f"expected {len(matcher.items)} item(s), got {len(value)}"
+        pairs = list(zip(matcher.items, value, strict=True))
+    else:
+        pairs = [(matcher.items, item) for item in value] if matcher.items else []
+    for i, (each, item) in enumerate(pairs):
+        reason = _judge(each, item, chain)
+        if reason:
+            return located(f"[{i}]", reason)
+    wanted = [matcher.contains] if isinstance(matcher.contains, ParamMatcher) else matcher.contains
+    for k, each in enumerate(wanted or []):
+        reasons = [_judge(each, item, chain) for item in value]
+        if all(reasons):
+            name = "contains" if isinstance(matcher.contains, ParamMatcher) else f"contains[{k}]"
+            why = located("; item [0]", reasons[0] or "") if value else "; the array is empty"
+            return f"no item satisfies {name}{why}"
+    return None
+
+
+def _object_problem(matcher: ParamMatcher, value: Any, chain: Chain) -> str | None:
+    if not isinstance(value, dict):
+        return f"expected an object, got {type(value).__name__} {shorten(value)}"
+    keys = matcher.keys or {}
+    for key, each in keys.items():
+        reason = absent_problem(each) if key not in value else _judge(each, value[key], chain)
+        if reason:
+            return located(f".{key}", reason)
+    if matcher.extra_keys == "forbid":
+        extra = sorted(str(k) for k in value if k not in keys)
+        if extra:
+            return f"unexpected key(s) {', '.join(extra)}"
+    return None
+
+
+def _check_text(matcher: ParamMatcher, kind: str, value: str) -> str | None:
+    if kind == "normalized":
+        ok = normalize(value) == normalize(matcher.normalized or "")
+        return None if ok else f"expected {matcher.normalized!r}, got {shorten(value)}"
+    if kind == "regex":
+        pattern = _pattern(matcher.regex or "", re.IGNORECASE | re.DOTALL, "regex")
+        ok = pattern.fullmatch(value) is not None
+        return None if ok else f"{shorten(value)} does not match /{matcher.regex}/"
+    assert kind == "path", kind
+    ok = normalize_path(value) == normalize_path(matcher.path or "")
+    return None if ok else f"expected path {matcher.path!r}, got {shorten(value)}"

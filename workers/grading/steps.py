@@ -1,0 +1,199 @@
+"""Which calls meet which expected step, and whether the steps came in an allowed order.
+
+A call meets a step when it names one of the step's tools, its arguments satisfy the step's
+matchers (chained values taken from results obtained before it), it fits the tool's schema,
+and it worked (or failed, for a step with `expect_error`). Then each step is given a call of
+its own such that every step comes after the steps it requires (`after`, or the scenario's
+order). What went wrong is kept by kind, and the grade picks in this order:
+
+1. an argument wrong: `wrong_params`;
+2. a step missing, out of order, or using a value before it was obtained: `wrong_sequence`;
+3. a call that was right but came back as an error: `wrong_params`. It comes last because a
+   missing earlier step (a folder never made) explains such an error better than the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mcp_farm.schema import (
+    ExpectedCall,
+    Scenario,
+    ToolCallRecord,
+)
+from mcp_farm.workers.grading.chained import Chain
+from mcp_farm.workers.grading.matchers import (
+    absent_problem,
+    check,
+    located,
+)
+from mcp_farm.workers.model.safejson import shorten
+
+SEARCH_LIMIT = 20_000
+"""Placements tried before giving up on finding an allowed order. Steps not ordered relative
+to each other that accept the same calls make the search branch; real traces need a few
+dozen tries, and this bound keeps a pathological one (hundreds of alike calls) finite."""
+
+SchemaProblem = Callable[[ToolCallRecord, set[str]], str | None]
+"""Judges a call's arguments against its tool's input schema; the set names arguments the
+step declares, which are never extra."""
+
+
+@dataclass
+class Findings:
+    """What the steps found, first problem of each kind."""
+
+    params: str | None = None
+    sequence: str | None = None
+    failed: str | None = None
+    met: dict[int, list[ToolCallRecord]] = field(default_factory=dict)
+    """Per step, the calls that meet it."""
+    errored: set[int] = field(default_factory=set)
+    """Steps whose only fitting calls came back as errors (or worked, under expect_error)."""
+    late: dict[int, str] = field(default_factory=dict)
+    """Steps with a call whose chained value came from a result obtained only after it."""
+
+    def note(self, kind: str, problem: str) -> None:
+        if getattr(self, kind) is None:
+            setattr(self, kind, problem)
+
+
+def accepts(step: ExpectedCall, call: ToolCallRecord) -> bool:
+    return call.tool in step.names and (step.server is None or call.server == step.server)
+
+
+def arguments_problem(
+    step: ExpectedCall, call: ToolCallRecord, chain: Chain, schema_problem: SchemaProblem
+) -> str | None:
+    for arg, matcher in step.params.items():
+        if arg not in call.arguments:
+            if absent_problem(matcher):
+                return f"{call.tool}: missing argument {arg!r}"
+            continue
+        reason = check(matcher, call.arguments[arg], chain)
+        if reason:
+            return located(f"{call.tool}.{arg}", reason)
+    return schema_problem(call, set(step.params))
+
+
+def _outcome_problem(step: ExpectedCall, call: ToolCallRecord) -> str | None:
+    if call.ok == (not step.expect_error):
+        return None
+    if step.expect_error:
+        return f"{call.tool} was expected to fail, and it worked"
+    return f"{call.tool} returned an error: {shorten(call.error or '')}"
+
+
+def _meet(
+    j: int,
+    step: ExpectedCall,
+    calls: list[ToolCallRecord],
+    found: Findings,
+    schema_problem: SchemaProblem,
+) -> None:
+    """Record the calls that meet step j, or why none does."""
+    found.met[j] = []
+    candidates = [c for c in calls if accepts(step, c)]
+    if not candidates:
+        found.note("sequence", f"step {j} ({step.label}) never called")
+        return
+    unmet = sorted(k for k in step.sources() if not found.met.get(k))
+    if unmet:
+        # A chained argument whose source step never happened: the chain is broken. When the
+        # source was called but failed, that failure is the problem to report, not the chain.
+        kind = "failed" if set(unmet) <= found.errored else "sequence"
+        found.note(
+            kind, f"step {j} ({step.label}) needs the result of step {unmet[0]}, never obtained"
+        )
+        return
+    late: str | None = None
+    wrong: str | None = None
+    failed: str | None = None
+    for c in candidates:
+        problem = arguments_problem(step, c, Chain(found.met, before=c.index), schema_problem)
+        if (
+            problem
+            and step.sources()
+            and not arguments_problem(step, c, Chain(found.met), schema_problem)
+        ):
+            late = late or f"step {j} ({step.label}) used a value before the step it comes from"
+        elif problem:
+            wrong = wrong or problem
+        elif outcome := _outcome_problem(step, c):
+            failed = failed or outcome
+        else:
+            found.met[j].append(c)
+    if late:
+        found.late[j] = late
+    if found.met[j]:
+        return
+    if wrong:
+        found.note("params", wrong)
+    elif late:
+        found.note("sequence", late)
+    else:
+        found.errored.add(j)
+        found.note("failed", failed or f"step {j} ({step.label}) not met")
+
+
+def _place(scenario: Scenario, found: Findings) -> str | None:
+    """None when every step can have a call of its own, after the steps it requires; else
+    why the first step that could not be placed was not."""
+    steps, met = scenario.expect, found.met
+    required = [s.requires(j, scenario.order) for j, s in enumerate(steps)]
+    chosen: dict[int, int] = {}
+    used: set[int] = set()
+    tries = 0
+    first: list[str] = []
+
+    def place(j: int) -> bool:
+        nonlocal tries
+        if j == len(steps):
+            return True
+        floor = max((chosen[i] for i in required[j]), default=-1)
+        options = [c.index for c in met[j] if c.index > floor and c.index not in used]
+        if not options and not first:
+            why = _why_unplaced(j, steps, required[j], chosen, met[j], floor)
+            first.append(found.late.get(j, why))
+        for index in options:
+            tries += 1
+            if tries > SEARCH_LIMIT:
+                return False
+            chosen[j] = index
+            used.add(index)
+            if place(j + 1):
+                return True
+            used.discard(index)
+            del chosen[j]
+        return False
+
+    if place(0):
+        return None
+    return first[0] if first else "the steps could not be placed in an allowed order"
+
+
+def _why_unplaced(
+    j: int,
+    steps: list[ExpectedCall],
+    required: list[int],
+    chosen: dict[int, int],
+    met: list[ToolCallRecord],
+    floor: int,
+) -> str:
+    if any(c.index > floor for c in met):
+        return f"step {j} ({steps[j].label}) has no call of its own: another step used it"
+    before = max(required, key=lambda i: chosen[i])
+    return f"step {j} ({steps[j].label}) came before step {before} ({steps[before].label})"
+
+
+def find(
+    scenario: Scenario, calls: list[ToolCallRecord], schema_problem: SchemaProblem
+) -> Findings:
+    """Every step's calls and the first problem of each kind (see the module doc)."""
+    found = Findings()
+    for j, step in enumerate(scenario.expect):
+        _meet(j, step, calls, found, schema_problem)
+    if found.params is None and found.sequence is None and found.failed is None:
+        found.sequence = _place(scenario, found)
+    return found

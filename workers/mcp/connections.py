@@ -1,0 +1,121 @@
+"""A trial's view of its MCP servers: sessions lent by the pool and the tools they offer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp import ClientSession
+
+from mcp_farm.schema import ServerDef
+from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.mcp.pool import (
+    LiveServer,
+    ServerPool,
+)
+from mcp_farm.workers.model.safejson import describe
+from mcp_farm.workers.model.toolspec import ToolSpec
+
+
+@dataclass
+class Connected:
+    """The live sessions of one trial and the tools they offer, by the name the model sees."""
+
+    sessions: dict[str, ClientSession]
+    tools: dict[str, ToolSpec]
+    touched: set[str] = field(default_factory=set)
+    """Servers that had a call that may have changed their state."""
+
+
+def shown_name(server: str, tool: str, naming: str) -> str:
+    return f"{server}__{tool}" if naming == "server_prefixed" else tool
+
+
+def _clash(name: str, first: str, second: str) -> InfraError:
+    return InfraError(
+        f"servers {first!r} and {second!r} both list a tool named {name!r}, so the model could "
+        "reach only one of them: use a prompt config with `tool_naming: server_prefixed` (tools "
+        "shown as server__tool), or attach only one of the two servers"
+    )
+
+
+@asynccontextmanager
+async def connect(
+    servers: list[ServerDef], pool: ServerPool, naming: str
+) -> AsyncIterator[Connected]:
+    """Borrow every server the trial needs; give them back healthy only if the trial ended
+    without an exception (a timeout, a crash or a cancellation stops them instead)."""
+    attached = [s.name for s in servers]
+    lent: list[LiveServer] = []
+    healthy = False
+    connected = Connected(sessions={}, tools={})
+    try:
+        for server in servers:
+            lent.append(await pool.acquire(server, attached))
+        for live in lent:
+            connected.sessions[live.server.name] = live.session
+            for tool in live.tools:
+                name = shown_name(live.server.name, tool.name, naming)
+                if name in connected.tools and connected.tools[name].server != live.server.name:
+                    # Not the model's fault: the trial cannot be a fair test of either tool.
+                    raise _clash(name, connected.tools[name].server, live.server.name)
+                connected.tools[name] = ToolSpec(
+                    shown_name=name,
+                    server=live.server.name,
+                    tool=tool.name,
+                    description=tool.description or "",
+                    input_schema=dict(tool.input_schema or {}),
+                    read_only=bool(tool.annotations and tool.annotations.read_only_hint),
+                )
+        yield connected
+        healthy = True
+    finally:
+        for live in lent:
+            pool.release(live, healthy=healthy, dirty=live.server.name in connected.touched)
+
+
+def result_text(result: Any) -> str:
+    """A CallToolResult as text for the model, the way MCP clients show it: text blocks as
+    they are, other blocks described by what identifies them (see `block_text`), and the
+    structured content as JSON when the blocks say nothing."""
+    text = "\n".join(block_text(block) for block in result.content)
+    structured = getattr(result, "structured_content", None)
+    if not text.strip() and structured is not None:
+        return describe(structured)
+    return text
+
+
+def block_text(block: Any) -> str:
+    """One content block as text. A bare `[image]` would leave a scenario about a linked or
+    embedded resource unanswerable, so links give their URI, name, type and description,
+    embedded text resources their URI and text, and binary data its type and size."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return str(block.text)
+    if kind in ("image", "audio"):
+        return f"[{kind}: {block.mime_type}, {_decoded_size(block.data)} bytes]"
+    if kind == "resource_link":
+        title = block.title if block.title and block.title != block.name else None
+        head = f"[resource link: {block.uri}] {block.name}" + (f" ({title})" if title else "")
+        facts = [f"type {block.mime_type}" if block.mime_type else None]
+        facts.append(f"{block.size} bytes" if block.size is not None else None)
+        shown = ", ".join(f for f in facts if f)
+        lines = [head + (f"; {shown}" if shown else "")]
+        return "\n".join([*lines, block.description] if block.description else lines)
+    if kind == "resource":
+        resource = block.resource
+        mime = f" ({resource.mime_type})" if resource.mime_type else ""
+        text = getattr(resource, "text", None)
+        if text is not None:
+            return f"[resource: {resource.uri}{mime}]\n{text}"
+        size = _decoded_size(getattr(resource, "blob", ""))
+        return f"[resource: {resource.uri}{mime}, {size} bytes of binary data]"
+    return f"[{kind or 'content'}]"
+
+
+def _decoded_size(data: str) -> int:
+    """Bytes that base64 text stands for, without decoding it (it may be megabytes)."""
+    body = data.strip()
+    return len(body) * 3 // 4 - (len(body) - len(body.rstrip("=")))

