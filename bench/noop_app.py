@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_farm.schema import get_settings
-from mcp_farm.schema.broker import make_celery
+from mcp_farm.schema.tasks.broker import make_celery
 
 app = make_celery(get_settings(), name="bench")
 

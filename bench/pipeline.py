@@ -34,17 +34,14 @@ from sqlmodel import col
 from mcp_farm.scenarios import load_suite
 from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.scheduler.submission.publish import publish_trials
-from mcp_farm.scheduler.submission.submit import (
-    record_plan,
-    submit,
-)
+from mcp_farm.scheduler.submission.queries import record_plan
+from mcp_farm.scheduler.submission.submit import submit
 from mcp_farm.schema import (
     ModelTarget,
     ScenarioSelection,
     Settings,
     SweepSpec,
 )
-from mcp_farm.schema.broker import make_celery
 from mcp_farm.schema.db import (
     NodeRow,
     TrialRow,
@@ -52,6 +49,7 @@ from mcp_farm.schema.db import (
     make_engine,
     session_scope,
 )
+from mcp_farm.schema.tasks.broker import make_celery
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN = os.environ.get("FARM_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")

@@ -44,7 +44,7 @@ from mcp_farm.schema import (
     Settings,
     SweepSpec,
 )
-from mcp_farm.schema.broker import make_celery
+from mcp_farm.schema.tasks.broker import make_celery
 
 SCENARIO = next(s for s in load_suite("basic").scenarios if s.id == "fs.list-desktop")
 console = Console()

@@ -257,9 +257,7 @@ def select(selection: ScenarioSelection, source: str = "sweep") -> list[tuple[st
     known = {s.id for _suite, s in picked}
     for i, wanted in enumerate(selection.ids):
         if wanted not in known:
-            raise ScenarioError(
-                source, f"scenarios.ids[{i}]", f"unknown scenario id {wanted!r}"
-            )
+            raise ScenarioError(source, f"scenarios.ids[{i}]", f"unknown scenario id {wanted!r}")
     if not picked:
         raise ScenarioError(source, "scenarios", "the selection matches no scenario")
     return picked

@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mcp_farm.schema.errors import FarmError
+
 AUTHOR = b"Fixture Bot <fixtures@mcp-farm.invalid> 1767225600 +0000"
 """Author and committer of the one commit (2026-01-01 00:00 UTC)."""
 MESSAGE = b"Pinned source snapshot\n"
@@ -32,7 +34,7 @@ SKIPPED = ("__pycache__", ".git")
 """Folders never committed: git's own, and bytecode a local run may have left behind."""
 
 
-class CodeRepoError(RuntimeError):
+class CodeRepoError(FarmError):
     """Building a checkout failed, or gave another commit than the one pinned."""
 
 

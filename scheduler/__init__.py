@@ -1,39 +1,5 @@
-"""Control plane: CLI, matrix expansion, submission, progress, scorecards, reports."""
-
-from mcp_farm.scheduler.scorecard.aggregate import (
-    aggregate,
-    scorecard_of,
-    stored_scorecard,
-)
-from mcp_farm.scheduler.scorecard.build import build_scorecard
-from mcp_farm.scheduler.statistics.rates import (
-    percentiles,
-    wilson,
-)
-from mcp_farm.scheduler.submission.embedded import run_embedded
-from mcp_farm.scheduler.submission.expand import (
-    Plan,
-    expand,
-    load_sweep,
-    with_endpoint,
-)
-from mcp_farm.scheduler.submission.submit import (
-    record_plan,
-    runnable_ids,
-)
-
-__all__ = [
-    "Plan",
-    "aggregate",
-    "build_scorecard",
-    "expand",
-    "load_sweep",
-    "percentiles",
-    "record_plan",
-    "run_embedded",
-    "runnable_ids",
-    "scorecard_of",
-    "stored_scorecard",
-    "wilson",
-    "with_endpoint",
-]
+"""The control plane, by role: `cli` (the `farm` commands), `submission` (expand, route, record,
+publish, run embedded), `operations` (cancel, resume, recovery, progress, nodes), `scorecard`
+(aggregate, build, gates, comparisons; SQL in `scorecard.queries`), `statistics` (rates, judge
+variance) and `report` (terminal, Markdown/JSON/JUnit, HTML). Import what you need from its
+module: this package loads nothing on import, so `farm --help` stays light."""

@@ -1,6 +1,8 @@
-"""Contracts: specs, the trial payload, messages between processes, result vocabularies, ids and
-settings. Pydantic only: importing this loads neither Celery nor SQLAlchemy. The database tables
-and engine are in `mcp_farm.schema.db`, the broker's configuration in `mcp_farm.schema.broker`."""
+"""Contracts: specs, the trial payload, result vocabularies, ids and settings.
+
+Pydantic only: importing this loads neither Celery nor SQLAlchemy. The database tables and engine
+are in `mcp_farm.schema.db`; the broker's queues, task lookup by name and the typed task messages
+in `mcp_farm.schema.tasks`."""
 
 from mcp_farm.schema.answer import (
     GROUNDINGS,
@@ -38,10 +40,6 @@ from mcp_farm.schema.parse.loading import (
     spec_errors,
     validate,
 )
-from mcp_farm.schema.plugins import (
-    TaskFn,
-    load_task,
-)
 from mcp_farm.schema.redact import (
     has_credentials,
     mask_url,
@@ -71,17 +69,23 @@ from mcp_farm.schema.specs import (
     Suite,
     SweepSpec,
 )
+from mcp_farm.schema.tasks.registry import (
+    TaskFn,
+    load_task,
+)
 from mcp_farm.schema.trial import (
     Message,
-    Provenance,
     ScenarioRef,
     TokenCounts,
     ToolCallRecord,
+    TranscriptCall,
+    TrialProvenance,
     TrialResult,
     TrialSpec,
 )
 from mcp_farm.schema.vocab import (
     OUTCOMES,
+    UNGRADED,
     AdapterName,
     Outcome,
     StopReason,
@@ -97,6 +101,7 @@ __all__ = [
     "GROUNDINGS",
     "LOCAL_MODELS",
     "OUTCOMES",
+    "UNGRADED",
     "AdapterName",
     "AdoptionWeights",
     "AnswerScore",
@@ -118,7 +123,6 @@ __all__ = [
     "Outcome",
     "ParamMatcher",
     "PromptConfig",
-    "Provenance",
     "Rubric",
     "RubricStep",
     "Scenario",
@@ -142,6 +146,8 @@ __all__ = [
     "ToolChoice",
     "ToolMode",
     "ToolSet",
+    "TranscriptCall",
+    "TrialProvenance",
     "TrialResult",
     "TrialSpec",
     "TrialStatus",

@@ -1,4 +1,23 @@
-"""The root of every error the farm raises on purpose."""
+"""The root of every error the farm raises on purpose, and the map of the whole tree.
+
+Every deliberate error derives from `FarmError`; the CLI prints its message and exits 2. An
+exception outside this tree, met while a trial runs, is a bug in the farm itself: the trial is
+recorded as `harness_error` with its traceback, never retried, and shown in red.
+
+    FarmError                        mcp_farm.schema.errors
+    ├── SpecError                    a YAML file or spec value is invalid (file and field named)
+    │   └── ScenarioError            mcp_farm.scenarios.catalog: a scenario or suite is invalid
+    ├── StoreError                   the results database could not be reached or written
+    ├── MessageError                 a task payload or result does not fit its task
+    ├── CodeRepoError                mcp_farm.scenarios.coderepo: a pinned checkout failed
+    ├── RoutingError                 mcp_farm.scheduler.submission.routing: no queue serves a model
+    ├── PreflightError               mcp_farm.scheduler.submission.preflight: an endpoint is unusable
+    └── WorkerError                  mcp_farm.workers.errors
+        ├── InfraError               not the model's fault: recorded as `infra_error`, retried
+        │   └── SlotBusy             mcp_farm.workers.node.slots: every endpoint slot stayed taken
+        ├── AdapterError             a model target this worker cannot serve
+        └── UnreadableJson           mcp_farm.workers.model.safejson: a reply is not JSON
+"""
 
 from __future__ import annotations
 
@@ -20,3 +39,12 @@ class SpecError(FarmError):
 
 class StoreError(FarmError):
     """The results database could not be reached or written."""
+
+
+class MessageError(FarmError):
+    """A task's payload or result does not fit the task's message model (the task is named)."""
+
+    def __init__(self, task: str, problem: str) -> None:
+        self.task = task
+        self.problem = problem
+        super().__init__(f"task {task}: {problem}")

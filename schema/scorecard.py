@@ -206,7 +206,7 @@ class Scorecard(Frozen):
     built_at: str
     total: int
     done: int
-    """Trials recorded (infra errors included); rates exclude infra errors."""
+    """Trials recorded (infra and harness errors included); rates exclude both."""
     rows: list[Row]
     extras: list[ConfigExtras]
     tool_calls: list[ToolCalls]
@@ -218,6 +218,10 @@ class Scorecard(Frozen):
 
     def of(self, dimension: Dimension) -> list[Row]:
         return [r for r in self.rows if r.dimension == dimension]
+
+    def harness_errors(self) -> int:
+        """Trials that hit a bug in the farm itself (`harness_error`): in no rate, always shown."""
+        return sum(r.outcomes.get("harness_error", 0) for r in self.of("config"))
 
 
 def rate_or_nan(value: float | None) -> float:

@@ -362,7 +362,7 @@ class Gate(Strict):
             raise ValueError("give exactly one of `min` and `max`")
         return self
 
-    def describe(self) -> str:
+    def rule_text(self) -> str:
         bound = f">= {self.min:g}" if self.min is not None else f"<= {self.max:g}"
         scope = f" {self.per}={self.only}" if self.only else f" per {self.per}"
         return f"{self.metric} {bound}{scope}"

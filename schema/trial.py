@@ -78,13 +78,23 @@ class TrialSpec(BaseModel):
         return self.toolset.id if self.toolset else ""
 
 
+class TranscriptCall(BaseModel):
+    """A tool call as the transcript keeps it, inside the assistant message that made it."""
+
+    id: str
+    """The id the model (or the decoder) gave the call; its tool message answers to it."""
+    name: str
+    """The tool's name as the model saw it."""
+    arguments: dict[str, Any]
+
+
 class Message(BaseModel):
     """One entry of the transcript."""
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str
-    tool_calls: list[dict[str, Any]] | None = None
-    """Calls the assistant made in this message: {id, name, arguments}."""
+    tool_calls: list[TranscriptCall] | None = None
+    """Calls the assistant made in this message."""
     tool_call_id: str | None = None
     name: str | None = None
 
@@ -119,7 +129,7 @@ class ToolCallRecord(BaseModel):
     latency_s: float = 0.0
 
 
-class Provenance(BaseModel):
+class TrialProvenance(BaseModel):
     """What produced a result: code, machine, and every pin that changes results."""
 
     farm_version: str
@@ -171,6 +181,6 @@ class TrialResult(BaseModel):
     setup_calls: list[ToolCallRecord] = Field(default_factory=list)
     """The scenario's `setup` calls, made by the farm before the model started (indexed from
     0 on their own). Never graded, never counted as the model's; stored with the trial."""
-    provenance: Provenance
+    provenance: TrialProvenance
     answer: AnswerScore | None = None
     """The answer-quality score, for scenarios with an `answer` in sweeps that score them."""

@@ -9,7 +9,7 @@ Tier = Literal["simple", "moderate", "complex"]
 ToolMode = Literal["native", "json", "grammar"]
 """How tools reach the model: OpenAI `tools`, JSON-in-text, or grammar-constrained JSON."""
 
-AdapterName = Literal["openai", "local", "scripted", "replay"]
+AdapterName = Literal["openai", "local", "scripted"]
 
 Transport = Literal["stdio", "http"]
 
@@ -18,6 +18,7 @@ TrialStatus = Literal["pending", "running", "done", "cancelled"]
 SweepStatus = Literal["active", "cancelled"]
 
 Outcome = Literal[
+    "harness_error",
     "infra_error",
     "timeout",
     "format_error",
@@ -33,7 +34,17 @@ Outcome = Literal[
 
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
+UNGRADED: tuple[Outcome, ...] = ("harness_error", "infra_error")
+"""Outcomes that say nothing about the model (a bug in the farm, a broken infrastructure): left
+out of every rate, and shown on their own."""
+
 StopReason = Literal[
-    "answer", "turn_limit", "tool_loop", "time_limit", "format_error", "infra_error"
+    "answer",
+    "turn_limit",
+    "tool_loop",
+    "time_limit",
+    "format_error",
+    "infra_error",
+    "harness_error",
 ]
 """Why the agent session ended."""

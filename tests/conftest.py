@@ -18,6 +18,14 @@ PG_ADMIN = os.environ.get(
     "FARM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 REDIS_TEST = os.environ.get("FARM_TEST_REDIS", "redis://127.0.0.1:6379/11")
+SERVICE_FIXTURES = {"pg_engine", "redis_url"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs the test PostgreSQL or Redis, so `--fast` can leave it out."""
+    for item in items:
+        if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)
 
 
 def _unavailable(what: str, where: str, problem: object) -> None:

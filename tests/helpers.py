@@ -14,19 +14,19 @@ from mcp_farm.scenarios import load_prompt
 from mcp_farm.schema import (
     ModelTarget,
     PromptConfig,
-    Provenance,
     Scenario,
     ScenarioRef,
     ToolCallRecord,
+    TrialProvenance,
     TrialResult,
     TrialSpec,
 )
 from mcp_farm.workers.mcp.shared import free_port as free_port
 
 
-def fixed_provenance() -> Provenance:
+def fixed_provenance() -> TrialProvenance:
     """A fixed provenance for results a test builds by hand."""
-    return Provenance(
+    return TrialProvenance(
         farm_version="0",
         git_commit="x",
         host="h",

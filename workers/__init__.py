@@ -6,7 +6,7 @@ from mcp_farm.workers.errors import (
     WorkerError,
 )
 from mcp_farm.workers.grading.grade import (
-    Verdict,
+    Graded,
     grade,
 )
 from mcp_farm.workers.model.adapters import (
@@ -21,9 +21,9 @@ from mcp_farm.workers.trial import execute_trial
 __all__ = [
     "ADAPTERS",
     "AdapterError",
+    "Graded",
     "InfraError",
     "ModelClient",
-    "Verdict",
     "WorkerError",
     "execute_trial",
     "grade",

@@ -18,6 +18,7 @@ from mcp_farm.schema import (
     StopReason,
     TokenCounts,
     ToolCallRecord,
+    TranscriptCall,
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.connections import (
@@ -25,13 +26,13 @@ from mcp_farm.workers.mcp.connections import (
     result_text,
 )
 from mcp_farm.workers.model.base import ModelClient
+from mcp_farm.workers.model.encode import opening_messages
 from mcp_farm.workers.model.safejson import (
     arguments_key,
     shorten,
     wire_problem,
 )
 from mcp_farm.workers.model.toolspec import ParsedCall
-from mcp_farm.workers.model.wire import opening_messages
 
 RESULT_KEEP_CHARS = 4000
 
@@ -206,7 +207,8 @@ async def run_session(
                 role="assistant",
                 content=reply.text,
                 tool_calls=[
-                    {"id": c.call_id, "name": c.name, "arguments": c.arguments} for c in reply.calls
+                    TranscriptCall(id=c.call_id, name=c.name, arguments=c.arguments)
+                    for c in reply.calls
                 ],
             )
         )

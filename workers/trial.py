@@ -15,6 +15,7 @@ from mcp_farm.scenarios import (
     servers_for,
 )
 from mcp_farm.schema import (
+    UNGRADED,
     AnswerScore,
     FarmError,
     JudgeSettings,
@@ -33,9 +34,9 @@ from mcp_farm.workers.answer.scoring import (
     Transcript,
     score_answer,
 )
-from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.errors import InfraError, harness_detail
 from mcp_farm.workers.grading.grade import (
-    Verdict,
+    Graded,
     grade,
 )
 from mcp_farm.workers.mcp.connections import connect
@@ -108,7 +109,8 @@ async def execute_trial(
 
 
 async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> TrialResult:
-    """Run one trial. Model failures become outcomes; infrastructure failures become infra_error."""
+    """Run one trial. Model failures become outcomes; infrastructure failures become infra_error;
+    an exception from the farm's own code (a bug) becomes harness_error, with its traceback."""
     scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
     started_at = datetime.now(UTC)
     started = time.perf_counter()
@@ -120,14 +122,17 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         client = make_client(spec.model, settings.model_cache_dir)
         with anyio.fail_after(scenario.time_limit_s):
             schemas = await _converse(state, spec, scenario, client, pool)
-    except BaseException as exc:  # classify: timeout / infra; anything else is re-raised
+    except BaseException as exc:  # classify: timeout / infra / harness; the rest is re-raised
         if _find(exc, TimeoutError) and not _find(exc, InfraError):
             state.stop_reason = "time_limit"
         elif (infra := _find(exc, InfraError)) is not None:
             state.stop_reason, problem = "infra_error", str(infra)
-        elif isinstance(exc, Exception):
-            logger.exception("trial %s failed unexpectedly", spec.trial_id[:12])
+        elif _find(exc, FarmError) is not None:  # deliberate: a model this worker cannot serve
+            logger.exception("trial %s failed", spec.trial_id[:12])
             state.stop_reason, problem = "infra_error", f"{type(exc).__name__}: {exc}"
+        elif isinstance(exc, Exception):
+            logger.exception("trial %s hit a bug in the farm", spec.trial_id[:12])
+            state.stop_reason, problem = "harness_error", harness_detail(exc)
         else:
             raise
     latency_s = time.perf_counter() - started
@@ -144,7 +149,10 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     except FarmError as exc:
         # A pattern or schema that cannot be applied (the scenario's or a server's), not the
         # model's doing: the trial is recorded as an infrastructure error naming it.
-        stop, verdict = "infra_error", Verdict("infra_error", f"cannot grade: {exc}")
+        stop, verdict = "infra_error", Graded("infra_error", f"cannot grade: {exc}")
+    except Exception as exc:  # a bug in the grader: the farm's, never the model's
+        logger.exception("trial %s: grading hit a bug in the farm", spec.trial_id[:12])
+        stop, verdict = "harness_error", Graded("harness_error", harness_detail(exc))
     result = TrialResult(
         trial_id=spec.trial_id,
         sweep_id=spec.sweep_id,
@@ -172,7 +180,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         setup_calls=state.setup_calls,
         provenance=provenance(spec, settings, client.pins if client else {}),
     )
-    if spec.judge is not None and scenario.answer is not None and verdict.outcome != "infra_error":
+    if spec.judge is not None and scenario.answer is not None and verdict.outcome not in UNGRADED:
         # Judged after the clock stopped: judging is never part of the trial's latency.
         result.answer = await _scored(result, spec, scenario, settings)
     return result

@@ -71,7 +71,7 @@ async def probe(server: ServerDef, attached: list[str]) -> list[Tool]:
                     return list((await session.list_tools()).tools)
 
 
-def describe(tools: list[Tool]) -> str:
+def tool_lines(tools: list[Tool]) -> str:
     return "\n".join(f"{t.name}: {(t.description or '').strip().splitlines()[0]}" for t in tools)
 
 
@@ -100,7 +100,7 @@ def build(attached: list[str]) -> MCPServer:
         """List the tools one connected MCP server offers, each with a one-line description."""
         key = connected(server)
         if key == "gaia":
-            return describe(await app.list_tools())
+            return tool_lines(await app.list_tools())
         if key not in known:
             catalog = server_catalog()
             if key not in catalog:
@@ -110,7 +110,7 @@ def build(attached: list[str]) -> MCPServer:
             except Exception as exc:  # any failure to reach it: the model hears it is down
                 logger.exception("probing %s failed", key)
                 raise ToolError(f"could not reach {key}: {type(exc).__name__}") from exc
-        return describe(known[key])
+        return tool_lines(known[key])
 
     @app.tool(annotations=READ_ONLY)
     def list_available_servers() -> str:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from sqlalchemy.engine import Engine
 
 from mcp_farm.scheduler.cli import (
     nodes as cli_nodes,
@@ -18,10 +17,7 @@ from mcp_farm.scheduler.cli import (
 from mcp_farm.scheduler.cli import (
     report as cli_report,
 )
-from mcp_farm.scheduler.cli.answers import (
-    anchors_app,
-    rescore,
-)
+from mcp_farm.scheduler.cli.anchors import anchors_app
 from mcp_farm.scheduler.cli.common import (
     DataDirOption,
     DbOption,
@@ -32,25 +28,26 @@ from mcp_farm.scheduler.cli.common import (
     preflight,
     settings_from,
 )
+from mcp_farm.scheduler.cli.rescore import rescore
 from mcp_farm.scheduler.cli.scenarios import scenarios_app
 from mcp_farm.scheduler.cli.sweep import sweep_app
-from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
-from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
-from mcp_farm.scheduler.scorecard.infra import infra_only
-from mcp_farm.scheduler.submission.embedded import run_embedded
 from mcp_farm.scheduler.submission.expand import (
     expand,
     load_sweep,
     with_endpoint,
 )
-from mcp_farm.scheduler.submission.submit import describe
 from mcp_farm.schema import (
     FarmError,
     mask_url,
 )
 
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
 INFRA_ONLY = 1
 """`farm run`'s exit status when some configuration measured nothing (all infra errors)."""
+HARNESS_ERROR = 1
+"""`farm run`'s exit status when any trial hit a bug in the farm itself (`harness_error`)."""
 
 app = typer.Typer(
     add_completion=False,
@@ -93,8 +90,13 @@ def run(
 
     Exits 2 before recording anything when a model endpoint is unreachable or does not serve
     the model, and 1 when every trial of some model × prompt configuration ended as an
-    infrastructure error.
+    infrastructure error, or when any trial hit a bug in the farm itself (harness_error).
     """
+    from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
+    from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
+    from mcp_farm.scheduler.submission.embedded import run_embedded
+    from mcp_farm.scheduler.submission.submit import plan_summary
+
     settings = settings_from(db, data_dir)
     sweep = load_sweep(sweep_file)
     if endpoint:
@@ -102,21 +104,27 @@ def run(
     plan = expand(sweep, str(sweep_file))
     preflight(plan.sweep, settings, check)
     engine = engine_from(settings)
-    console.print(f"[bold]{plan.sweep_id}[/bold]: {describe(plan)}")
+    console.print(f"[bold]{plan.sweep_id}[/bold]: {plan_summary(plan)}")
     console.print(f"[dim]results: {mask_url(settings.resolved_database_url())}[/dim]")
     run_embedded(plan=plan, settings=settings, engine=engine, console=console, rerun=rerun)
     # The run ended with the aggregate task, which built and stored the card: print that one.
-    print_scorecard(scorecard_of(engine=engine, sweep_id=plan.sweep_id), console)
+    card = scorecard_of(engine=engine, sweep_id=plan.sweep_id)
+    print_scorecard(card, console)
     _fail_on_infra_only(engine, plan.sweep_id)
+    if card.harness_errors():
+        # The scorecard printed the red line; the exit status tells a script or CI.
+        raise typer.Exit(HARNESS_ERROR)
 
 
 def _fail_on_infra_only(engine: Engine, sweep_id: str) -> None:
     """Name each configuration that measured nothing, and exit 1 if there is one."""
+    from mcp_farm.scheduler.scorecard.infra import infra_only
+
     empty = infra_only(engine=engine, sweep_id=sweep_id)
     if not empty:
         return
     for found in empty:
-        console.print(f"[bold red]{escape(found.describe())}[/bold red]", highlight=False)
+        console.print(f"[bold red]{escape(found.warning())}[/bold red]", highlight=False)
     console.print(
         "Nothing was measured for them. Fix the cause (start the model server, check the "
         "endpoint and its key), then run the same command again: it runs only the trials "

@@ -5,26 +5,20 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from sqlalchemy.engine import Engine
 
-from mcp_farm.scheduler.submission.preflight import (
-    check_endpoints,
-    openai_targets,
-)
 from mcp_farm.schema import (
     Settings,
     SweepSpec,
     get_settings,
 )
-from mcp_farm.schema.db import (
-    init_db,
-    make_engine,
-)
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 console = Console()
 
@@ -89,6 +83,8 @@ def settings_from(
 
 
 def engine_from(settings: Settings, *, migrate: bool = True) -> Engine:
+    from mcp_farm.schema.db import init_db, make_engine
+
     engine = make_engine(settings.resolved_database_url())
     if migrate:
         init_db(engine)
@@ -100,6 +96,8 @@ def preflight(sweep: SweepSpec, settings: Settings, enabled: bool | None) -> Non
 
     Raises PreflightError, before anything is recorded, when a model cannot be served.
     """
+    from mcp_farm.scheduler.submission.preflight import check_endpoints, openai_targets
+
     if not (settings.preflight if enabled is None else enabled):
         return
     targets = openai_targets(sweep)

@@ -18,8 +18,6 @@ from mcp_farm.scheduler.cli.common import (
     engine_from,
     settings_from,
 )
-from mcp_farm.scheduler.operations.nodes import list_nodes
-from mcp_farm.scheduler.report.terminal.ops import nodes_table
 from mcp_farm.schema import (
     FarmError,
     Settings,
@@ -83,6 +81,9 @@ def worker(
 
 def workers(db: DbOption = None) -> None:
     """List the worker nodes: tags, last heartbeat, trials done."""
+    from mcp_farm.scheduler.operations.nodes import list_nodes
+    from mcp_farm.scheduler.report.terminal.ops import nodes_table
+
     settings = settings_from(db)
     nodes = list_nodes(engine=engine_from(settings), heartbeat_s=settings.heartbeat_s)
     if not nodes:

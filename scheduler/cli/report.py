@@ -7,7 +7,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -20,27 +20,7 @@ from mcp_farm.scheduler.cli.common import (
     engine_from,
     settings_from,
 )
-from mcp_farm.scheduler.operations.progress import (
-    latest_sweep_id,
-    require_sweep,
-)
-from mcp_farm.scheduler.report.formats import (
-    to_junit,
-    to_markdown,
-)
-from mcp_farm.scheduler.report.html.page import to_html
-from mcp_farm.scheduler.report.terminal.answers import print_answer_comparison
-from mcp_farm.scheduler.report.terminal.scorecard import (
-    pct,
-    print_scorecard,
-)
-from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
-from mcp_farm.scheduler.scorecard.build import build_scorecard
-from mcp_farm.scheduler.scorecard.compare import (
-    Side,
-    compare,
-)
-from mcp_farm.scheduler.scorecard.compare_answers import compare_answers
+from mcp_farm.scheduler.report.cells import pct
 from mcp_farm.scheduler.scorecard.gates import check_gates
 from mcp_farm.scheduler.submission.expand import load_sweep
 from mcp_farm.schema import (
@@ -48,11 +28,13 @@ from mcp_farm.schema import (
     SpecError,
     SweepSpec,
 )
-from mcp_farm.schema.db import session_scope
 from mcp_farm.schema.scorecard import (
     DIMENSIONS,
     Scorecard,
 )
+
+if TYPE_CHECKING:
+    pass
 
 GATE_FAILED = 1
 
@@ -94,10 +76,18 @@ def report(
     data_dir: DataDirOption = None,
 ) -> None:
     """Show the scorecard of a recorded sweep: a table, Markdown, JSON, JUnit XML or HTML."""
+    from mcp_farm.scheduler.operations.progress import latest_sweep_id
+    from mcp_farm.scheduler.operations.queries import check_sweep
+    from mcp_farm.scheduler.report.formats import to_junit, to_markdown
+    from mcp_farm.scheduler.report.html.page import to_html
+    from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
+    from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
+    from mcp_farm.scheduler.scorecard.build import build_scorecard
+    from mcp_farm.scheduler.scorecard.queries.samples import sample_trials
+
     engine = engine_from(settings_from(db, data_dir))
     sweep_id = sweep_id or latest_sweep_id(engine=engine)
-    with session_scope(engine) as session:
-        require_sweep(session, sweep_id)
+    check_sweep(engine=engine, sweep_id=sweep_id)
     if scoring:
         # An older scoring pass is shown, not stored: the stored card stays the newest.
         card = build_scorecard(engine=engine, sweep_id=sweep_id, scoring=scoring)
@@ -117,7 +107,7 @@ def report(
             Format.md: lambda: to_markdown(card),
             Format.json: lambda: card.model_dump_json(indent=2) + "\n",
             Format.junit: lambda: to_junit(card),
-            Format.html: lambda: to_html(card, engine),
+            Format.html: lambda: to_html(card, sample_trials(engine, card.sweep_id)),
         }[fmt]()
         if output is None:
             sys.stdout.write(body)
@@ -135,6 +125,8 @@ def report(
 
 def _plain_tables(card: Scorecard) -> str:
     """The terminal tables as plain text, 100 columns wide, for a file."""
+    from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
+
     buffer = io.StringIO()
     print_scorecard(card, Console(file=buffer, width=100, no_color=True, force_terminal=False))
     return buffer.getvalue()
@@ -151,7 +143,7 @@ def _enforce(card_gates: list[Gate], card: Scorecard, console: Console) -> None:
     if breaches:
         console.print(f"[bold red]gates failed[/bold red]: {len(breaches)} of {checked} checks")
         for breach in breaches:
-            console.print(f"  ✗ {breach.describe()}", highlight=False)
+            console.print(f"  ✗ {breach.explain()}", highlight=False)
         raise typer.Exit(GATE_FAILED)
     console.print(f"[green]gates passed[/green]: {len(card_gates)} gate(s), {checked} checks")
 
@@ -187,6 +179,10 @@ def compare_cmd(
 ) -> None:
     """B minus A per cell, with a 95% interval clustered by scenario; regressions first.
     Tool sets are part of the config label: S@MODEL/PROMPT+TOOLSET."""
+    from mcp_farm.scheduler.report.terminal.answers import print_answer_comparison
+    from mcp_farm.scheduler.scorecard.compare import Side, compare
+    from mcp_farm.scheduler.scorecard.compare_answers import compare_answers
+
     dimensions = [d.strip() for d in by.split(",") if d.strip()]
     unknown = [d for d in dimensions if d not in DIMENSIONS]
     if unknown or not dimensions:

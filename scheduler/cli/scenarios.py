@@ -11,10 +11,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mcp_farm.scenarios.validate import (
-    check_file,
-    suite_files,
-)
 from mcp_farm.scheduler.cli.common import console
 from mcp_farm.schema import (
     Scenario,
@@ -40,6 +36,8 @@ def list_scenarios(
     An unknown tier, or a tag, tool or server that no scenario has, is an error (exit 2)
     naming what there is, not an empty table.
     """
+    from mcp_farm.scenarios.validate import check_file, suite_files
+
     if tier is not None and tier not in TIERS:
         raise typer.BadParameter(
             f"{tier!r} is not a tier; use one of {', '.join(TIERS)}", param_hint="'--tier'"
@@ -118,6 +116,8 @@ def validate(
     ] = None,
 ) -> None:
     """Check every suite file and print every problem; exit 1 if there is any."""
+    from mcp_farm.scenarios.validate import check_file, suite_files
+
     files = suite_files(paths or [])
     total = 0
     scenarios = 0

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
-from sqlalchemy.engine import Engine
 
 from mcp_farm.scheduler.cli.common import (
     BrokerOption,
@@ -21,31 +20,16 @@ from mcp_farm.scheduler.cli.common import (
     preflight,
     settings_from,
 )
-from mcp_farm.scheduler.operations.control import (
-    cancel,
-    resume,
-)
-from mcp_farm.scheduler.operations.progress import (
-    SweepProgress,
-    latest_sweep_id,
-    sweep_progress,
-)
 from mcp_farm.scheduler.report.terminal.lines import LinePacer
-from mcp_farm.scheduler.report.terminal.ops import (
-    progress_line,
-    progress_view,
-)
 from mcp_farm.scheduler.submission.expand import (
     expand,
     load_sweep,
 )
-from mcp_farm.scheduler.submission.submit import (
-    describe,
-    per_queue,
-    route,
-    submit,
-)
-from mcp_farm.schema.broker import make_celery
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from mcp_farm.scheduler.operations.progress import SweepProgress
 
 sweep_app = typer.Typer(no_args_is_help=True, help="Distributed sweeps: submit, status, control.")
 
@@ -70,9 +54,12 @@ def submit_cmd(
     First checks that every openai model's endpoint answers from here and serves the model
     (exit 2, nothing recorded, when one does not).
     """
+    from mcp_farm.scheduler.submission.submit import per_queue, plan_summary, route, submit
+    from mcp_farm.schema.tasks.broker import make_celery
+
     settings = settings_from(db, broker=broker)
     plan = expand(load_sweep(sweep_file), str(sweep_file))
-    console.print(f"[bold]{plan.sweep_id}[/bold]: {describe(plan)}")
+    console.print(f"[bold]{plan.sweep_id}[/bold]: {plan_summary(plan)}")
     if dry_run:
         queues = route(plan, settings)
         console.print("dry run: nothing recorded or published")
@@ -129,6 +116,9 @@ def status_cmd(
     every: Annotated[float, typer.Option(help="Seconds between refreshes")] = 2.0,
 ) -> None:
     """Counts by state and queue, the pass rate so far and an ETA."""
+    from mcp_farm.scheduler.operations.progress import latest_sweep_id, sweep_progress
+    from mcp_farm.scheduler.report.terminal.ops import progress_view
+
     engine = engine_from(settings_from(db))
     sweep_id = sweep_id or latest_sweep_id(engine=engine)
     progress = sweep_progress(engine=engine, sweep_id=sweep_id)
@@ -149,6 +139,9 @@ def status_cmd(
 
 def _watch_in_lines(engine: Engine, progress: SweepProgress, every: float) -> None:
     """Watch a sweep as plain lines (a live view written to a log shows only its last frame)."""
+    from mcp_farm.scheduler.operations.progress import sweep_progress
+    from mcp_farm.scheduler.report.terminal.ops import progress_line
+
     pacer = LinePacer(total=progress.total)
     while True:
         if pacer.due(progress.finished):
@@ -162,6 +155,8 @@ def _watch_in_lines(engine: Engine, progress: SweepProgress, every: float) -> No
 @sweep_app.command("cancel")
 def cancel_cmd(sweep_id: Annotated[str, typer.Argument()], db: DbOption = None) -> None:
     """Cancel the trials not run yet (running ones finish and are recorded)."""
+    from mcp_farm.scheduler.operations.control import cancel
+
     n = cancel(engine=engine_from(settings_from(db)), sweep_id=sweep_id)
     console.print(f"cancelled {n} pending trial(s) of {sweep_id}; `farm sweep resume` undoes it")
 
@@ -172,6 +167,9 @@ def resume_cmd(
 ) -> None:
     """Re-publish what the sweep still needs and the broker no longer holds: pending, cancelled
     and infra_error trials, and running trials whose worker died."""
+    from mcp_farm.scheduler.operations.control import resume
+    from mcp_farm.schema.tasks.broker import make_celery
+
     settings = settings_from(db, broker=broker)
     done = resume(
         engine=engine_from(settings),

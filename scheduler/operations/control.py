@@ -12,18 +12,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import redis
-from celery import Celery
-from sqlalchemy import or_, select, update
-from sqlalchemy.engine import Engine
-from sqlmodel import col
 
-from mcp_farm.scheduler.operations.progress import require_sweep
+from mcp_farm.scheduler.operations.queries import (
+    Reopened,
+    cancel_pending,
+    lapsed_trials,
+    reopen_sweep,
+)
 from mcp_farm.scheduler.operations.recovery import (
     Held,
     broker_holdings,
-    lapsed_trials,
     requeue_lapsed,
 )
 from mcp_farm.scheduler.submission.publish import publish_trials
@@ -32,22 +33,15 @@ from mcp_farm.schema import (
     Settings,
     TrialSpec,
 )
-from mcp_farm.schema.db import (
-    TrialRow,
-    session_scope,
-)
+
+if TYPE_CHECKING:
+    from celery import Celery
+    from sqlalchemy.engine import Engine
 
 
 def cancel(*, engine: Engine, sweep_id: str) -> int:
     """Cancel what has not run yet; returns how many trials were cancelled."""
-    with session_scope(engine) as session:
-        require_sweep(session, sweep_id).status = "cancelled"
-        result = session.execute(
-            update(TrialRow)
-            .where(col(TrialRow.sweep_id) == sweep_id, col(TrialRow.status) == "pending")
-            .values(status="cancelled")
-        )
-    return int(result.rowcount)  # type: ignore[attr-defined]
+    return cancel_pending(engine=engine, sweep_id=sweep_id)
 
 
 @dataclass(frozen=True)
@@ -63,20 +57,8 @@ class Resumed:
 def resume(*, engine: Engine, app: Celery, sweep_id: str, settings: Settings) -> Resumed:
     """Re-publish what the sweep still needs: pending, cancelled and infra_error trials whose
     message the broker no longer holds, and running trials whose worker is gone."""
-    with session_scope(engine) as session:
-        require_sweep(session, sweep_id).status = "active"
-        wanted = (
-            col(TrialRow.sweep_id) == sweep_id,
-            or_(
-                col(TrialRow.status).in_(("pending", "cancelled")),
-                col(TrialRow.outcome) == "infra_error",
-            ),
-        )
-        rows = session.execute(
-            select(col(TrialRow.trial_id), col(TrialRow.payload_json), col(TrialRow.queue)).where(
-                *wanted
-            )
-        ).all()
+
+    def refuse(rows: Reopened) -> None:
         # Refuse before changing anything: a sweep run embedded has no queue to go back to.
         undeclared = sorted({queue for _id, _payload, queue in rows} - set(app.amqp.queues))
         if undeclared:
@@ -85,7 +67,8 @@ def resume(*, engine: Engine, app: Celery, sweep_id: str, settings: Settings) ->
                 "broker does not have: an embedded sweep is resumed with `farm run SWEEP.yaml`; "
                 "otherwise declare the tag in FARM_HARDWARE_TAGS"
             )
-        session.execute(update(TrialRow).where(*wanted).values(status="pending"))
+
+    rows = reopen_sweep(engine=engine, sweep_id=sweep_id, refuse=refuse)
     held = _holdings(app, {queue for _id, _payload, queue in rows})
     todo = [
         (TrialSpec.model_validate_json(payload), queue)

@@ -5,17 +5,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col
+from mcp_farm.scheduler.operations.queries import latest_sweep, progress_counts
+from mcp_farm.schema import UNGRADED, FarmError
 
-from mcp_farm.schema import FarmError
-from mcp_farm.schema.db import (
-    SweepRow,
-    TrialRow,
-    session_scope,
-)
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 RATE_WINDOW = timedelta(minutes=2)
 STATES = ("pending", "running", "done", "cancelled")
@@ -59,7 +55,7 @@ class SweepProgress:
 
     @property
     def pass_rate(self) -> float | None:
-        graded = sum(n for o, n in self.outcomes.items() if o != "infra_error")
+        graded = sum(n for o, n in self.outcomes.items() if o not in UNGRADED)
         return self.outcomes["pass"] / graded if graded else None
 
     @property
@@ -74,64 +70,32 @@ def as_utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def require_sweep(session: Session, sweep_id: str) -> SweepRow:
-    """The sweep's row, or a FarmError saying it is not in this database."""
-    sweep = session.get(SweepRow, sweep_id)
-    if sweep is None:
-        raise FarmError(f"no sweep {sweep_id!r} in this database (see `farm sweep status`)")
-    return sweep
-
-
 def latest_sweep_id(*, engine: Engine) -> str:
-    with session_scope(engine) as session:
-        row = session.execute(
-            select(col(SweepRow.sweep_id)).order_by(col(SweepRow.created_at).desc())
-        ).first()
-    if row is None:
+    found = latest_sweep(engine=engine)
+    if found is None:
         raise FarmError(
             "no sweep recorded in this database yet: run one here with "
             "`farm run scenarios/sweeps/quickstart.yaml` (embedded, nothing else needed), or "
             "submit one to the distributed farm with `farm sweep submit SWEEP.yaml`"
         )
-    return str(row[0])
+    return found
 
 
 def sweep_progress(*, engine: Engine, sweep_id: str) -> SweepProgress:
     """Read the sweep's state from the trial table (a few grouped queries)."""
-    where = col(TrialRow.sweep_id) == sweep_id
-    with session_scope(engine) as session:
-        sweep = require_sweep(session, sweep_id)
-        progress = SweepProgress(sweep_id, sweep.name, sweep.status, sweep.trial_count)
-        per_queue: dict[str, Counter[str]] = defaultdict(Counter)
-        for queue, state, n in session.execute(
-            select(col(TrialRow.queue), col(TrialRow.status), func.count())
-            .where(where)
-            .group_by(col(TrialRow.queue), col(TrialRow.status))
-        ):
-            per_queue[queue][state] += n
-            progress.by_state[state] += n
-        progress.by_queue = dict(sorted(per_queue.items()))
-        for outcome, n in session.execute(
-            select(col(TrialRow.outcome), func.count())
-            .where(where, col(TrialRow.status) == "done")
-            .group_by(col(TrialRow.outcome))
-        ):
-            progress.outcomes[outcome] += n
-        times = session.execute(
-            select(
-                func.count(),
-                func.min(col(TrialRow.started_at)),
-                func.max(col(TrialRow.finished_at)),
-            ).where(where, col(TrialRow.status) == "done", col(TrialRow.finished_at).is_not(None))
-        ).one()
-        since = datetime.now(UTC) - RATE_WINDOW
-        recent = session.execute(
-            select(func.count(), func.min(col(TrialRow.finished_at))).where(
-                where, col(TrialRow.status) == "done", col(TrialRow.finished_at) >= since
-            )
-        ).one()
-    _overall(progress, *times)
-    count, first = recent
+    counts = progress_counts(
+        engine=engine, sweep_id=sweep_id, since=datetime.now(UTC) - RATE_WINDOW
+    )
+    progress = SweepProgress(sweep_id, counts.name, counts.status, counts.total)
+    per_queue: dict[str, Counter[str]] = defaultdict(Counter)
+    for queue, state, n in counts.by_queue_state:
+        per_queue[queue][state] += n
+        progress.by_state[state] += n
+    progress.by_queue = dict(sorted(per_queue.items()))
+    for outcome, n in counts.by_outcome:
+        progress.outcomes[outcome] += n
+    _overall(progress, *counts.done_times)
+    count, first = counts.recent
     if count and first is not None:
         span = (datetime.now(UTC) - as_utc(first)).total_seconds()
         progress.recent_per_s = count / max(span, 1.0)

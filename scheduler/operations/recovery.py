@@ -17,29 +17,31 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
-from celery import Celery
-from sqlalchemy import or_, select, update
-from sqlalchemy.engine import Engine
-from sqlmodel import col
 
+from mcp_farm.scheduler.operations.queries import (
+    Lapsed,
+    lapsed_trials,
+    pending_of_active_sweeps,
+    release_lapsed,
+)
 from mcp_farm.scheduler.submission.publish import publish_trials
 from mcp_farm.schema import (
     Settings,
     TrialSpec,
 )
-from mcp_farm.schema.broker import make_celery
-from mcp_farm.schema.db import (
-    SweepRow,
-    TrialRow,
-    make_engine,
-)
+from mcp_farm.schema.db import make_engine
+from mcp_farm.schema.tasks.broker import make_celery
+from mcp_farm.schema.tasks.messages import RequeueRequest, RequeueResult, read_message
+
+if TYPE_CHECKING:
+    from celery import Celery
+    from sqlalchemy.engine import Engine
 
 UNACKED, UNACKED_INDEX = "unacked", "unacked_index"
 PRIORITY_SEP, PRIORITY_STEPS = "\x06\x16", (3, 6, 9)
-EMBEDDED_QUEUE = "embedded"
 
 # Reads each message's task id server-side: a queue of 40,000 trials would otherwise cross
 # the wire whole (several KB a message) just to learn 64 characters of each.
@@ -113,32 +115,6 @@ def restore(client: redis.Redis, tag: Any) -> bool:
     return bool(moved)
 
 
-@dataclass(frozen=True)
-class Lapsed:
-    trial_id: str
-    payload_json: str
-    queue: str
-
-
-def lapsed_trials(*, engine: Engine, stale_before: datetime, sweep_id: str | None) -> list[Lapsed]:
-    """`running` trials of active distributed sweeps whose lease is older than `stale_before`."""
-    where = [
-        col(TrialRow.status) == "running",
-        or_(col(TrialRow.beat_at).is_(None), col(TrialRow.beat_at) < stale_before),
-        col(TrialRow.queue) != EMBEDDED_QUEUE,
-        col(SweepRow.status) == "active",
-    ]
-    if sweep_id is not None:
-        where.append(col(TrialRow.sweep_id) == sweep_id)
-    stmt = (
-        select(col(TrialRow.trial_id), col(TrialRow.payload_json), col(TrialRow.queue))
-        .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id))
-        .where(*where)
-    )
-    with engine.connect() as conn:
-        return [Lapsed(*row) for row in conn.execute(stmt).all()]
-
-
 def requeue_lapsed(*, engine: Engine, app: Celery, lapsed: list[Lapsed]) -> int:
     """Give lapsed trials back to their queues: each marked pending (only if still running
     under the same lapsed lease), then its old message restored or a new one published."""
@@ -154,7 +130,7 @@ def requeue_lapsed(*, engine: Engine, app: Celery, lapsed: list[Lapsed]) -> int:
         fresh: list[tuple[TrialSpec, str]] = []
         released = 0
         for trial in lapsed:
-            if not _release(engine, trial.trial_id):
+            if not release_lapsed(engine, trial.trial_id):
                 continue  # its holder came back and finished, or someone took it already
             released += 1
             tags = held.unacked.get(trial.trial_id, [])
@@ -165,16 +141,6 @@ def requeue_lapsed(*, engine: Engine, app: Celery, lapsed: list[Lapsed]) -> int:
         return released
     finally:
         client.close()
-
-
-def _release(engine: Engine, trial_id: str) -> bool:
-    with engine.begin() as conn:
-        done = conn.execute(
-            update(TrialRow)
-            .where(col(TrialRow.trial_id) == trial_id, col(TrialRow.status) == "running")
-            .values(status="pending", detail="requeued: its worker stopped renewing its lease")
-        )
-    return bool(done.rowcount)
 
 
 def stranded_pending(*, engine: Engine, client: redis.Redis, older_than: float) -> int:
@@ -188,32 +154,24 @@ def stranded_pending(*, engine: Engine, client: redis.Redis, older_than: float) 
     raws = client.hmget(UNACKED, old)
     ids = {tag: _task_id(raw) for tag, raw in zip(old, raws, strict=True) if raw is not None}
     wanted = {i for i in ids.values() if i is not None}
-    with engine.connect() as conn:
-        pending = set(
-            conn.execute(
-                select(col(TrialRow.trial_id))
-                .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id))
-                .where(
-                    col(TrialRow.trial_id).in_(wanted),
-                    col(TrialRow.status) == "pending",
-                    col(SweepRow.status) == "active",
-                )
-            ).scalars()
-        )
+    pending = pending_of_active_sweeps(engine=engine, trial_ids=wanted)
     return sum(restore(client, tag) for tag, task_id in ids.items() if task_id in pending)
 
 
-def requeue_orphans(payload: dict[str, Any], settings: Settings) -> dict[str, Any]:
+def requeue_orphans(
+    payload: RequeueRequest | dict[str, Any], settings: Settings, **_options: Any
+) -> RequeueResult:
     """Task function (`farm.requeue_orphans`): give every lapsed trial of every active sweep
     back to its queue, and restore pending trials' messages stranded with a dead worker. Run
     by the control worker every heartbeat; with `{"act": false}` it only counts lapsed trials
     (the reaper's first look after the database was away)."""
+    request = read_message("farm.requeue_orphans", payload, RequeueRequest)
     engine = make_engine(settings.resolved_database_url())
     try:
         stale_before = datetime.now(UTC) - timedelta(seconds=settings.stale_after_s())
         lapsed = lapsed_trials(engine=engine, stale_before=stale_before, sweep_id=None)
-        if not payload.get("act", True):
-            return {"lapsed": len(lapsed), "requeued": 0}
+        if not request.act:
+            return RequeueResult(lapsed=len(lapsed), requeued=0)
         app = make_celery(settings)
         requeued = requeue_lapsed(engine=engine, app=app, lapsed=lapsed)
         client = redis.Redis.from_url(settings.broker_url)
@@ -225,4 +183,4 @@ def requeue_orphans(payload: dict[str, Any], settings: Settings) -> dict[str, An
             client.close()
     finally:
         engine.dispose()
-    return {"lapsed": len(lapsed), "requeued": requeued + restored}
+    return RequeueResult(lapsed=len(lapsed), requeued=requeued + restored)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from mcp_farm.scheduler.report.terminal.scorecard import (
+from mcp_farm.scheduler.report.cells import (
+    num,
     pct,
     secs,
 )
@@ -15,10 +16,6 @@ from mcp_farm.schema.scorecard import (
     AnswerRow,
     JudgeVariance,
 )
-
-
-def num(x: float | None, digits: int = 3) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
 
 
 def fairness_cell(row: AnswerRow) -> str:

@@ -13,8 +13,9 @@ from mcp_farm.scheduler.report.answer_tables import (
     answer_tables,
     unverified_note,
 )
-from mcp_farm.scheduler.report.terminal.scorecard import (
+from mcp_farm.scheduler.report.cells import (
     dash_note,
+    harness_note,
     interval,
     pct,
     secs,
@@ -56,6 +57,8 @@ def to_markdown(card: Scorecard) -> str:
         f"(farm {', '.join(card.provenance.farm_versions) or '?'}).",
         "",
     ]
+    if harness := harness_note(card):
+        lines += [f"> 🔴 **Harness error.** {harness}", ""]
     rate_heads = ["n", "pass", "95% CI", "pass^k / pass@k", "p50", "p95"]
     for dimension, title in DIMENSION_TITLES.items():
         rows = card.of(dimension)  # type: ignore[arg-type]
@@ -146,5 +149,10 @@ def to_junit(card: Scorecard) -> str:
                     case, "failure", message=f"passed {r.passes}/{r.n}: {counts}"
                 )
                 failure.text = f"pass rate {pct(r.rate)} (95% CI {interval(r)})"
+    if harness := harness_note(card):
+        # A bug in the farm fails the report's consumer loudly, in its own suite.
+        suite = ET.SubElement(root, "testsuite", name="farm harness", tests="1", errors="1")
+        case = ET.SubElement(suite, "testcase", classname="farm", name="harness")
+        ET.SubElement(case, "error", message=harness)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

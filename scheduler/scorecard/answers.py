@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import text
-from sqlalchemy.engine import Connection
-
-from mcp_farm.scheduler.scorecard.latency import config_prompt
+from mcp_farm.scheduler.scorecard.queries.answers import (
+    anchor_check,
+    answer_scores,
+    judgements,
+    rubric_hashes,
+    scoring_passes,
+)
 from mcp_farm.scheduler.statistics.judge_variance import (
     judge_variance,
     mean_interval,
@@ -28,35 +31,8 @@ from mcp_farm.schema.scorecard import (
     Ranked,
 )
 
-SCORING_SQL = """
-select scoring_id, kind, config_json from scoring
-where sweep_id = :sweep and exists
-  (select 1 from answer_score a where a.sweep_id = :sweep and a.scoring_id = scoring.scoring_id)
-order by created_at desc
-"""
-
-SCORES_SQL = f"""
-select a.model_id, {config_prompt("a")} as config, a.toolset, a.baseline, a.scenario_id, a.fairness,
-       a.keyword_coverage, a.judge_quality, a.grounding_rate, a.efficiency, a.adoption,
-       a.tool_fluency, a.discoverability, a.grounded, a.unresolved, a.hallucinated,
-       a.tokens_reasoning, a.tokens_tool_io, a.tokens_verification, a.estimated_json,
-       a.judge_s, t.model_s
-from answer_score a join trial t on t.trial_id = a.trial_id
-where a.sweep_id = :sweep and a.scoring_id = :scoring
-"""
-
-JUDGEMENTS_SQL = f"""
-select a.model_id, {config_prompt("a")} as config, a.scenario_id, j.trial_id, j.run, j.step,
-       j.criterion, j.normalized, j.judge_model, j.rubric_hash, a.rubric_id
-from judgement j join answer_score a
-  on a.trial_id = j.trial_id and a.scoring_id = j.scoring_id
-where a.sweep_id = :sweep and j.scoring_id = :scoring
-"""
-
-ANCHORS_SQL = """
-select passed, rho from anchor_check
-where judge_key = :judge and rubric_hash = :rubric order by checked_at desc limit 1
-"""
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 MEANS = (
     "keyword_coverage",
@@ -121,7 +97,7 @@ def _row(
 def _variance(
     conn: Connection, sweep_id: str, scoring: str, settings: JudgeSettings, anchors: dict[str, Any]
 ) -> list[JudgeVariance]:
-    rows = conn.execute(text(JUDGEMENTS_SQL), {"sweep": sweep_id, "scoring": scoring}).all()
+    rows = judgements(conn, sweep_id, scoring)
     by_judge: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_judge[(r.judge_model, r.rubric_id, r.rubric_hash)].append(
@@ -192,7 +168,7 @@ def answer_quality(
     conn: Connection, sweep_id: str, scoring: str | None = None
 ) -> AnswerQuality | None:
     """The answer-quality section from one scoring pass (default: the newest with scores)."""
-    passes = conn.execute(text(SCORING_SQL), {"sweep": sweep_id}).all()
+    passes = scoring_passes(conn, sweep_id)
     chosen = next((p for p in passes if scoring in (None, p.scoring_id)), None)
     if chosen is None:
         return None
@@ -200,13 +176,11 @@ def answer_quality(
     judge = JudgeSettings.model_validate(config["judge"])
     anchors: dict[str, Any] = {}
     if judge.model is not None:
-        for rubric_hash in _rubric_hashes(conn, sweep_id, chosen.scoring_id):
-            check = conn.execute(
-                text(ANCHORS_SQL), {"judge": judge.model.key(), "rubric": rubric_hash}
-            ).first()
+        for rubric_hash in rubric_hashes(conn, sweep_id, chosen.scoring_id):
+            check = anchor_check(conn, judge.model.key(), rubric_hash)
             if check is not None:
                 anchors[rubric_hash] = (bool(check.passed), check.rho)
-    scores = conn.execute(text(SCORES_SQL), {"sweep": sweep_id, "scoring": chosen.scoring_id}).all()
+    scores = answer_scores(conn, sweep_id, chosen.scoring_id)
     groups: dict[tuple[str, str, str, bool], list[Any]] = defaultdict(list)
     for r in scores:
         groups[(r.model_id, r.config, r.toolset, bool(r.baseline))].append(r)
@@ -230,14 +204,3 @@ def answer_quality(
         ranking=_ranking(config_rows),
         verified=bool(judges) and all(j.anchors == "verified" for j in judges),
     )
-
-
-def _rubric_hashes(conn: Connection, sweep_id: str, scoring: str) -> list[str]:
-    found = conn.execute(
-        text(
-            "select distinct rubric_hash from answer_score"
-            " where sweep_id = :sweep and scoring_id = :scoring and rubric_hash <> ''"
-        ),
-        {"sweep": sweep_id, "scoring": scoring},
-    ).scalars()
-    return list(found)

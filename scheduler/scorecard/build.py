@@ -2,7 +2,7 @@
 
 Counts (per model × prompt × scenario × tier × wording × outcome) come from one GROUP BY, so
 every rate, interval, pass^k and failure count is computed from a few thousand rows however big
-the sweep; on PostgreSQL the same scan brings each group's latency samples (trial_scan.py).
+the sweep; on PostgreSQL the same scan brings each group's latency samples (queries/scan.py).
 numpy computes the percentiles from the samples (latency.py), as PostgreSQL's percentile_cont.
 """
 
@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
-
-from sqlalchemy import text
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING, Any
 
 from mcp_farm.scheduler.scorecard.answers import answer_quality
 from mcp_farm.scheduler.scorecard.latency import (
@@ -28,7 +24,12 @@ from mcp_farm.scheduler.scorecard.latency import (
     tool_calls,
     trial_latency,
 )
-from mcp_farm.scheduler.scorecard.scan import (
+from mcp_farm.scheduler.scorecard.queries.parallel import run_queries
+from mcp_farm.scheduler.scorecard.queries.provenance import (
+    provenance_samples,
+    sweep_record,
+)
+from mcp_farm.scheduler.scorecard.queries.scan import (
     TrialScan,
     scan_trials,
 )
@@ -37,7 +38,7 @@ from mcp_farm.scheduler.statistics.rates import (
     pass_hat_k,
     wilson,
 )
-from mcp_farm.schema import OUTCOMES
+from mcp_farm.schema import OUTCOMES, UNGRADED
 from mcp_farm.schema.scorecard import (
     ConfigExtras,
     Latency,
@@ -46,8 +47,10 @@ from mcp_farm.schema.scorecard import (
     Scorecard,
 )
 
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
 TIERS = ("simple", "moderate", "complex")
-WORK_MEM = "256MB"
 AGGREGATOR_VERSION = "3"
 
 
@@ -60,7 +63,7 @@ class _Group:
 
     def add(self, scenario: str, outcome: str, n: int) -> None:
         self.outcomes[outcome] += n
-        if outcome != "infra_error":
+        if outcome not in UNGRADED:
             counts = self.per_scenario[scenario]
             counts[0] += n
             counts[1] += n if outcome == "pass" else 0
@@ -165,27 +168,6 @@ def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None
     )
 
 
-def run_queries(engine: Engine, queries: dict[str, Callable[[Connection], Any]]) -> dict[str, Any]:
-    """Run each query on its own connection, in parallel where the database allows it."""
-
-    def one(query: Callable[[Connection], Any]) -> Any:
-        with engine.connect() as conn:
-            if conn.dialect.name == "postgresql":
-                # Hash aggregation keeps every group's samples in memory, not spilled to disk.
-                conn.execute(text(f"set local work_mem = '{WORK_MEM}'"))
-                # The queries already run side by side; parallel workers within one only
-                # contend with the others for the same cores (the provenance scan spent
-                # three processes' CPU to finish early, and nothing waited for it).
-                conn.execute(text("set local max_parallel_workers_per_gather = 0"))
-            return query(conn)
-
-    if engine.dialect.name != "postgresql":
-        return {name: one(query) for name, query in queries.items()}
-    with ThreadPoolExecutor(len(queries)) as pool:
-        futures = {name: pool.submit(one, query) for name, query in queries.items()}
-        return {name: future.result() for name, future in futures.items()}
-
-
 def _trials(conn: Connection, sweep_id: str) -> tuple[TrialScan, LatencyParts]:
     scan = scan_trials(conn, sweep_id)
     # Percentiles here, on this query's thread, overlap the tool calls' query still running.
@@ -197,19 +179,8 @@ def _distinct(values: Iterable[str | None]) -> list[str]:
 
 
 def _provenance(conn: Connection, sweep_id: str) -> Provenance:
-    sweep = conn.execute(
-        text("select name, spec_json from sweep where sweep_id = :sweep"), {"sweep": sweep_id}
-    ).first()
-    # One recorded provenance per model and node stands for the rest (they differ only in
-    # host-level facts that these keys already separate).
-    samples = conn.execute(
-        text(
-            "select model_id, node, min(provenance_json) as low, max(provenance_json) as high"
-            " from trial where sweep_id = :sweep and status = 'done'"
-            " group by model_id, node"
-        ),
-        {"sweep": sweep_id},
-    ).all()
+    sweep = sweep_record(conn, sweep_id)
+    samples = provenance_samples(conn, sweep_id)
     recorded = [json.loads(s.low) for s in samples] + [json.loads(s.high) for s in samples]
     pins = {s.model_id: json.loads(s.low).get("model_pins", {}) for s in samples}
     return Provenance(

@@ -16,18 +16,19 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING
 
 from mcp_farm.scheduler.scorecard.latency import row_keys
-from mcp_farm.scheduler.scorecard.scan import COUNTS_SQL
+from mcp_farm.scheduler.scorecard.queries.comparisons import trial_counts
 from mcp_farm.scheduler.statistics.rates import (
     Difference,
     compare_rates,
     holm,
 )
-from mcp_farm.schema import SpecError
+from mcp_farm.schema import UNGRADED, SpecError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 ALPHA = 0.05
 Clusters = dict[str, tuple[int, int]]
@@ -78,17 +79,13 @@ class Compared:
 
 def _cells(engine: Engine, side: Side, by_config: bool) -> dict[CellKey, Clusters]:
     """Per cell, per scenario: (graded trials, passes) of one side."""
-    with engine.connect() as conn:
-        known = conn.execute(
-            text("select 1 from sweep where sweep_id = :s"), {"s": side.sweep_id}
-        ).first()
-        if known is None:
-            raise SpecError("compare", side.sweep_id, "no such sweep in this database")
-        counts = conn.execute(text(COUNTS_SQL), {"sweep": side.sweep_id}).all()
+    counts = trial_counts(engine, side.sweep_id)
+    if counts is None:
+        raise SpecError("compare", side.sweep_id, "no such sweep in this database")
     cells: dict[CellKey, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     matched = False
     for r in counts:
-        if r.outcome == "infra_error":
+        if r.outcome in UNGRADED:
             continue
         if side.model and r.model_id != side.model:
             continue

@@ -10,16 +10,13 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
-
-from mcp_farm.scheduler.scorecard.answers import SCORING_SQL
 from mcp_farm.scheduler.scorecard.compare import Side
-from mcp_farm.scheduler.scorecard.latency import config_prompt
+from mcp_farm.scheduler.scorecard.queries.comparisons import newest_answer_scores
 from mcp_farm.scheduler.statistics.judge_variance import (
+    DifferenceKind,
     MeanDifference,
-    Verdict,
     classify_difference,
     compare_means,
 )
@@ -28,17 +25,8 @@ from mcp_farm.schema import (
     SpecError,
 )
 
-SIDE_SQL = f"""
-select model_id, {config_prompt()} as config, scenario_id, fairness, adoption
-from answer_score where sweep_id = :sweep and scoring_id = :scoring
-"""
-
-CRITERIA_SQL = f"""
-select a.model_id, {config_prompt("a")} as config, j.criterion, avg(j.normalized) as mean
-from judgement j join answer_score a on a.trial_id = j.trial_id and a.scoring_id = j.scoring_id
-where a.sweep_id = :sweep and j.scoring_id = :scoring and j.normalized is not null
-group by a.model_id, {config_prompt("a")}, j.criterion
-"""
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -57,7 +45,7 @@ class CriterionDiff:
     a: float
     b: float
     diff: float
-    verdict: Verdict
+    verdict: DifferenceKind
 
 
 @dataclass(frozen=True)
@@ -76,14 +64,10 @@ def _matches(side: Side, model: str, config: str) -> bool:
 
 def side_scores(engine: Engine, side: Side) -> SideScores:
     """One side's scenario-level means from its sweep's newest scoring pass."""
-    with engine.connect() as conn:
-        passes = conn.execute(text(SCORING_SQL), {"sweep": side.sweep_id}).all()
-        if not passes:
-            raise SpecError("compare", str(side), "this sweep has no answer-quality scores")
-        scoring = passes[0]
-        args = {"sweep": side.sweep_id, "scoring": scoring.scoring_id}
-        rows = conn.execute(text(SIDE_SQL), args).all()
-        criteria = conn.execute(text(CRITERIA_SQL), args).all()
+    found = newest_answer_scores(engine, side.sweep_id)
+    if found is None:
+        raise SpecError("compare", str(side), "this sweep has no answer-quality scores")
+    scoring, rows, criteria = found
     fair: dict[str, list[float]] = defaultdict(list)
     adopt: dict[str, list[float]] = defaultdict(list)
     for r in rows:

@@ -18,12 +18,12 @@ class Breach:
     """None when the gate matched no row at all."""
     value: float | None
 
-    def describe(self) -> str:
+    def explain(self) -> str:
         if self.row is None:
-            return f"{self.gate.describe()}: no scorecard row matches it"
+            return f"{self.gate.rule_text()}: no scorecard row matches it"
         where = f"{self.row.model}/{self.row.prompt}" + (f" {self.row.key}" if self.row.key else "")
         shown = "no data" if self.value is None else f"{self.value:.3g}"
-        return f"{self.gate.describe()}: {where} is {shown}"
+        return f"{self.gate.rule_text()}: {where} is {shown}"
 
 
 def metric(row: Row, name: str) -> float | None:

@@ -1,10 +1,10 @@
 """Latency percentiles and histograms of a sweep, per scorecard row.
 
-The scan of the sweep's trials (scheduler/scorecard/scan.py) gives the samples of every (model,
-prompt, tier, scenario, wording); the config, tier, scenario and wording rows are unions of
-those, and numpy computes the percentiles (linear interpolation, as PostgreSQL's
-percentile_cont). tests/scheduler/scorecard/test_scorecard.py holds PostgreSQL and SQLite to the same
-numbers.
+The scan of the sweep's trials (scheduler/scorecard/queries/scan.py) gives the samples of
+every (model, prompt, tier, scenario, wording); the config, tier, scenario and wording rows are
+unions of those, and numpy computes the percentiles (linear interpolation, as PostgreSQL's
+percentile_cont). tests/scheduler/scorecard/test_scorecard.py holds PostgreSQL and SQLite to
+the same numbers.
 """
 
 from __future__ import annotations
@@ -12,17 +12,22 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sqlalchemy import text
-from sqlalchemy.engine import Connection
 
-from mcp_farm.scheduler.scorecard.pg_arrays import fetch_with_arrays
+from mcp_farm.scheduler.scorecard.queries.tool_calls import (
+    grouped_calls,
+    single_calls,
+)
 from mcp_farm.scheduler.statistics.rates import percentiles
 from mcp_farm.schema.scorecard import (
     Latency,
     ToolCalls,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 Key = tuple[str, str, str, str]
 """(dimension, model, prompt, key) of a scorecard row."""
@@ -33,33 +38,6 @@ LatencyParts = tuple[
 """Trial latency per row key; time to first token and the histogram per (model, prompt)."""
 
 LATENCY_BINS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 60.0, 120.0, 300.0)
-
-
-def config_prompt(table: str = "") -> str:
-    """SQL for a trial's configuration label beside its model: the prompt config, and its tool
-    set when it has one (`native+symbols`). Every scorecard row, comparison and report groups
-    on it, so tool sets are compared exactly as prompt configs are."""
-    t = f"{table}." if table else ""
-    return f"({t}prompt_id || case when {t}toolset = '' then '' else '+' || {t}toolset end)"
-
-
-CONFIG = config_prompt()
-
-# Tool calls carry their trial's sweep, model and configuration: no join to the trials.
-# PostgreSQL hands back one array of samples per group (hash aggregation, no sort, in binary);
-# SQLite has no array_agg, so there the rows come back one by one. numpy does the rest.
-PG_CALLS = f"""
-select model_id, {CONFIG} as prompt_id, tool, count(*) as calls,
-       count(*) filter (where ok) as ok, array_agg(latency_s) as latency
-from tool_call where sweep_id = %(sweep)s
-group by model_id, {CONFIG}, tool
-"""
-
-SAMPLE_CALLS = f"""
-select model_id, {CONFIG} as prompt_id, tool, 1 as calls, case when ok then 1 else 0 end as ok,
-       latency_s
-from tool_call where sweep_id = :sweep
-"""
 
 
 @dataclass(frozen=True)
@@ -126,11 +104,7 @@ def tool_calls(conn: Connection, sweep_id: str) -> list[ToolCalls]:
     groups: dict[tuple[str, str, str], list[np.ndarray]] = defaultdict(list)
     totals: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     grouped = conn.dialect.name == "postgresql"
-    params = {"sweep": sweep_id}
-    if grouped:
-        rows = fetch_with_arrays(conn, PG_CALLS, params)
-    else:
-        rows = list(conn.execute(text(SAMPLE_CALLS), params))
+    rows = grouped_calls(conn, sweep_id) if grouped else single_calls(conn, sweep_id)
     for r in rows:
         key = (r.model_id, r.prompt_id, r.tool)
         groups[key].append(r.latency if grouped else _array([r.latency_s]))

@@ -30,7 +30,7 @@ from mcp_farm.scheduler.statistics.rates import (
 FIELDS = ("config", "scenario", "trial", "run", "step", "criterion", "score")
 """The columns of a judgement table (a run's score is normalised to 0..1; NaN unreadable)."""
 
-Verdict = Literal["noise", "finding"]
+DifferenceKind = Literal["noise", "finding"]
 
 Ints = NDArray[np.intp]
 Floats = NDArray[np.float64]
@@ -225,7 +225,7 @@ def spearman(x: ArrayLike, y: ArrayLike) -> float:
     return max(-1.0, min(1.0, float((rx * ry).sum()) / denom))
 
 
-def classify_difference(diff: float, noise_floor: float) -> Verdict:
+def classify_difference(diff: float, noise_floor: float) -> DifferenceKind:
     """A criterion-level difference inside the judge's noise floor is noise (as is NaN)."""
     return "finding" if abs(diff) >= noise_floor else "noise"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
@@ -15,14 +16,13 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from sqlalchemy.engine import Engine
 
 from mcp_farm.scheduler.report.terminal.lines import (
     LinePacer,
     run_line,
 )
 from mcp_farm.scheduler.submission.expand import Plan
-from mcp_farm.scheduler.submission.submit import (
+from mcp_farm.scheduler.submission.queries import (
     record_plan,
     runnable_ids,
 )
@@ -31,6 +31,16 @@ from mcp_farm.schema import (
     TrialSpec,
     load_task,
 )
+from mcp_farm.schema.tasks.messages import (
+    AggregateRequest,
+    AggregateResult,
+    TrialDone,
+    read_result,
+    read_summary,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 
 def run_embedded(
@@ -59,15 +69,20 @@ def run_embedded(
     def run_one(trial: TrialSpec) -> None:
         nonlocal in_model
         # takeover: a trial left `running` here can only be a killed earlier run's.
-        summary = task(trial.model_dump(mode="json"), settings, force=rerun, takeover=True)
-        outcomes[summary.get("outcome") or "skipped"] += 1
-        in_model += summary.get("model_s") or 0.0
+        summary = read_summary(task(trial, settings, force=rerun, takeover=True))
+        if isinstance(summary, TrialDone):
+            outcomes[summary.outcome] += 1
+            in_model += summary.model_s or 0.0
+        else:
+            outcomes["skipped"] += 1
 
     if console.is_terminal:
         _with_bar(plan.sweep.name, todo, run_one, outcomes, console)
     else:
         _with_lines(todo, run_one, outcomes, console)
-    load_task("farm.aggregate")({"sweep_id": plan.sweep_id}, settings)
+    aggregate = load_task("farm.aggregate")
+    request = AggregateRequest(sweep_id=plan.sweep_id)
+    read_result("farm.aggregate", aggregate(request, settings), AggregateResult)
     if todo:
         console.print(model_share(in_model, time.perf_counter() - started), highlight=False)
     return outcomes

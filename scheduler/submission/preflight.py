@@ -4,7 +4,7 @@ Without this check, a sweep pointed at a server that is not running ran every tr
 infrastructure error and printed an empty scorecard. One `GET {endpoint}/models` per endpoint,
 with a short timeout, catches that (and a model name the server does not know) before anything
 is recorded. Only `openai` targets have an endpoint; `local` names are checked when the sweep
-file is read, and `scripted` / `replay` need nothing.
+file is read, and `scripted` needs nothing.
 """
 
 from __future__ import annotations

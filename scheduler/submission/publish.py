@@ -17,6 +17,7 @@ from typing import Any
 
 import redis
 from celery import Celery
+from pydantic import BaseModel
 
 from mcp_farm.schema import (
     FarmError,
@@ -84,4 +85,14 @@ def publish_trials(app: Celery, trials: Iterable[tuple[TrialSpec, str]]) -> int:
         ) from None
     finally:
         client.close()
+    return sent
+
+
+def publish_tasks(app: Celery, task: str, payloads: Iterable[BaseModel], queue: str) -> int:
+    """Send one `task` per payload to `queue`, one at a time (for the few hundred messages of a
+    rescore; trials go through `publish_trials`). Returns how many were sent."""
+    sent = 0
+    for payload in payloads:
+        app.send_task(task, args=[payload.model_dump(mode="json")], queue=queue)
+        sent += 1
     return sent

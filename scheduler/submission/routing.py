@@ -7,7 +7,7 @@ from mcp_farm.schema import (
     ModelTarget,
     Settings,
 )
-from mcp_farm.schema.broker import queue_for
+from mcp_farm.schema.tasks.broker import queue_for
 
 
 class RoutingError(FarmError):

@@ -14,7 +14,7 @@ from mcp_farm.scenarios import (
     suite_path,
 )
 from mcp_farm.scheduler.submission.expand import expand
-from mcp_farm.scheduler.submission.submit import record_plan
+from mcp_farm.scheduler.submission.queries import record_plan
 from mcp_farm.schema import (
     Settings,
     SweepSpec,
@@ -69,7 +69,7 @@ def test_a_scenario_broken_after_planning_ends_its_trial_as_an_infra_error(
 
     summary = run_trial(plan.trials[0].model_dump(mode="json"), settings)
 
-    assert summary["outcome"] == "infra_error"
+    assert summary.outcome == "infra_error"
     with engine.connect() as conn:
         row = conn.execute(text("select status, outcome, detail from trial")).one()
     assert (row.status, row.outcome) == ("done", "infra_error")

@@ -46,7 +46,7 @@ class Shown:
 
 
 @dataclass
-class Verdict:
+class JudgeRun:
     """One judge run: scores per criterion (None where unreadable) and what it cost."""
 
     scores: list[JudgeScore]
@@ -59,7 +59,7 @@ class Judge(Protocol):
     model_id: str
     pins: dict[str, str]
 
-    async def judge(self, rubric: Rubric, shown: Shown, run: int, seed: int) -> Verdict: ...
+    async def judge(self, rubric: Rubric, shown: Shown, run: int, seed: int) -> JudgeRun: ...
 
 
 def verdict_schema(rubric: Rubric) -> dict[str, Any]:
@@ -98,10 +98,10 @@ def judge_messages(rubric: Rubric, shown: Shown) -> list[dict[str, str]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def unreadable(rubric: Rubric, run: int, reason: str) -> Verdict:
+def unreadable(rubric: Rubric, run: int, reason: str) -> JudgeRun:
     """A run whose judge could not be asked (endpoint down, model missing): no scores."""
     scores = read_verdict("", rubric, run)
-    return Verdict(scores=[s.model_copy(update={"rationale": reason}) for s in scores])
+    return JudgeRun(scores=[s.model_copy(update={"rationale": reason}) for s in scores])
 
 
 def read_verdict(text: str, rubric: Rubric, run: int) -> list[JudgeScore]:
@@ -155,12 +155,12 @@ class ModelJudge:
         self.temperature = temperature
         self.max_tokens = max_tokens
 
-    async def judge(self, rubric: Rubric, shown: Shown, run: int, seed: int) -> Verdict:
+    async def judge(self, rubric: Rubric, shown: Shown, run: int, seed: int) -> JudgeRun:
         sampling = Sampling(temperature=self.temperature, max_tokens=self.max_tokens, seed=seed)
         reply: JsonReply = await self.client.complete_json(
             judge_messages(rubric, shown), verdict_schema(rubric), sampling
         )
-        return Verdict(scores=read_verdict(reply.text, rubric, run), tokens=reply.tokens)
+        return JudgeRun(scores=read_verdict(reply.text, rubric, run), tokens=reply.tokens)
 
 
 class ScriptedJudge:
@@ -173,12 +173,12 @@ class ScriptedJudge:
         self.model_id = target.id
         self.pins = {"adapter": "scripted", **target.pins}
 
-    async def judge(self, rubric: Rubric, shown: Shown, run: int, seed: int) -> Verdict:
+    async def judge(self, rubric: Rubric, shown: Shown, run: int, seed: int) -> JudgeRun:
         item = next((i for i in self.script if _fits(i, shown.prose, run)), None)
         text = "" if item is None else json.dumps(_as_reply(item))
         prompt = sum(len(m["content"]) for m in judge_messages(rubric, shown))
         tokens = TokenCounts(prompt=prompt // 4, completion=len(text) // 4)
-        return Verdict(scores=read_verdict(text, rubric, run), tokens=tokens, estimated=True)
+        return JudgeRun(scores=read_verdict(text, rubric, run), tokens=tokens, estimated=True)
 
 
 def _fits(item: dict[str, Any], prose: str, run: int) -> bool:
@@ -199,7 +199,7 @@ class BrokenJudge:
         self.pins = dict(target.pins)
         self.reason = reason
 
-    async def judge(self, rubric: Rubric, shown: Shown, run: int, seed: int) -> Verdict:
+    async def judge(self, rubric: Rubric, shown: Shown, run: int, seed: int) -> JudgeRun:
         raise AdapterError(self.reason)
 
 

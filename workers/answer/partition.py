@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from mcp_farm.schema import Message
+from mcp_farm.schema import Message, TranscriptCall
 
 
 @dataclass(frozen=True)
@@ -52,9 +52,9 @@ def _agent_start(transcript: list[Message]) -> int:
     return users[-1] + 1 if users else 0
 
 
-def _call_text(call: dict[str, object]) -> str:
-    arguments = json.dumps(call.get("arguments", {}), sort_keys=True, ensure_ascii=False)
-    return f"{call.get('name', '')} {arguments}"
+def _call_text(call: TranscriptCall) -> str:
+    arguments = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+    return f"{call.name} {arguments}"
 
 
 def _join(parts: list[str]) -> str:

@@ -8,9 +8,7 @@ again, writing new rows under a new scoring id. Nothing recorded before is chang
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from sqlmodel import col, select
+from typing import TYPE_CHECKING, Any
 
 from mcp_farm.scenarios import find_scenario
 from mcp_farm.scenarios.anchors import (
@@ -18,19 +16,19 @@ from mcp_farm.scenarios.anchors import (
     load_anchors,
 )
 from mcp_farm.schema import (
-    JudgeSettings,
     Message,
     Scenario,
     Settings,
     SpecError,
-    StoreError,
     ToolCallRecord,
     TrialSpec,
 )
-from mcp_farm.schema.db import (
-    ToolCallRow,
-    TrialRow,
-    session_scope,
+from mcp_farm.schema.tasks.messages import (
+    AnchorJudgingRequest,
+    AnchorJudgingResult,
+    RescoreRequest,
+    RescoreResult,
+    read_message,
 )
 from mcp_farm.workers.answer.judge import Shown
 from mcp_farm.workers.answer.scoring import (
@@ -43,11 +41,14 @@ from mcp_farm.workers.mcp.connections import connect
 from mcp_farm.workers.mcp.pool import ServerPool
 from mcp_farm.workers.node.runtime import get_runtime
 from mcp_farm.workers.node.tasks import engine_for
-from mcp_farm.workers.store.results import write_answer
+from mcp_farm.workers.store.rescoring import recorded_trial, save_rescore
 from mcp_farm.workers.trial import (
     attached,
     judge_for,
 )
+
+if TYPE_CHECKING:
+    from mcp_farm.schema.db import ToolCallRow
 
 
 def _calls(rows: list[ToolCallRow], transcript: list[Message]) -> list[ToolCallRecord]:
@@ -78,21 +79,10 @@ async def _schemas(spec: TrialSpec, scenario: Scenario, pool: ServerPool) -> dic
         return {t.tool: t.input_schema for t in conn.tools.values()}
 
 
-async def _rescore(payload: dict[str, Any], settings: Settings, pool: ServerPool) -> dict[str, Any]:
+async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool) -> RescoreResult:
     engine = engine_for(settings.resolved_database_url())
-    judge = JudgeSettings.model_validate(payload["judge"])
-    with session_scope(engine) as session:
-        trial = session.get(TrialRow, payload["trial_id"])
-        if trial is None:
-            raise StoreError(f"no trial {payload['trial_id'][:12]} to rescore")
-        call_rows = list(
-            session.exec(
-                select(ToolCallRow)
-                .where(col(ToolCallRow.trial_id) == trial.trial_id)
-                .order_by(col(ToolCallRow.idx))
-            )
-        )
-        session.expunge_all()
+    judge = request.judge
+    trial, call_rows = recorded_trial(engine, request.trial_id)
     spec = TrialSpec.model_validate_json(trial.payload_json)
     scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
     transcript = [Message.model_validate(m) for m in json.loads(trial.transcript_json)]
@@ -125,28 +115,30 @@ async def _rescore(payload: dict[str, Any], settings: Settings, pool: ServerPool
         settings=judge,
         judge=judge_for(judge, settings),
         repos=settings.data_dir / "repos",
-        scoring=payload["scoring_id"],
+        scoring=request.scoring_id,
     )
-    with engine.begin() as conn:
-        write_answer(conn, score, trial.model_id, trial.prompt_id, trial.scenario_id)
-    return {
-        "trial_id": trial.trial_id,
-        "outcome": verdict.outcome,
-        "recorded_outcome": trial.outcome,
-        "fairness": score.fairness,
-    }
+    save_rescore(engine, score, trial.model_id, trial.prompt_id, trial.scenario_id)
+    return RescoreResult(
+        trial_id=trial.trial_id,
+        outcome=verdict.outcome,
+        recorded_outcome=trial.outcome,
+        fairness=score.fairness,
+    )
 
 
-def rescore_trial(payload: dict[str, Any], settings: Settings, **_options: Any) -> dict[str, Any]:
-    """Task `farm.rescore_trial`: {trial_id, scoring_id, judge} → new answer-score rows."""
+def rescore_trial(
+    payload: RescoreRequest | dict[str, Any], settings: Settings, **_options: Any
+) -> RescoreResult:
+    """Task `farm.rescore_trial`: one recorded trial graded and scored again (new rows)."""
+    request = read_message("farm.rescore_trial", payload, RescoreRequest)
     runtime = get_runtime(settings)
-    result: dict[str, Any] = runtime.portal.call(_rescore, payload, settings, runtime.pool)
+    result: RescoreResult = runtime.portal.call(_rescore, request, settings, runtime.pool)
     return result
 
 
-async def _judge_anchors(payload: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    anchors = load_anchors(anchor_folder(payload["folder"]), payload.get("rubric"))
-    judge_settings = JudgeSettings.model_validate(payload["judge"])
+async def _judge_anchors(request: AnchorJudgingRequest, settings: Settings) -> AnchorJudgingResult:
+    anchors = load_anchors(anchor_folder(request.folder), request.rubric)
+    judge_settings = request.judge
     judge = judge_for(judge_settings, settings)
     if judge is None:
         raise SpecError("anchors", "judge.model", "the anchor gate needs a judge model")
@@ -165,11 +157,16 @@ async def _judge_anchors(payload: dict[str, Any], settings: Settings) -> dict[st
             else:
                 found[s.criterion].append(s.score)
         means[anchor.id] = {c: sum(v) / len(v) if v else None for c, v in found.items()}
-    return {"judge": judge.model_id, "scores": means, "unreadable": unreadable, "judge_s": judge_s}
+    return AnchorJudgingResult(
+        judge=judge.model_id, scores=means, unreadable=unreadable, judge_s=judge_s
+    )
 
 
-def judge_anchors(payload: dict[str, Any], settings: Settings, **_options: Any) -> dict[str, Any]:
+def judge_anchors(
+    payload: AnchorJudgingRequest | dict[str, Any], settings: Settings, **_options: Any
+) -> AnchorJudgingResult:
     """Task `farm.judge_anchors`: the judge's mean score per anchor and criterion."""
+    request = read_message("farm.judge_anchors", payload, AnchorJudgingRequest)
     runtime = get_runtime(settings)
-    result: dict[str, Any] = runtime.portal.call(_judge_anchors, payload, settings)
+    result: AnchorJudgingResult = runtime.portal.call(_judge_anchors, request, settings)
     return result

@@ -26,7 +26,7 @@ from mcp_farm.workers.model.safejson import (
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Graded:
     outcome: Outcome
     detail: str
 
@@ -59,17 +59,17 @@ def _schema_problem(
 
 def _match_steps(
     scenario: Scenario, calls: list[ToolCallRecord], schemas: dict[str, dict[str, Any]]
-) -> Verdict | None:
+) -> Graded | None:
     """wrong_params or wrong_sequence, or None when every step is met in an allowed order."""
     found = find(
         scenario, calls, lambda c, declared: _schema_problem(c, schemas.get(c.tool), declared)
     )
     if found.params:
-        return Verdict("wrong_params", found.params)
+        return Graded("wrong_params", found.params)
     if found.sequence:
-        return Verdict("wrong_sequence", found.sequence)
+        return Graded("wrong_sequence", found.sequence)
     if found.failed:
-        return Verdict("wrong_params", found.failed)
+        return Graded("wrong_params", found.failed)
     return None
 
 
@@ -89,15 +89,15 @@ def _grade_open(
     final_answer: str | None,
     stop_reason: StopReason,
     schemas: dict[str, dict[str, Any]],
-) -> Verdict:
+) -> Graded:
     """Open tool use: any offered tool, with well-formed arguments, no loop, then an answer."""
     for c in calls:
         if c.server is None:
-            return Verdict("wrong_tool", f"called {shorten(c.tool)}, which no server offers")
+            return Graded("wrong_tool", f"called {shorten(c.tool)}, which no server offers")
     for c in calls:
         problem = _schema_problem(c, schemas.get(c.tool))
         if problem:
-            return Verdict("wrong_params", problem)
+            return Graded("wrong_params", problem)
     return _loop_or_answer(scenario, calls, final_answer, stop_reason)
 
 
@@ -106,16 +106,16 @@ def _loop_or_answer(
     calls: list[ToolCallRecord],
     final_answer: str | None,
     stop_reason: StopReason,
-) -> Verdict:
+) -> Graded:
     """The last checks of the taxonomy: tool_loop, output_mismatch, pass."""
     loop = _loop(scenario, calls)
     if loop or stop_reason == "tool_loop":
-        return Verdict("tool_loop", loop or "repeated identical calls")
+        return Graded("tool_loop", loop or "repeated identical calls")
     if stop_reason != "answer" or final_answer is None:
-        return Verdict("output_mismatch", f"no final answer within {scenario.max_turns} turns")
+        return Graded("output_mismatch", f"no final answer within {scenario.max_turns} turns")
     if scenario.final_answer and not answer_pattern(scenario.final_answer).search(final_answer):
-        return Verdict("output_mismatch", f"the answer does not mention /{scenario.final_answer}/")
-    return Verdict("pass", "")
+        return Graded("output_mismatch", f"the answer does not mention /{scenario.final_answer}/")
+    return Graded("pass", "")
 
 
 def grade(
@@ -125,29 +125,29 @@ def grade(
     stop_reason: StopReason,
     schemas: dict[str, dict[str, Any]],
     problem: str = "",
-) -> Verdict:
+) -> Graded:
     """The first outcome of the taxonomy that applies (DESIGN.md §4)."""
-    if stop_reason == "infra_error":
-        return Verdict("infra_error", problem)
+    if stop_reason in ("harness_error", "infra_error"):
+        return Graded(stop_reason, problem)
     if stop_reason == "time_limit":
-        return Verdict("timeout", f"no answer within {scenario.time_limit_s:g} s")
+        return Graded("timeout", f"no answer within {scenario.time_limit_s:g} s")
     if stop_reason == "format_error":
-        return Verdict("format_error", problem)
+        return Graded("format_error", problem)
     if scenario.open_tools:
         return _grade_open(scenario, calls, final_answer, stop_reason, schemas)
     if scenario.expect and not calls:
-        return Verdict("no_tool_call", "the model answered without calling a tool")
+        return Graded("no_tool_call", "the model answered without calling a tool")
     if not scenario.expect and calls:
-        return Verdict("wrong_tool", f"no tool should be called; called {calls[0].tool}")
+        return Graded("wrong_tool", f"no tool should be called; called {calls[0].tool}")
     expected = scenario.accepted_tools
     labels = ", ".join(step.label for step in scenario.expect)
     for c in calls:
         if c.server is None:
-            return Verdict("wrong_tool", f"called {shorten(c.tool)}, which no server offers")
+            return Graded("wrong_tool", f"called {shorten(c.tool)}, which no server offers")
         if c.tool not in expected | set(scenario.allowed_extra):
-            return Verdict("wrong_tool", f"called {c.tool}; expected {labels}")
+            return Graded("wrong_tool", f"called {c.tool}; expected {labels}")
     if scenario.expect and not any(c.tool in expected for c in calls):
-        return Verdict("wrong_tool", f"never called {labels}")
+        return Graded("wrong_tool", f"never called {labels}")
     verdict = _match_steps(scenario, calls, schemas)
     if verdict:
         return verdict

@@ -15,7 +15,7 @@ from mcp_farm.workers.mcp.pool import (
     LiveServer,
     ServerPool,
 )
-from mcp_farm.workers.model.safejson import describe
+from mcp_farm.workers.model.safejson import as_json_text
 from mcp_farm.workers.model.toolspec import ToolSpec
 
 
@@ -83,7 +83,7 @@ def result_text(result: Any) -> str:
     text = "\n".join(block_text(block) for block in result.content)
     structured = getattr(result, "structured_content", None)
     if not text.strip() and structured is not None:
-        return describe(structured)
+        return as_json_text(structured)
     return text
 
 

@@ -192,11 +192,11 @@ def reset_sandbox(server: ServerDef, target: Path) -> None:
     shutil.copytree(source, target, ignore=holds_target)
 
 
-def describe(exc: BaseException) -> str:
+def start_failure(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "no answer to initialize/list_tools in time"
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(describe(e) for e in exc.exceptions)
+        return "; ".join(start_failure(e) for e in exc.exceptions)
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -293,7 +293,7 @@ class ServerPool:
                 shutil.rmtree(sandbox, ignore_errors=True)
             # The failure may quote the command or URL: values from the environment are masked.
             raise InfraError(
-                f"MCP server {server.name!r} failed to start: {how.masked(describe(exc))} "
+                f"MCP server {server.name!r} failed to start: {how.masked(start_failure(exc))} "
                 f"(its stderr is in {self.log_path})"
             ) from None
         if process is None:
@@ -324,7 +324,7 @@ class ServerPool:
             except Exception as exc:  # as for any server: the infrastructure's failure
                 raise InfraError(
                     f"shared MCP server {server.name!r} failed to start: "
-                    f"{how.masked(describe(exc))} (its output is in {self.log_path})"
+                    f"{how.masked(start_failure(exc))} (its output is in {self.log_path})"
                 ) from None
             self._shared[key] = shared
             self.started += 1
@@ -364,7 +364,7 @@ class ServerPool:
             logger.warning(
                 "MCP server %s stopped with an error: %s",
                 server.name,
-                how.masked(describe(exc)),
+                how.masked(start_failure(exc)),
                 exc_info=not how.secrets,
             )
         finally:

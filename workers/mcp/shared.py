@@ -20,6 +20,8 @@ import anyio
 from anyio.abc import Process, TaskStatus
 from mcp.client.stdio import get_default_environment
 
+from mcp_farm.workers.errors import InfraError
+
 logger = logging.getLogger(__name__)
 
 POLL_S = 0.02
@@ -54,7 +56,7 @@ async def _serving(shared: SharedProcess) -> None:
     """Return once the port accepts connections; fail if the process exits first."""
     while True:
         if shared.process.returncode is not None:
-            raise RuntimeError(f"the process exited with status {shared.process.returncode}")
+            raise InfraError(f"the process exited with status {shared.process.returncode}")
         try:
             stream = await anyio.connect_tcp("127.0.0.1", shared.port)
         except OSError:

@@ -1,1 +1,1 @@
-"""Talking to models: the adapters behind one protocol, the wire format in each tool mode, tool specs and the safe JSON reader."""
+"""Talking to models: the adapters behind one protocol, what is encoded for them and decoded from them in each tool mode, tool specs and the safe JSON reader."""

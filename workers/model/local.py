@@ -26,9 +26,18 @@ from mcp_farm.schema import (
     TokenCounts,
 )
 from mcp_farm.workers.errors import AdapterError
+from mcp_farm.workers.model.decode import (
+    checked_call,
+    decode_arguments,
+    decode_text_reply,
+)
+from mcp_farm.workers.model.encode import (
+    chat_messages,
+    reply_schema,
+)
 from mcp_farm.workers.model.safejson import (
     UnreadableJson,
-    describe,
+    as_json_text,
     loads,
 )
 from mcp_farm.workers.model.toolspec import (
@@ -36,13 +45,6 @@ from mcp_farm.workers.model.toolspec import (
     ModelReply,
     Sampling,
     ToolSpec,
-)
-from mcp_farm.workers.model.wire import (
-    chat_messages,
-    checked_call,
-    decode_arguments,
-    decode_text_reply,
-    reply_schema,
 )
 
 
@@ -181,9 +183,7 @@ class LocalClient:
         for m in messages:
             if m.role == "assistant" and m.tool_calls and mode == "native":
                 call = m.tool_calls[0]
-                text = json.dumps(
-                    {"tool_call": {"name": call["name"], "arguments": call["arguments"]}}
-                )
+                text = json.dumps({"tool_call": {"name": call.name, "arguments": call.arguments}})
                 plain.append(Message(role="assistant", content=text))
             else:
                 plain.append(m)
@@ -294,5 +294,7 @@ class LocalClient:
             return ModelReply(text="", calls=[parsed])
         if isinstance(obj, dict) and "response" in obj:
             response = obj["response"]
-            return ModelReply(text=response if isinstance(response, str) else describe(response))
+            return ModelReply(
+                text=response if isinstance(response, str) else as_json_text(response)
+            )
         return ModelReply(text=text, format_error="neither a tool call nor a response")

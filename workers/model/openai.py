@@ -18,10 +18,20 @@ from mcp_farm.schema import (
     TokenCounts,
 )
 from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.model.decode import (
+    content_text,
+    decode_text_reply,
+    native_call,
+)
+from mcp_farm.workers.model.encode import (
+    chat_messages,
+    openai_tools,
+    reply_schema,
+)
 from mcp_farm.workers.model.openai_stream import assemble
 from mcp_farm.workers.model.safejson import (
     UnreadableJson,
-    describe,
+    as_json_text,
     loads,
 )
 from mcp_farm.workers.model.toolspec import (
@@ -30,14 +40,6 @@ from mcp_farm.workers.model.toolspec import (
     ParsedCall,
     Sampling,
     ToolSpec,
-)
-from mcp_farm.workers.model.wire import (
-    chat_messages,
-    content_text,
-    decode_text_reply,
-    native_call,
-    openai_tools,
-    reply_schema,
 )
 
 
@@ -162,12 +164,14 @@ class OpenAIClient:
         """The model's turn from a completion's message: never raises. Anything that is not a
         usable answer or call is a format error whose text is the message as it came."""
         if not isinstance(message, dict):
-            return ModelReply(text=describe(message), format_error="the message is not an object")
+            return ModelReply(
+                text=as_json_text(message), format_error="the message is not an object"
+            )
         text = content_text(message.get("content"))
         if text is None:
             kind = type(message.get("content")).__name__
             return ModelReply(
-                text=describe(message), format_error=f"the content is a {kind}, not text"
+                text=as_json_text(message), format_error=f"the content is a {kind}, not text"
             )
         if prompt.mode != "native":
             return decode_text_reply(text, turn)
@@ -177,13 +181,13 @@ class OpenAIClient:
         if not isinstance(raw_calls, list):
             kind = type(raw_calls).__name__
             return ModelReply(
-                text=describe(message), format_error=f"`tool_calls` is a {kind}, not a list"
+                text=as_json_text(message), format_error=f"`tool_calls` is a {kind}, not a list"
             )
         calls: list[ParsedCall] = []
         for i, raw in enumerate(raw_calls):
             call = native_call(raw, f"call_{turn}_{i}")
             if isinstance(call, str):
-                return ModelReply(text=describe(message), format_error=call)
+                return ModelReply(text=as_json_text(message), format_error=call)
             calls.append(call)
         return ModelReply(text=text, calls=calls)
 
@@ -226,9 +230,9 @@ def _verdict_text(message: Any) -> str:
     """A judge's reply as text; an odd shape becomes text the verdict reader finds unreadable,
     so a judge's junk is counted as an unreadable run, like any unreadable reply."""
     if not isinstance(message, dict):
-        return describe(message)
+        return as_json_text(message)
     text = content_text(message.get("content"))
-    return text if text is not None else describe(message.get("content"))
+    return text if text is not None else as_json_text(message.get("content"))
 
 
 def _tokens(usage: Any) -> TokenCounts:

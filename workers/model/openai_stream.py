@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.model.decode import content_text
 from mcp_farm.workers.model.safejson import (
     UnreadableJson,
     loads,
 )
-from mcp_farm.workers.model.wire import content_text
 
 MAX_CHUNK_DEPTH = 128
 """Nesting allowed in one event's JSON (the same allowance as an unstreamed body)."""

@@ -149,7 +149,7 @@ def shorten(value: Any) -> str:
         return f"<{type(value).__name__}>"
 
 
-def describe(value: Any) -> str:
+def as_json_text(value: Any) -> str:
     """`value` as compact JSON text for a transcript, whatever it holds; never raises."""
     try:
         return json.dumps(value, ensure_ascii=False, skipkeys=True, default=repr)
@@ -164,5 +164,5 @@ def arguments_key(name: str, arguments: Any) -> str:
         text = json.dumps(arguments, sort_keys=True, default=repr)
     except (ValueError, TypeError, RecursionError):
         # Keys of mixed types cannot be sorted; unsorted text is still the same for equal calls.
-        text = describe(arguments)
+        text = as_json_text(arguments)
     return name + text

@@ -17,15 +17,15 @@ from mcp_farm.schema import (
     TokenCounts,
 )
 from mcp_farm.workers.errors import AdapterError
-from mcp_farm.workers.model.safejson import describe
-from mcp_farm.workers.model.toolspec import (
-    ModelReply,
-    ToolSpec,
-)
-from mcp_farm.workers.model.wire import (
+from mcp_farm.workers.model.decode import (
     checked_call,
     decode_arguments,
     decode_text_reply,
+)
+from mcp_farm.workers.model.safejson import as_json_text
+from mcp_farm.workers.model.toolspec import (
+    ModelReply,
+    ToolSpec,
 )
 
 
@@ -57,27 +57,29 @@ def scripted_reply(item: dict[str, Any], turn: int, mode: str) -> ModelReply:
     """
     if not {"call", "answer", "text"} & set(item):
         return ModelReply(
-            text=describe(item), format_error=f"scripted reply {turn} has none of call/answer/text"
+            text=as_json_text(item),
+            format_error=f"scripted reply {turn} has none of call/answer/text",
         )
     if mode != "native":
         # Text modes: say it as the model would, and let the real decoder read it.
         text = _as_text(item)
         if text is None:
             return ModelReply(
-                text=describe(item), format_error=f"scripted reply {turn} cannot be written as JSON"
+                text=as_json_text(item),
+                format_error=f"scripted reply {turn} cannot be written as JSON",
             )
         return decode_text_reply(text, turn)
     if "text" in item or "answer" in item:
         said = item.get("text", item.get("answer"))
-        return ModelReply(text=said if isinstance(said, str) else describe(said))
+        return ModelReply(text=said if isinstance(said, str) else as_json_text(said))
     call = item["call"]
     if not isinstance(call, dict):
-        return ModelReply(text=describe(item), format_error="a tool call that is not an object")
+        return ModelReply(text=as_json_text(item), format_error="a tool call that is not an object")
     name = call.get("name")
     arguments = decode_arguments(call.get("arguments"), name if isinstance(name, str) else "")
     parsed = checked_call(f"call_{turn}_0", name, arguments)
     if isinstance(parsed, str):
-        return ModelReply(text=describe(item), format_error=parsed)
+        return ModelReply(text=as_json_text(item), format_error=parsed)
     return ModelReply(calls=[parsed])
 
 
@@ -85,7 +87,7 @@ def _as_text(item: dict[str, Any]) -> str | None:
     """The item as a text-mode model would write it; None when it has no JSON form."""
     if "text" in item:
         said = item["text"]
-        return said if isinstance(said, str) else describe(said)
+        return said if isinstance(said, str) else as_json_text(said)
     try:
         if "answer" in item:
             return json.dumps({"answer": item["answer"]})

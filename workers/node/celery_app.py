@@ -20,10 +20,24 @@ from mcp_farm.schema import (
     TrialSpec,
     load_task,
 )
-from mcp_farm.schema.broker import (
+from mcp_farm.schema.tasks.broker import (
     CONTROL_QUEUE,
     QUEUE_PREFIX,
     make_celery,
+)
+from mcp_farm.schema.tasks.messages import (
+    AggregateRequest,
+    AggregateResult,
+    RescoreRequest,
+    RescoreResult,
+    TrialDone,
+    TrialHeld,
+    TrialRetry,
+    TrialSkipped,
+    TrialSummary,
+    read_message,
+    read_result,
+    read_summary,
 )
 from mcp_farm.workers.node.runtime import close_runtime
 from mcp_farm.workers.node.slots import (
@@ -52,26 +66,28 @@ def backoff(settings: Settings, attempt: int) -> float:
     return float(settings.retry_backoff_s * (2**attempt))
 
 
-def task_result(summary: dict[str, Any]) -> str:
+def task_result(summary: TrialSummary) -> str:
     """What a finished `farm.run_trial` delivery reports to Celery: one short line.
 
     Flower shows a task's return value in its result column and marks every task that did not
     raise as SUCCESS, model failures included; the line says what actually happened there:
     `wrong_tool · 7.2 s`, `pass · 1.4 s · last of sweep`, `skipped: already recorded`.
     """
-    if "outcome" in summary:
-        parts = [str(summary["outcome"])]
-        latency = summary.get("latency_s")
-        if isinstance(latency, int | float):
-            parts.append(f"{latency:.1f} s")
-        if summary.get("last"):
-            parts.append("last of sweep")
-        return " · ".join(parts)
-    for key, label in (("skipped", "skipped"), ("held", "held"), ("retry", "retrying")):
-        if key in summary:
-            line = f"{label}: {summary[key]}"
-            return line if len(line) <= RESULT_CHARS else line[: RESULT_CHARS - 1] + "…"
-    return "no outcome"
+    match summary:
+        case TrialDone():
+            parts: list[str] = [summary.outcome]
+            if summary.latency_s is not None:
+                parts.append(f"{summary.latency_s:.1f} s")
+            if summary.last:
+                parts.append("last of sweep")
+            return " · ".join(parts)
+        case TrialSkipped():
+            line = f"skipped: {summary.reason}"
+        case TrialHeld():
+            line = f"held: {summary.reason}"
+        case TrialRetry():
+            line = f"retrying: {summary.problem}"
+    return line if len(line) <= RESULT_CHARS else line[: RESULT_CHARS - 1] + "…"
 
 
 def create_app(settings: Settings) -> Celery:
@@ -82,7 +98,7 @@ def create_app(settings: Settings) -> Celery:
     @app.task(name="farm.run_trial", bind=True, max_retries=None)
     def run_trial(self: Task, payload: dict[str, Any], infra_attempt: int = 0) -> str:
         local = trial_settings(settings, self.request)
-        spec = TrialSpec.model_validate(payload)
+        spec = read_message("farm.run_trial", payload, TrialSpec)
         final = infra_attempt >= settings.infra_retries
 
         def retry_infra() -> Exception:
@@ -98,7 +114,7 @@ def create_app(settings: Settings) -> Celery:
             with slots.hold(
                 spec.model, wait_s=settings.slot_wait_s, lease_s=settings.visibility_timeout_s
             ):
-                summary = load_task("farm.run_trial")(payload, local, record_infra=final)
+                summary = read_summary(load_task("farm.run_trial")(spec, local, record_infra=final))
         except SlotBusy:
             # Not a failure: the endpoint is busy. Back in the queue, attempt count unchanged.
             raise self.retry(countdown=SLOT_REQUEUE_S) from None
@@ -108,16 +124,16 @@ def create_app(settings: Settings) -> Celery:
             # the message goes back to the queue, unacknowledged.
             logger.warning("trial %s: %s; giving it back to the queue", spec.trial_id[:12], exc)
             raise Reject(str(exc), requeue=True) from exc
-        if "held" in summary:
+        if isinstance(summary, TrialHeld):
             # Another live process runs this trial (a duplicate message): look again once
             # its lease could have lapsed, so the trial is never lost if that holder dies.
             raise self.retry(countdown=settings.stale_after_s())
-        if "retry" in summary:
+        if isinstance(summary, TrialRetry):
             raise retry_infra()
-        if summary.get("last"):
+        if isinstance(summary, TrialDone) and summary.last:
             app.send_task(
                 "farm.aggregate",
-                args=[{"sweep_id": spec.sweep_id}],
+                args=[AggregateRequest(sweep_id=spec.sweep_id).model_dump(mode="json")],
                 queue=CONTROL_QUEUE,
                 argsrepr=spec.sweep_id,
             )
@@ -126,14 +142,20 @@ def create_app(settings: Settings) -> Celery:
 
     @app.task(name="farm.aggregate")
     def aggregate(payload: dict[str, Any]) -> dict[str, Any]:
-        return load_task("farm.aggregate")(payload, settings)
+        request = read_message("farm.aggregate", payload, AggregateRequest)
+        result = read_result(
+            "farm.aggregate", load_task("farm.aggregate")(request, settings), AggregateResult
+        )
+        return dict(result.model_dump(mode="json"))
 
     @app.task(name="farm.rescore_trial", bind=True, max_retries=settings.infra_retries)
     def rescore_trial(self: Task, payload: dict[str, Any]) -> dict[str, Any]:
+        request = read_message("farm.rescore_trial", payload, RescoreRequest)
         try:
-            return load_task("farm.rescore_trial")(payload, trial_settings(settings, self.request))
+            found = load_task("farm.rescore_trial")(request, trial_settings(settings, self.request))
         except StoreError as exc:
             raise self.retry(countdown=backoff(settings, self.request.retries)) from exc
+        return dict(read_result("farm.rescore_trial", found, RescoreResult).model_dump(mode="json"))
 
     return app
 

@@ -14,13 +14,10 @@ import threading
 import time
 from datetime import UTC, datetime
 from importlib.util import find_spec
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from celery.signals import worker_ready, worker_shutdown
-from sqlalchemy import update
-from sqlalchemy.engine import Engine
-from sqlmodel import col
 
 from mcp_farm.schema import (
     LOCAL_MODELS,
@@ -28,20 +25,22 @@ from mcp_farm.schema import (
     Settings,
     load_task,
 )
-from mcp_farm.schema.broker import (
+from mcp_farm.schema.db import (
+    make_engine,
+    require_latest,
+)
+from mcp_farm.schema.tasks.broker import (
     CONTROL_QUEUE,
     queue_for,
 )
-from mcp_farm.schema.db import (
-    NodeRow,
-    make_engine,
-    require_latest,
-    session_scope,
-    upsert,
-)
+from mcp_farm.schema.tasks.messages import RequeueRequest, RequeueResult, read_result
 from mcp_farm.workers.model.local import BUNDLED
 from mcp_farm.workers.node.celery_app import create_app
 from mcp_farm.workers.node.provenance import versions
+from mcp_farm.workers.store.nodes import enrol_node, update_node
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -79,9 +78,7 @@ class Node:
         self._stop = threading.Event()
 
     def enrol(self) -> None:
-        stmt = upsert(self.engine, NodeRow, self.row, "name")
-        with session_scope(self.engine) as session:
-            session.execute(stmt)
+        enrol_node(self.engine, self.row)
         threading.Thread(target=self._beat, name="farm-heartbeat", daemon=True).start()
 
     def _beat(self) -> None:
@@ -96,8 +93,7 @@ class Node:
         self._set(last_heartbeat=datetime.now(UTC), stopped_at=datetime.now(UTC))
 
     def _set(self, **values: Any) -> None:
-        with session_scope(self.engine) as session:
-            session.execute(update(NodeRow).where(col(NodeRow.name) == self.name).values(**values))
+        update_node(self.engine, self.name, **values)
 
 
 class Reaper:
@@ -129,14 +125,17 @@ class Reaper:
         since = self._reachable_since
         act = since is not None and now - since >= self.settings.stale_after_s()
         try:
-            done = load_task("farm.requeue_orphans")({"act": act}, self.settings)
+            task = load_task("farm.requeue_orphans")
+            done = read_result(
+                "farm.requeue_orphans", task(RequeueRequest(act=act), self.settings), RequeueResult
+            )
         except Exception:  # a boundary: the reaper must outlive any outage
             self._reachable_since = None
             logger.warning("could not look for abandoned trials", exc_info=True)
             return 0
         if since is None:
             self._reachable_since = now
-        requeued = int(done.get("requeued", 0))
+        requeued = done.requeued
         if requeued:
             logger.warning("gave %d trial(s) of dead workers back to their queues", requeued)
         return requeued

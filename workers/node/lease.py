@@ -14,14 +14,14 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from sqlalchemy import update
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import col
 
-from mcp_farm.schema.db import TrialRow
+from mcp_farm.workers.store.nodes import renew_leases
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -64,13 +64,7 @@ class Leases:
             held = sorted(self._held)
         if not held:
             return 0
-        with self.engine.begin() as conn:
-            done = conn.execute(
-                update(TrialRow)
-                .where(col(TrialRow.trial_id).in_(held), col(TrialRow.status) == "running")
-                .values(beat_at=datetime.now(UTC))
-            )
-        return int(done.rowcount)
+        return renew_leases(self.engine, held)
 
 
 _LEASES: dict[tuple[int, str, float], Leases] = {}

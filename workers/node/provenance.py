@@ -10,8 +10,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from mcp_farm.schema import (
-    Provenance,
     Settings,
+    TrialProvenance,
     TrialSpec,
 )
 
@@ -52,8 +52,8 @@ def versions() -> dict[str, str]:
     }
 
 
-def provenance(spec: TrialSpec, settings: Settings, model_pins: dict[str, str]) -> Provenance:
-    return Provenance(
+def provenance(spec: TrialSpec, settings: Settings, model_pins: dict[str, str]) -> TrialProvenance:
+    return TrialProvenance(
         farm_version=_version("mcp-farm"),
         git_commit=git_commit(),
         host=socket.gethostname(),

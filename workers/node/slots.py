@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import redis
 
 from mcp_farm.schema import ModelTarget
+from mcp_farm.workers.errors import InfraError
 
 POLL_S = 0.2
 
@@ -32,13 +33,13 @@ return 0
 """
 
 
-class SlotBusy(Exception):
+class SlotBusy(InfraError):
     """Every slot of the endpoint stayed taken for the whole wait."""
 
 
 def slot_key(model: ModelTarget) -> str | None:
     """What the cap counts against: the endpoint URL, or the host for an in-process model.
-    Scripted and replay models serve themselves and have no cap."""
+    Scripted models serve themselves and have no cap."""
     if model.adapter == "openai":
         return f"farm:slots:{model.endpoint}"
     if model.adapter == "local":

@@ -8,28 +8,42 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from mcp_farm.schema import (
+    FarmError,
     Settings,
     StoreError,
     TrialResult,
     TrialSpec,
 )
 from mcp_farm.schema.db import make_engine
+from mcp_farm.schema.tasks.messages import (
+    TrialDone,
+    TrialHeld,
+    TrialRetry,
+    TrialSkipped,
+    TrialSummary,
+    read_message,
+)
+from mcp_farm.workers.errors import harness_detail
 from mcp_farm.workers.node.lease import leases_for
 from mcp_farm.workers.node.runtime import get_runtime
 from mcp_farm.workers.store.results import (
+    FailedOutcome,
     claim_trial,
     fail_trial,
     mark_retrying,
     save_trial,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -78,29 +92,41 @@ def patiently(step: Callable[[], T], *, budget_s: float, what: str) -> T:
             wait = min(wait * 2, LONGEST_WAIT_S)
 
 
-def _run(spec: TrialSpec, settings: Settings) -> TrialResult | str:
+@dataclass(frozen=True)
+class Unrun:
+    """Why a trial could not be run at all, and as what it is recorded."""
+
+    outcome: FailedOutcome
+    problem: str
+
+
+def _run(spec: TrialSpec, settings: Settings) -> TrialResult | Unrun:
     """The trial's result, or why it could not be run at all.
 
     Running classifies everything a trial meets (model, servers, grading); what escapes is a
-    trial that cannot start, such as a scenario edited since the sweep was planned. That must
-    end the trial recorded, never leave it `running` behind a traceback.
+    trial that cannot start, such as a scenario edited since the sweep was planned (a
+    FarmError: `infra_error`), or a bug in the farm itself (any other exception:
+    `harness_error`, with its traceback). Either way the trial ends recorded, never `running`.
     """
     try:
         return get_runtime(settings).run(spec, settings)
-    except Exception as exc:  # a boundary: logged, then recorded as the trial's infra_error
+    except FarmError as exc:  # a boundary: logged, then recorded as the trial's infra_error
         logger.exception("trial %s could not be run", spec.trial_id[:12])
-        return f"could not run: {type(exc).__name__}: {exc}"
+        return Unrun("infra_error", f"could not run: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # a boundary: a bug in the farm, recorded and never retried
+        logger.exception("trial %s hit a bug in the farm", spec.trial_id[:12])
+        return Unrun("harness_error", harness_detail(exc))
 
 
 def run_trial(
-    payload: dict[str, Any],
+    payload: TrialSpec | dict[str, Any],
     settings: Settings,
     *,
     force: bool = False,
     record_infra: bool = True,
     takeover: bool = False,
-) -> dict[str, Any]:
-    """Run the trial described by `payload` and upsert its result.
+) -> TrialSummary:
+    """Task `farm.run_trial`: run the trial described by `payload` and upsert its result.
 
     `force` runs it even if already recorded (a re-run). With `record_infra=False` an
     infrastructure failure is not recorded but reported as `retry`, so the caller can try
@@ -110,7 +136,7 @@ def run_trial(
     `settings.store_retry_s` at the claim and again at the save; past that a StoreError
     propagates, and a finished result is not recorded (the caller must not acknowledge it).
     """
-    spec = TrialSpec.model_validate(payload)
+    spec = read_message("farm.run_trial", payload, TrialSpec)
     # Database work is milliseconds of a trial's seconds: a few connections serve many
     # sessions, and PostgreSQL refuses clients past max_connections (100 by default). No
     # pre-ping (a round trip per checkout, three per trial): every step here is retried by
@@ -118,7 +144,7 @@ def run_trial(
     engine = engine_for(
         settings.resolved_database_url(), min(settings.sessions + 2, MAX_POOL), pre_ping=False
     )
-    summary: dict[str, Any] = {"trial_id": spec.trial_id, "sweep_id": spec.sweep_id}
+    ids = {"trial_id": spec.trial_id, "sweep_id": spec.sweep_id}
     stale_before = datetime.now(UTC) - timedelta(
         seconds=0 if takeover else settings.stale_after_s()
     )
@@ -134,35 +160,37 @@ def run_trial(
         what=f"trial {spec.trial_id[:12]}",
     )
     if claim == "held":
-        return summary | {"held": "another live process is running it"}
+        return TrialHeld(**ids, reason="another live process is running it")
     if claim != "claimed":
-        return summary | {"skipped": "already recorded" if claim == "recorded" else claim}
+        return TrialSkipped(**ids, reason="already recorded" if claim == "recorded" else claim)
     with leases_for(engine, settings.heartbeat_s).hold(spec.trial_id):
         result = _run(spec, settings)
-        problem = result if isinstance(result, str) else result.detail
-        if (isinstance(result, str) or result.outcome == "infra_error") and not record_infra:
+        problem = result.problem if isinstance(result, Unrun) else result.detail
+        if result.outcome == "infra_error" and not record_infra:
             detail = f"retrying: {problem}"
             patiently(
                 lambda: mark_retrying(engine=engine, trial_id=spec.trial_id, detail=detail),
                 budget_s=settings.store_retry_s,
                 what=f"trial {spec.trial_id[:12]}",
             )
-            return summary | {"retry": problem}
-        if isinstance(result, str):
+            return TrialRetry(**ids, problem=problem)
+        if isinstance(result, Unrun):
+            failed = result.outcome
             left = patiently(
-                lambda: fail_trial(engine=engine, spec=spec, detail=problem),
+                lambda: fail_trial(engine=engine, spec=spec, detail=problem, outcome=failed),
                 budget_s=settings.store_retry_s,
-                what=f"trial {spec.trial_id[:12]} could not run ({problem}) and",
+                what=f"trial {spec.trial_id[:12]} could not run ({problem.splitlines()[0]}) and",
             )
-            return summary | {"outcome": "infra_error", "last": not left}
+            return TrialDone(**ids, outcome=failed, last=not left)
         left = patiently(
             lambda: save_trial(engine=engine, spec=spec, result=result),
             budget_s=settings.store_retry_s,
             what=f"trial {spec.trial_id[:12]} finished ({result.outcome}) but",
         )
-    return summary | {
-        "outcome": result.outcome,
-        "latency_s": result.latency_s,
-        "model_s": result.model_s,
-        "last": not left,
-    }
+    return TrialDone(
+        **ids,
+        outcome=result.outcome,
+        latency_s=result.latency_s,
+        model_s=result.model_s,
+        last=not left,
+    )

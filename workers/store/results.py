@@ -44,6 +44,9 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 M = TypeVar("M", bound=BaseModel)
 
 
+FailedOutcome = Literal["infra_error", "harness_error"]
+
+
 def storable(value: Any) -> Any:
     """`value` with every string made storable: the store's one text rule (README, Decisions).
 
@@ -342,10 +345,13 @@ def mark_retrying(*, engine: Engine, trial_id: str, detail: str) -> None:
         )
 
 
-def fail_trial(*, engine: Engine, spec: TrialSpec, detail: str) -> bool:
-    """Record a claimed trial that could not be run at all (its scenario no longer loads, the
-    worker broke) as an infra_error, so it never stays `running`; return whether the sweep
-    has trials left to run. Like any infra_error it is run again by a resume or a re-run."""
+def fail_trial(
+    *, engine: Engine, spec: TrialSpec, detail: str, outcome: FailedOutcome = "infra_error"
+) -> bool:
+    """Record a claimed trial that could not be run at all, so it never stays `running`, and
+    return whether the sweep has trials left to run. An `infra_error` (its scenario no longer
+    loads, a server cannot start) is run again by a resume or a re-run; a `harness_error` (a
+    bug in the farm) is recorded once, with its traceback in `detail`, and never retried."""
     with _connected(engine, f"record trial {spec.trial_id[:12]} as failed") as conn:
         conn = _alone(conn)
         conn.execute(
@@ -353,8 +359,8 @@ def fail_trial(*, engine: Engine, spec: TrialSpec, detail: str) -> bool:
             .where(col(TrialRow.trial_id) == spec.trial_id, col(TrialRow.status) == "running")
             .values(
                 status="done",
-                outcome="infra_error",
-                stop_reason="infra_error",
+                outcome=outcome,
+                stop_reason=outcome,
                 detail=storable(detail),
                 finished_at=datetime.now(UTC),
             )

@@ -11,10 +11,12 @@ from rich.table import Table
 from mcp_farm.scheduler.report.answer_tables import (
     AnswerTable,
     answer_tables,
-    num,
     unverified_note,
 )
-from mcp_farm.scheduler.report.terminal.scorecard import pct
+from mcp_farm.scheduler.report.cells import (
+    num,
+    pct,
+)
 from mcp_farm.schema.scorecard import AnswerQuality
 
 if TYPE_CHECKING:

@@ -3,53 +3,23 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from mcp_farm.scheduler.report.cells import (
+    dash_note,
+    harness_note,
+    interval,
+    pass_k,
+    pct,
+    secs,
+)
+from mcp_farm.scheduler.report.terminal.answers import print_answers
 from mcp_farm.scheduler.scorecard.build import outcome_columns
 from mcp_farm.schema.scorecard import (
     Latency,
-    Row,
     Scorecard,
 )
-
-
-def pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.0f}%"
-
-
-def secs(x: float | None) -> str:
-    if x is None:
-        return "–"
-    if x < 1:
-        return f"{1000 * x:.0f}ms"
-    return f"{x:.2f}s" if x < 10 else f"{x:.1f}s"
-
-
-def pass_k(value: float | None, k: int) -> str:
-    """A pass^k or pass@k cell: `–` below two repetitions, where it says nothing new."""
-    return pct(value) if k > 1 else "–"
-
-
-def dash_note(card: Scorecard, *, speed: bool) -> str | None:
-    """The footnote that says why cells show `–`, naming only the reasons that apply here;
-    None when no such cell is shown. `speed`: the card's TTFT and tok/s columns are shown."""
-    reasons = []
-    if any(row.k < 2 for row in card.rows):
-        reasons.append("pass^k and pass@k need k ≥ 2 repetitions of each scenario in the row")
-    if speed and any(x.first_token.p50 is None for x in card.extras):
-        reasons.append(
-            "TTFT needs an endpoint that reports its first token "
-            "(an openai model with `stream: true`)"
-        )
-    if speed and any(x.tokens_per_s is None for x in card.extras):
-        reasons.append("tok/s needs token counts and model time from the endpoint")
-    if not reasons:
-        return None
-    return "– not measured: " + "; ".join(reasons) + "."
-
-
-def interval(row: Row) -> str:
-    return f"{pct(row.low)}–{pct(row.high)}"
 
 
 def _table(title: str, heads: list[str], right: list[str]) -> Table:
@@ -84,6 +54,8 @@ def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table
 
 def print_scorecard(card: Scorecard, console: Console) -> None:
     console.print(f"\n[bold]Scorecard[/bold] {card.sweep_id}: {card.done}/{card.total} trials done")
+    if harness := harness_note(card):
+        console.print(f"[bold red]{escape(harness)}[/bold red]", highlight=False)
     console.print(_rate_table(card, "config", "Pass rate per model × prompt config", ""))
     speed = _table(
         "Speed and tokens",
@@ -135,7 +107,4 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
     if note:
         console.print(f"[dim]{note}[/dim]", highlight=False)
     if card.answers is not None:
-        # Imported here: the answer tables build on this module's formatters.
-        from mcp_farm.scheduler.report.terminal.answers import print_answers
-
         print_answers(card.answers, console)

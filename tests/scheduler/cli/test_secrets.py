@@ -29,7 +29,7 @@ from mcp_farm.schema import (
     TrialSpec,
     validate,
 )
-from mcp_farm.schema.broker import (
+from mcp_farm.schema.tasks.broker import (
     make_celery,
     queue_for,
 )

@@ -14,7 +14,7 @@ from mcp_farm.scheduler.operations.recovery import (
 )
 from mcp_farm.scheduler.submission.publish import publish_trials
 from mcp_farm.schema import Settings
-from mcp_farm.schema.broker import make_celery
+from mcp_farm.schema.tasks.broker import make_celery
 from tests.helpers import (
     ideal_script,
     trial,

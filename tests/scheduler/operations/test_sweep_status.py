@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from mcp_farm.scheduler.cli import sweep as cli_sweep
 from mcp_farm.scheduler.cli.app import app
+from mcp_farm.scheduler.operations import progress as progress_module
 from mcp_farm.scheduler.operations.progress import (
     SweepProgress,
     sweep_progress,
@@ -130,7 +131,8 @@ def test_watching_a_sweep_without_a_terminal_prints_a_line_as_trials_finish(
     _record(url, "watched", ["pending"] * 4)
     # What the database says at each look: nothing done, then half, then all.
     looks = iter([_snapshot(0), _snapshot(2), _snapshot(4)])
-    monkeypatch.setattr(cli_sweep, "sweep_progress", lambda **_kw: next(looks))
+    # The command imports its helpers when it runs: patch where it finds them.
+    monkeypatch.setattr(progress_module, "sweep_progress", lambda **_kw: next(looks))
     watched = CliRunner().invoke(
         app, ["sweep", "status", "watched", "--watch", "--every", "0", "--db", url]
     )

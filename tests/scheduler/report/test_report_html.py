@@ -16,6 +16,7 @@ from sqlalchemy import text
 from bench.synthetic import load, scenarios, trials
 from mcp_farm.scheduler.report.html.page import to_html
 from mcp_farm.scheduler.scorecard.build import build_scorecard
+from mcp_farm.scheduler.scorecard.queries.samples import sample_trials
 from mcp_farm.schema.db import (
     init_db,
     make_engine,
@@ -60,7 +61,7 @@ def test_the_report_renders_its_charts_in_headless_chromium(tmp_path: Path) -> N
         conn.execute(text("update trial set transcript_json = :t"), {"t": json.dumps(transcript)})
     card = build_scorecard(engine=engine, sweep_id="sw")
     page = tmp_path / "report.html"
-    page.write_text(to_html(card, engine), encoding="utf-8")
+    page.write_text(to_html(card, sample_trials(engine, "sw")), encoding="utf-8")
 
     dumped = _run(chromium, "--virtual-time-budget=5000", "--dump-dom", page.as_uri())
     assert dumped.returncode == 0, dumped.stderr[-2000:]

@@ -102,7 +102,7 @@ def test_gates_pass_fail_and_name_what_failed(engine: Engine) -> None:
     failed = {(b.row.prompt, b.row.key) for b in breaches if b.row}
     assert {("native", BROKEN_TOOL), ("json", BROKEN_TOOL)} <= failed
     assert {key for _, key in failed} <= NEAR_BROKEN
-    assert any(f"{BROKEN_TOOL} is 0" in b.describe() for b in breaches)
+    assert any(f"{BROKEN_TOOL} is 0" in b.explain() for b in breaches)
     _, none = check_gates(card, [Gate(metric="p95_s", per="config", max=1000)])
     assert none == []
     _, unmatched = check_gates(card, [Gate(metric="pass_rate", per="tool", only="nope", min=0)])

@@ -15,12 +15,12 @@ from sqlalchemy.engine import Engine
 from statsmodels.stats.proportion import proportion_confint
 
 from bench.synthetic import SyntheticScenario, load, scenarios, trials
-from mcp_farm.scheduler.scorecard.aggregate import (
-    scorecard_of,
+from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
+from mcp_farm.scheduler.scorecard.build import build_scorecard
+from mcp_farm.scheduler.scorecard.queries.stored import (
     store_scorecard,
     stored_scorecard,
 )
-from mcp_farm.scheduler.scorecard.build import build_scorecard
 from mcp_farm.schema.db import (
     init_db,
     make_engine,

@@ -17,7 +17,7 @@ from mcp_farm.scheduler.cli.app import app
 from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
 from mcp_farm.scheduler.submission.embedded import run_embedded
 from mcp_farm.scheduler.submission.expand import expand
-from mcp_farm.scheduler.submission.submit import record_scoring
+from mcp_farm.scheduler.submission.queries import record_scoring
 from mcp_farm.schema import (
     JudgeSettings,
     ModelTarget,
@@ -168,7 +168,7 @@ def test_rescoring_keeps_the_deterministic_scores_and_adds_judge_rows(
             {"trial_id": trial_id, "scoring_id": scoring, "judge": judge.model_dump(mode="json")},
             settings,
         )
-        assert summary["outcome"] == summary["recorded_outcome"]
+        assert summary.outcome == summary.recorded_outcome
     query = text(
         "select trial_id, outcome, keyword_coverage, grounding_rate, grounded, adoption"
         " from answer_score where scoring_id = :c order by trial_id"

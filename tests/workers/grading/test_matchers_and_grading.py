@@ -16,7 +16,7 @@ from mcp_farm.workers.grading.matchers import (
     check,
     normalize_path,
 )
-from mcp_farm.workers.model.wire import decode_text_reply
+from mcp_farm.workers.model.decode import decode_text_reply
 
 
 def m(spec: Any) -> ParamMatcher:

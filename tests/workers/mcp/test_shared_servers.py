@@ -24,8 +24,8 @@ from mcp_farm.schema import (
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.pool import (
     ServerPool,
-    describe,
     shared_launch,
+    start_failure,
 )
 from mcp_farm.workers.mcp.shared import (
     free_port,
@@ -172,7 +172,7 @@ def test_a_session_may_not_name_a_folder_outside_the_farms(tmp_path: Path) -> No
                 try:
                     await initialize(bad)
                 except Exception as exc:  # the refusal arrives inside the transport's group
-                    assert "must name a folder inside" in describe(exc), describe(exc)
+                    assert "must name a folder inside" in start_failure(exc), start_failure(exc)
                 else:
                     pytest.fail(f"a session in {bad} was served")
             shared.stop.set()

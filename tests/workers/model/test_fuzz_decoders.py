@@ -28,6 +28,10 @@ from mcp_farm.workers.grading.chained import Chain
 from mcp_farm.workers.grading.grade import grade
 from mcp_farm.workers.grading.matchers import check
 from mcp_farm.workers.mcp.connections import Connected
+from mcp_farm.workers.model.decode import (
+    decode_arguments,
+    decode_text_reply,
+)
 from mcp_farm.workers.model.local import LocalClient
 from mcp_farm.workers.model.openai import (
     OpenAIClient,
@@ -35,7 +39,7 @@ from mcp_farm.workers.model.openai import (
 )
 from mcp_farm.workers.model.safejson import (
     arguments_key,
-    describe,
+    as_json_text,
     wire_problem,
 )
 from mcp_farm.workers.model.scripted import scripted_reply
@@ -43,10 +47,6 @@ from mcp_farm.workers.model.toolspec import (
     ModelReply,
     ParsedCall,
     ToolSpec,
-)
-from mcp_farm.workers.model.wire import (
-    decode_arguments,
-    decode_text_reply,
 )
 from mcp_farm.workers.session import execute
 
@@ -349,7 +349,7 @@ def test_any_response_body_is_a_completion_or_an_infrastructure_error(
     choices: Any, shape: str
 ) -> None:
     shaped = {"choices": [{"message": choices}], "usage": choices} if shape == "wrap" else choices
-    body = describe(shaped) if shape != "text" or not isinstance(choices, str) else choices
+    body = as_json_text(shaped) if shape != "text" or not isinstance(choices, str) else choices
     try:
         data = completion(body, "http://e/v1")
     except InfraError:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 from mcp_farm.scenarios import load_prompt
-from mcp_farm.workers.model.toolspec import ToolSpec
-from mcp_farm.workers.model.wire import (
+from mcp_farm.workers.model.encode import (
     opening_messages,
     tools_as_text,
 )
+from mcp_farm.workers.model.toolspec import ToolSpec
 
 SCHEMA = {
     "title": "schedule_meetingArguments",

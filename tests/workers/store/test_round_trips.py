@@ -19,7 +19,7 @@ from sqlalchemy.pool import Pool
 import mcp_farm.workers.node.tasks
 from mcp_farm.scenarios import load_suite
 from mcp_farm.scheduler.submission.expand import expand
-from mcp_farm.scheduler.submission.submit import record_plan
+from mcp_farm.scheduler.submission.queries import record_plan
 from mcp_farm.schema import (
     ScenarioSelection,
     Settings,
@@ -107,8 +107,8 @@ def test_a_trial_costs_postgresql_two_round_trips_its_claim_and_its_save(
     run_trial(first, pg_settings)  # servers started, the pool connected
     with round_trips() as counted:
         summary = run_trial(last, pg_settings)
-    assert summary["outcome"] == "pass"
-    assert summary["last"], "the save's probe must see its own commit"
+    assert summary.outcome == "pass"
+    assert summary.last, "the save's probe must see its own commit"
     # The claim (one UPDATE); the save's BEGIN … COMMIT and the "any left?" probe, pipelined.
     assert counted() == 2
 
@@ -135,7 +135,7 @@ def test_a_connection_the_server_dropped_is_replaced_at_once(
     with caplog.at_level("INFO", logger="mcp_farm.workers.node.tasks"):
         summary = run_trial(second, pg_settings)
 
-    assert summary["outcome"] == "pass" and summary["last"]
+    assert summary.outcome == "pass" and summary.last
     assert "a pooled connection was dropped" in caplog.text
     assert waits == [], "a dropped connection costs a fresh one, not a wait"
 

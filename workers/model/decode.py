@@ -1,19 +1,13 @@
-"""Presenting tools to a model in each mode, and decoding JSON-in-text replies."""
+"""What comes back from the model: JSON-in-text replies and native tool calls, checked for use."""
 
 from __future__ import annotations
 
-import inspect
-import json
 import re
 from typing import Any
 
-from mcp_farm.schema import (
-    Message,
-    PromptConfig,
-)
 from mcp_farm.workers.model.safejson import (
     UnreadableJson,
-    describe,
+    as_json_text,
     loads,
     raw_decode,
     shorten,
@@ -22,7 +16,6 @@ from mcp_farm.workers.model.safejson import (
 from mcp_farm.workers.model.toolspec import (
     ModelReply,
     ParsedCall,
-    ToolSpec,
 )
 
 FENCE_LANGUAGE = re.compile(r"[a-zA-Z]*")
@@ -44,89 +37,6 @@ def unfenced(text: str) -> str:
     return body
 
 
-def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
-    """The OpenAI `tools` array."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": t.shown_name,
-                "description": t.description,
-                "parameters": t.input_schema or {"type": "object", "properties": {}},
-            },
-        }
-        for t in tools
-    ]
-
-
-def tools_as_text(tools: list[ToolSpec]) -> str:
-    """The tools for JSON-in-text modes: each with its full description and its argument
-    schema as one line of compact JSON (types, item shapes, allowed values, which are
-    required), so a text mode sees what a native mode's `tools` array carries."""
-    lines = ["Tools:"]
-    for t in tools:
-        # cleandoc: descriptions are often docstrings, indented after their first line.
-        text = [line for line in inspect.cleandoc(t.description).splitlines() if line.strip()]
-        lines.append(f"- {t.shown_name}: {text[0] if text else '(no description)'}")
-        lines += [f"  {line}" for line in text[1:]]
-        lines.append(f"  arguments: {_compact(t.input_schema)}")
-    return "\n".join(lines)
-
-
-def _compact(schema: dict[str, Any]) -> str:
-    """A tool's input schema as one line, without the titles SDKs derive from names (the
-    `fooArguments` of the object and `Foo` of a property `foo`), which add nothing."""
-    if not schema.get("properties"):
-        return "none"
-    lean = {k: v for k, v in schema.items() if k != "title"}
-    lean["properties"] = {
-        name: _untitled(name, spec) for name, spec in schema["properties"].items()
-    }
-    return json.dumps(lean, ensure_ascii=False, separators=(", ", ": "))
-
-
-def _untitled(name: str, spec: Any) -> Any:
-    if isinstance(spec, dict) and spec.get("title") == name.replace("_", " ").title():
-        return {k: v for k, v in spec.items() if k != "title"}
-    return spec
-
-
-def opening_messages(
-    prompt: PromptConfig, user_prompt: str, tools: list[ToolSpec]
-) -> list[Message]:
-    """System prompt (with the tool list in text modes), few-shot turns, then the request."""
-    system = prompt.system_prompt.strip()
-    if prompt.mode != "native":
-        system = f"{system}\n\n{tools_as_text(tools)}"
-    messages = [Message(role="system", content=system)]
-    for shot in prompt.few_shot:
-        messages.append(Message(role="user", content=shot.user))
-        messages.append(Message(role="assistant", content=shot.assistant))
-    messages.append(Message(role="user", content=user_prompt))
-    return messages
-
-
-def reply_schema(tools: list[ToolSpec]) -> dict[str, Any]:
-    """JSON schema of a JSON-in-text reply: one tool call with typed arguments, or an answer."""
-    calls = [
-        {
-            "type": "object",
-            "properties": {
-                "tool": {"const": t.shown_name},
-                "arguments": t.input_schema or {"type": "object"},
-            },
-            "required": ["tool", "arguments"],
-        }
-        for t in tools
-    ]
-    answer = {
-        "type": "object",
-        "properties": {"answer": {"type": "string"}},
-        "required": ["answer"],
-    }
-    return {"anyOf": [*calls, answer]}
-
-
 def decode_text_reply(text: str, turn: int) -> ModelReply:
     """Decode `{"tool": …, "arguments": …}` or `{"answer": …}` from a model's text.
 
@@ -145,7 +55,7 @@ def decode_text_reply(text: str, turn: int) -> ModelReply:
         return ModelReply(text=text, format_error="the reply is JSON but not an object")
     if "answer" in obj and "tool" not in obj:
         answer = obj["answer"]
-        return ModelReply(text=answer if isinstance(answer, str) else describe(answer))
+        return ModelReply(text=answer if isinstance(answer, str) else as_json_text(answer))
     name = obj.get("tool") or obj.get("name")
     args = obj.get("arguments", obj.get("parameters", {}))
     if not isinstance(name, str) or not name:
@@ -225,39 +135,3 @@ def content_text(content: Any) -> str | None:
     ):
         return "".join(part["text"] for part in content)
     return None
-
-
-def chat_messages(messages: list[Message], mode: str) -> list[dict[str, Any]]:
-    """Transcript → chat-completions messages.
-
-    In native mode tool calls and results use the API's own fields. In the text modes the model
-    never saw a tools API, so its calls stay as the text it wrote and results come back as a
-    user turn.
-    """
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if mode == "native" and m.role == "assistant" and m.tool_calls:
-            out.append(
-                {
-                    "role": "assistant",
-                    "content": m.content or None,
-                    "tool_calls": [
-                        {
-                            "id": c["id"],
-                            "type": "function",
-                            "function": {
-                                "name": c["name"],
-                                "arguments": json.dumps(c["arguments"]),
-                            },
-                        }
-                        for c in m.tool_calls
-                    ],
-                }
-            )
-        elif mode == "native" and m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
-        elif m.role == "tool":
-            out.append({"role": "user", "content": f"Result of {m.name}:\n{m.content}"})
-        else:
-            out.append({"role": m.role, "content": m.content})
-    return out

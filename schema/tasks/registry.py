@@ -10,14 +10,19 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
+from pydantic import BaseModel
+
 from mcp_farm.schema.errors import FarmError
 from mcp_farm.schema.settings import Settings
 
 
 class TaskFn(Protocol):
+    """A task function: its payload (the task's message model, or that model as JSON) and the
+    process's settings in; its result message out (see mcp_farm.schema.tasks.messages)."""
+
     def __call__(
-        self, payload: dict[str, Any], settings: Settings, /, **options: Any
-    ) -> dict[str, Any]: ...
+        self, payload: BaseModel | dict[str, Any], settings: Settings, /, **options: Any
+    ) -> Any: ...
 
 
 @lru_cache(maxsize=16)

@@ -20,11 +20,10 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from mcp_farm.scheduler.scorecard.latency import (
-    CONFIG,
-    Samples,
-)
-from mcp_farm.scheduler.scorecard.pg_arrays import fetch_with_arrays
+from mcp_farm.scheduler.scorecard.latency import Samples
+from mcp_farm.scheduler.scorecard.queries.columns import CONFIG
+from mcp_farm.scheduler.scorecard.queries.pg_arrays import fetch_with_arrays
+from mcp_farm.schema import UNGRADED
 
 _SUMS = """count(*) as n,
        sum(tokens_prompt) as tokens_prompt, sum(tokens_completion) as tokens_completion,
@@ -32,8 +31,9 @@ _SUMS = """count(*) as n,
          as timed_tokens,
        sum(case when model_s > 0 and tokens_completion > 0 then model_s else 0 end) as timed_s"""
 _KEY = f"model_id, {CONFIG}, scenario_id, tier, expected_tools, variant > 0"
-# A trial's latency counts when it was graded: done, and not an infrastructure error.
-_GRADED = "status = 'done' and outcome <> 'infra_error'"
+# A trial's latency counts when it was graded: done, and neither an infrastructure error nor
+# a bug in the farm.
+_GRADED = f"status = 'done' and outcome not in ({', '.join(repr(o) for o in UNGRADED)})"
 
 COUNTS_SQL = f"""
 select model_id, {CONFIG} as prompt_id, scenario_id, tier, expected_tools,
@@ -106,7 +106,7 @@ def _scan_postgres(conn: Connection, sweep_id: str) -> TrialScan:
             continue
         counts.append(r)
         # As _GRADED reads it in SQL, where a NULL outcome is not graded either.
-        if r.outcome not in (None, "infra_error"):
+        if r.outcome is not None and r.outcome not in UNGRADED:
             samples.append(
                 Samples(
                     r.model_id,

@@ -6,10 +6,12 @@ serializer, queues or delivery guarantees. Tasks are registered only on workers.
 
 from __future__ import annotations
 
-from celery import Celery
-from kombu.entity import Queue
+from typing import TYPE_CHECKING
 
 from mcp_farm.schema.settings import Settings
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 CONTROL_QUEUE = "farm.control"
 """Aggregation and other control work; consumed by `farm worker --control`."""
@@ -28,6 +30,9 @@ def declared_queues(settings: Settings) -> list[str]:
 
 def make_celery(settings: Settings, name: str = "farm") -> Celery:
     """A Celery app configured for the farm; no tasks registered."""
+    from celery import Celery  # here, so the queue names cost no Celery import
+    from kombu.entity import Queue
+
     app = Celery(name, broker=settings.broker_url, set_as_current=False)
     app.conf.update(
         task_serializer="json",

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from mcp_farm.scheduler.scorecard.pg_arrays import fetch_with_arrays
+from mcp_farm.scheduler.scorecard.queries.pg_arrays import fetch_with_arrays
 
 pytestmark = pytest.mark.integration
 

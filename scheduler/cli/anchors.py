@@ -1,0 +1,146 @@
+"""`farm anchors lock|verify`: the drift guard over the judge, with locked anchor transcripts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mcp_farm.scenarios.anchors import (
+    THRESHOLD,
+    anchor_folder,
+    load_anchors,
+    lock_problems,
+    write_lock,
+)
+from mcp_farm.scheduler.cli.common import (
+    DataDirOption,
+    DbOption,
+    console,
+    engine_from,
+    settings_from,
+)
+from mcp_farm.schema import (
+    JudgeSettings,
+    SpecError,
+    load_task,
+)
+from mcp_farm.schema.tasks.messages import (
+    AnchorJudgingRequest,
+    AnchorJudgingResult,
+    read_result,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from mcp_farm.scenarios.anchors import AnchorSet
+
+GATE_FAILED = 1
+DEFAULT_JUDGE_SWEEP = Path("scenarios/sweeps/code.yaml")
+
+anchors_app = typer.Typer(no_args_is_help=True, help="The drift guard: locked anchor transcripts.")
+
+FolderArg = Annotated[str, typer.Argument(help="Anchor folder (name under scenarios/anchors)")]
+JudgeFrom = Annotated[
+    Path,
+    typer.Option("--judge-from", help="A sweep YAML whose `judge:` settings to use"),
+]
+
+
+def judge_settings(path: Path) -> JudgeSettings:
+    """The `judge:` settings of a sweep file, which must name a judge model."""
+    from mcp_farm.scheduler.submission.expand import load_sweep
+
+    sweep = load_sweep(path)
+    if sweep.judge is None or sweep.judge.model is None:
+        raise SpecError(str(path), "judge.model", "this sweep names no judge model")
+    return sweep.judge
+
+
+@anchors_app.command("lock")
+def lock_cmd(folder: FolderArg = "code") -> None:
+    """Freeze the anchor transcripts, the rubric and the gold scores by SHA256."""
+    anchors = load_anchors(anchor_folder(folder))
+    path = write_lock(anchors)
+    console.print(
+        f"locked {len(anchors.anchors)} anchors, rubric {anchors.rubric_id} and gold scores "
+        f"in {path}"
+    )
+
+
+@anchors_app.command("verify")
+def verify_cmd(
+    folder: FolderArg = "code",
+    judge_from: JudgeFrom = DEFAULT_JUDGE_SWEEP,
+    db: DbOption = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Re-hash the anchors, re-judge them, and require Spearman's ρ ≥ 0.85 against the gold
+    scores; exit 1 naming what changed otherwise. The verdict is recorded for reports."""
+    settings = settings_from(db, data_dir)
+    anchors = load_anchors(anchor_folder(folder))
+    judge = judge_settings(judge_from)
+    problems = lock_problems(anchors)
+    rho: float | None = None
+    if not problems:
+        request = AnchorJudgingRequest(
+            folder=str(anchors.folder), rubric=anchors.rubric_id, judge=judge
+        )
+        with console.status(f"judging {len(anchors.anchors)} anchors × {judge.runs} runs…"):
+            found = read_result(
+                "farm.judge_anchors",
+                load_task("farm.judge_anchors")(request, settings),
+                AnchorJudgingResult,
+            )
+        rho, problem = _agreement(anchors.gold, found.scores)
+        problems += [problem] if problem else []
+        console.print(
+            f"judge {found.judge}: ρ = {rho:.3f} over {_pairs(anchors.gold)} anchor × criterion "
+            f"scores ({found.unreadable} unreadable), {found.judge_s:.1f} s"
+        )
+    _record(engine_from(settings), judge, anchors, rho, problems)
+    if problems:
+        console.print("[bold red]anchor gate failed[/bold red]")
+        for problem in problems:
+            console.print(f"  ✗ {problem}", highlight=False)
+        raise typer.Exit(GATE_FAILED)
+    console.print(f"[green]anchor gate passed[/green] (ρ ≥ {THRESHOLD})")
+
+
+def _pairs(gold: dict[str, dict[str, float]]) -> int:
+    return sum(len(v) for v in gold.values())
+
+
+def _agreement(
+    gold: dict[str, dict[str, float]], judged: dict[str, dict[str, float | None]]
+) -> tuple[float, str]:
+    """Spearman's ρ over every (anchor, criterion) pair; a missing judge score counts as 0."""
+    from mcp_farm.scheduler.statistics.judge_variance import spearman
+
+    keys = [(a, c) for a in sorted(gold) for c in sorted(gold[a])]
+    xs = [gold[a][c] for a, c in keys]
+    ys = [float(judged.get(a, {}).get(c) or 0.0) for a, c in keys]
+    rho = spearman(xs, ys)
+    if rho != rho or rho < THRESHOLD:  # NaN (a constant judge) fails too
+        return rho, f"Spearman ρ = {rho:.3f} against the gold scores, below {THRESHOLD}"
+    return rho, ""
+
+
+def _record(
+    engine: Engine, judge: JudgeSettings, anchors: AnchorSet, rho: float | None, problems: list[str]
+) -> None:
+    from mcp_farm.scheduler.scorecard.queries.answers import record_anchor_check
+
+    assert judge.model is not None
+    record_anchor_check(
+        engine,
+        judge_key=judge.model.key(),
+        judge_model=judge.model.id,
+        rubric_id=anchors.rubric_id,
+        rubric_hash=anchors.rubric_hash,
+        rho=None if rho is None or rho != rho else rho,
+        passed=not problems,
+        detail="; ".join(problems),
+    )

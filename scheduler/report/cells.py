@@ -1,0 +1,63 @@
+"""Cell formatters every report medium shares: percentages, durations, intervals, plain numbers,
+and the footnote that says why a cell shows `–`."""
+
+from __future__ import annotations
+
+from mcp_farm.schema.scorecard import (
+    Row,
+    Scorecard,
+)
+
+
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"
+
+
+def secs(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x < 1:
+        return f"{1000 * x:.0f}ms"
+    return f"{x:.2f}s" if x < 10 else f"{x:.1f}s"
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def pass_k(value: float | None, k: int) -> str:
+    """A pass^k or pass@k cell: `–` below two repetitions, where it says nothing new."""
+    return pct(value) if k > 1 else "–"
+
+
+def interval(row: Row) -> str:
+    return f"{pct(row.low)}–{pct(row.high)}"
+
+
+def dash_note(card: Scorecard, *, speed: bool) -> str | None:
+    """The footnote that says why cells show `–`, naming only the reasons that apply here;
+    None when no such cell is shown. `speed`: the card's TTFT and tok/s columns are shown."""
+    reasons = []
+    if any(row.k < 2 for row in card.rows):
+        reasons.append("pass^k and pass@k need k ≥ 2 repetitions of each scenario in the row")
+    if speed and any(x.first_token.p50 is None for x in card.extras):
+        reasons.append(
+            "TTFT needs an endpoint that reports its first token "
+            "(an openai model with `stream: true`)"
+        )
+    if speed and any(x.tokens_per_s is None for x in card.extras):
+        reasons.append("tok/s needs token counts and model time from the endpoint")
+    if not reasons:
+        return None
+    return "– not measured: " + "; ".join(reasons) + "."
+
+
+def harness_note(card: Scorecard) -> str:
+    """What a report says, in red, when trials hit a bug in the farm; empty when none did."""
+    n = card.harness_errors()
+    if not n:
+        return ""
+    return (
+        f"{n} trial(s) hit a bug in the farm itself (outcome harness_error): they are in no "
+        "rate and were not retried. Each trial's detail holds the traceback; please report it."
+    )
