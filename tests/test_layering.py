@@ -258,3 +258,18 @@ def test_the_checks_would_catch_a_violation(tmp_path: Path) -> None:
     ]
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_nothing_cites_a_design_document_outside_the_repository() -> None:
+    outside = "DESIGN" + ".md"  # spelled in two parts, so this file does not cite it either
+    folders = (*PACKAGES, "tests", "bench", "docs", "scripts", "deploy")
+    files = [ROOT / "README.md", *(p for f in folders for p in sorted((ROOT / f).rglob("*")))]
+    cited = [
+        str(p.relative_to(ROOT))
+        for p in files
+        if p.is_file()
+        and p.suffix in {".py", ".md", ".yaml", ".sh", ".toml"}
+        and "fixtures" not in p.relative_to(ROOT).parts
+        and outside in p.read_text(encoding="utf-8", errors="replace")
+    ]
+    assert cited == []

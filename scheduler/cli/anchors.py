@@ -7,13 +7,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mcp_farm.scenarios.anchors import (
-    THRESHOLD,
-    anchor_folder,
-    load_anchors,
-    lock_problems,
-    write_lock,
-)
 from mcp_farm.scheduler.cli.common import (
     DataDirOption,
     DbOption,
@@ -21,21 +14,12 @@ from mcp_farm.scheduler.cli.common import (
     engine_from,
     settings_from,
 )
-from mcp_farm.schema import (
-    JudgeSettings,
-    SpecError,
-    load_task,
-)
-from mcp_farm.schema.tasks.messages import (
-    AnchorJudgingRequest,
-    AnchorJudgingResult,
-    read_result,
-)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from mcp_farm.scenarios.anchors import AnchorSet
+    from mcp_farm.schema import JudgeSettings
 
 GATE_FAILED = 1
 DEFAULT_JUDGE_SWEEP = Path("scenarios/sweeps/code.yaml")
@@ -52,6 +36,7 @@ JudgeFrom = Annotated[
 def judge_settings(path: Path) -> JudgeSettings:
     """The `judge:` settings of a sweep file, which must name a judge model."""
     from mcp_farm.scheduler.submission.expand import load_sweep
+    from mcp_farm.schema import SpecError
 
     sweep = load_sweep(path)
     if sweep.judge is None or sweep.judge.model is None:
@@ -62,6 +47,8 @@ def judge_settings(path: Path) -> JudgeSettings:
 @anchors_app.command("lock")
 def lock_cmd(folder: FolderArg = "code") -> None:
     """Freeze the anchor transcripts, the rubric and the gold scores by SHA256."""
+    from mcp_farm.scenarios.anchors import anchor_folder, load_anchors, write_lock
+
     anchors = load_anchors(anchor_folder(folder))
     path = write_lock(anchors)
     console.print(
@@ -79,6 +66,14 @@ def verify_cmd(
 ) -> None:
     """Re-hash the anchors, re-judge them, and require Spearman's ρ ≥ 0.85 against the gold
     scores; exit 1 naming what changed otherwise. The verdict is recorded for reports."""
+    from mcp_farm.scenarios.anchors import THRESHOLD, anchor_folder, load_anchors, lock_problems
+    from mcp_farm.schema import load_task
+    from mcp_farm.schema.tasks.messages import (
+        AnchorJudgingRequest,
+        AnchorJudgingResult,
+        read_result,
+    )
+
     settings = settings_from(db, data_dir)
     anchors = load_anchors(anchor_folder(folder))
     judge = judge_settings(judge_from)
@@ -117,6 +112,7 @@ def _agreement(
     gold: dict[str, dict[str, float]], judged: dict[str, dict[str, float | None]]
 ) -> tuple[float, str]:
     """Spearman's ρ over every (anchor, criterion) pair; a missing judge score counts as 0."""
+    from mcp_farm.scenarios.anchors import THRESHOLD
     from mcp_farm.scheduler.statistics.judge_variance import spearman
 
     keys = [(a, c) for a in sorted(gold) for c in sorted(gold[a])]

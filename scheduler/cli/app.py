@@ -31,15 +31,6 @@ from mcp_farm.scheduler.cli.common import (
 from mcp_farm.scheduler.cli.rescore import rescore
 from mcp_farm.scheduler.cli.scenarios import scenarios_app
 from mcp_farm.scheduler.cli.sweep import sweep_app
-from mcp_farm.scheduler.submission.expand import (
-    expand,
-    load_sweep,
-    with_endpoint,
-)
-from mcp_farm.schema import (
-    FarmError,
-    mask_url,
-)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -95,7 +86,9 @@ def run(
     from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
     from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
     from mcp_farm.scheduler.submission.embedded import run_embedded
+    from mcp_farm.scheduler.submission.expand import expand, load_sweep, with_endpoint
     from mcp_farm.scheduler.submission.submit import plan_summary
+    from mcp_farm.schema import mask_url
 
     settings = settings_from(db, data_dir)
     sweep = load_sweep(sweep_file)
@@ -136,6 +129,8 @@ def _fail_on_infra_only(engine: Engine, sweep_id: str) -> None:
 @db_app.command("init")
 def db_init(db: DbOption = None, data_dir: DataDirOption = None) -> None:
     """Create the results tables, or migrate them to this version (safe to run again)."""
+    from mcp_farm.schema import mask_url
+
     settings = settings_from(db, data_dir)
     engine_from(settings)
     console.print(f"tables ready in {mask_url(settings.resolved_database_url())}")
@@ -143,6 +138,8 @@ def db_init(db: DbOption = None, data_dir: DataDirOption = None) -> None:
 
 def main() -> None:
     """Entry point: deliberate errors print one line and exit 2, with no traceback."""
+    from mcp_farm.schema import FarmError
+
     try:
         app()
     except FarmError as exc:

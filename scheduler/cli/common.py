@@ -11,14 +11,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from mcp_farm.schema import (
-    Settings,
-    SweepSpec,
-    get_settings,
-)
-
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
+
+    from mcp_farm.schema import Settings, SweepSpec
 
 console = Console()
 
@@ -72,6 +68,8 @@ def settings_from(
     db: str | None = None, data_dir: Path | None = None, broker: str | None = None
 ) -> Settings:
     """The process settings, with what the command line gave on top."""
+    from mcp_farm.schema import get_settings
+
     updates: dict[str, object] = {}
     if db:
         updates["database_url"] = db

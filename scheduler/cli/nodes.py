@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from importlib.util import find_spec
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,17 +18,17 @@ from mcp_farm.scheduler.cli.common import (
     engine_from,
     settings_from,
 )
-from mcp_farm.schema import (
-    FarmError,
-    Settings,
-    mask_url,
-)
+
+if TYPE_CHECKING:
+    from mcp_farm.schema import Settings
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _start_worker() -> Any:
     # The worker lives in `workers`, which the scheduler never imports: find it by name.
+    from mcp_farm.schema import FarmError
+
     for ep in entry_points(group="farm.worker"):
         if ep.name == "start":
             return ep.load()
@@ -64,6 +64,8 @@ def worker(
     broker: BrokerOption = None,
 ) -> None:
     """Enrol this machine as a worker node and run trials from its tags' queues."""
+    from mcp_farm.schema import FarmError
+
     settings = settings_from(db, broker=broker)
     if loglevel.upper() not in LOG_LEVELS:
         raise FarmError(f"--loglevel {loglevel!r}: use one of {', '.join(LOG_LEVELS)}")
@@ -101,6 +103,8 @@ def flower_command(
     the machine: Flower reads its options from `FLOWER_*` variables (FLOWER_BASIC_AUTH) and
     Celery its broker from CELERY_BROKER_URL.
     """
+    from mcp_farm.schema import FarmError
+
     password = settings.flower_password
     if not password:
         raise FarmError("set FARM_FLOWER_PASSWORD (and optionally FARM_FLOWER_USER) first")
@@ -137,6 +141,8 @@ def flower(
     broker: BrokerOption = None,
 ) -> None:
     """Start Flower on the farm's broker, with basic auth from FARM_FLOWER_USER/PASSWORD."""
+    from mcp_farm.schema import FarmError, mask_url
+
     settings = settings_from(broker=broker)
     if find_spec("flower") is None:
         raise FarmError("Flower is not installed: `pip install -e '.[head]'` on the head node")

@@ -20,20 +20,11 @@ from mcp_farm.scheduler.cli.common import (
     engine_from,
     settings_from,
 )
-from mcp_farm.scheduler.report.cells import pct
-from mcp_farm.scheduler.scorecard.gates import check_gates
-from mcp_farm.scheduler.submission.expand import load_sweep
-from mcp_farm.schema import (
-    Gate,
-    SpecError,
-    SweepSpec,
-)
-from mcp_farm.schema.scorecard import (
-    DIMENSIONS,
-    Scorecard,
-)
 
 if TYPE_CHECKING:
+    from mcp_farm.schema import Gate
+    from mcp_farm.schema.scorecard import Scorecard
+
     pass
 
 GATE_FAILED = 1
@@ -84,6 +75,8 @@ def report(
     from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
     from mcp_farm.scheduler.scorecard.build import build_scorecard
     from mcp_farm.scheduler.scorecard.queries.samples import sample_trials
+    from mcp_farm.scheduler.submission.expand import load_sweep
+    from mcp_farm.schema import SpecError, SweepSpec
 
     engine = engine_from(settings_from(db, data_dir))
     sweep_id = sweep_id or latest_sweep_id(engine=engine)
@@ -133,6 +126,8 @@ def _plain_tables(card: Scorecard) -> str:
 
 
 def _enforce(card_gates: list[Gate], card: Scorecard, console: Console) -> None:
+    from mcp_farm.scheduler.scorecard.gates import check_gates
+
     if not card_gates:
         console.print(
             "[yellow]--gate: the sweep declares no gates[/yellow] (add `gates:` to the sweep "
@@ -179,9 +174,11 @@ def compare_cmd(
 ) -> None:
     """B minus A per cell, with a 95% interval clustered by scenario; regressions first.
     Tool sets are part of the config label: S@MODEL/PROMPT+TOOLSET."""
+    from mcp_farm.scheduler.report.cells import pct
     from mcp_farm.scheduler.report.terminal.answers import print_answer_comparison
     from mcp_farm.scheduler.scorecard.compare import Side, compare
     from mcp_farm.scheduler.scorecard.compare_answers import compare_answers
+    from mcp_farm.schema.scorecard import DIMENSIONS
 
     dimensions = [d.strip() for d in by.split(",") if d.strip()]
     unknown = [d for d in dimensions if d not in DIMENSIONS]

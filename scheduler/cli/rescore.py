@@ -11,10 +11,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mcp_farm.scenarios import (
-    find_scenario,
-    load_rubric,
-)
 from mcp_farm.scheduler.cli.anchors import judge_settings
 from mcp_farm.scheduler.cli.common import (
     BrokerOption,
@@ -24,18 +20,12 @@ from mcp_farm.scheduler.cli.common import (
     engine_from,
     settings_from,
 )
-from mcp_farm.schema import (
-    JudgeSettings,
-    Settings,
-    SpecError,
-    SweepSpec,
-    TrialSpec,
-    load_task,
-)
-from mcp_farm.schema.tasks.messages import RescoreRequest, RescoreResult, read_result
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
+
+    from mcp_farm.schema import JudgeSettings, Settings
+    from mcp_farm.schema.tasks.messages import RescoreRequest
 
 
 def rescore(
@@ -56,11 +46,14 @@ def rescore(
 ) -> None:
     """Score a sweep's stored transcripts again — deterministic grade, grounding, keywords and
     judge — without running the model. Writes new rows under a new scoring id."""
+    from mcp_farm.scenarios import load_rubric
     from mcp_farm.scheduler.operations.progress import latest_sweep_id
     from mcp_farm.scheduler.operations.queries import sweep_spec_json
     from mcp_farm.scheduler.report.terminal.answers import print_answers
     from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
     from mcp_farm.scheduler.submission.queries import record_rescoring
+    from mcp_farm.schema import JudgeSettings, SpecError, SweepSpec
+    from mcp_farm.schema.tasks.messages import RescoreRequest
 
     settings = settings_from(db, data_dir, broker)
     engine = engine_from(settings)
@@ -88,7 +81,9 @@ def rescore(
 
 def _answer_trials(engine: Engine, sweep_id: str) -> list[str]:
     """Done trials (not infra errors) whose scenario asks for answer scoring."""
+    from mcp_farm.scenarios import find_scenario
     from mcp_farm.scheduler.scorecard.queries.answers import answer_trial_payloads
+    from mcp_farm.schema import TrialSpec
 
     keep = []
     for trial_id, payload_json in answer_trial_payloads(engine, sweep_id):
@@ -109,6 +104,9 @@ def _bar() -> Progress:
 
 
 def _run_here(requests: list[RescoreRequest], settings: Settings) -> None:
+    from mcp_farm.schema import load_task
+    from mcp_farm.schema.tasks.messages import RescoreResult, read_result
+
     task = load_task("farm.rescore_trial")
     changed = 0
     with _bar() as progress:
@@ -133,6 +131,7 @@ def _publish(requests: list[RescoreRequest], settings: Settings, judge: JudgeSet
 def _wait(engine: Engine, sweep_id: str, scoring: str, total: int, limit_s: float = 3600) -> None:
     """Follow the rescore until every trial has its row (a bar; bounded by `limit_s`)."""
     from mcp_farm.scheduler.scorecard.queries.answers import scored_count
+    from mcp_farm.schema import SpecError
 
     deadline = time.monotonic() + limit_s
     with _bar() as progress:

@@ -5,17 +5,17 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, get_args
+from typing import TYPE_CHECKING, Annotated, get_args
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from mcp_farm.scheduler.cli.common import console
-from mcp_farm.schema import (
-    Scenario,
-    Tier,
-)
+
+if TYPE_CHECKING:
+    from mcp_farm.schema import Scenario
+from mcp_farm.schema import Tier
 
 scenarios_app = typer.Typer(no_args_is_help=True, help="The scenario suites.")
 TIERS: tuple[str, ...] = get_args(Tier)

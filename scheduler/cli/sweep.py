@@ -20,11 +20,6 @@ from mcp_farm.scheduler.cli.common import (
     preflight,
     settings_from,
 )
-from mcp_farm.scheduler.report.terminal.lines import LinePacer
-from mcp_farm.scheduler.submission.expand import (
-    expand,
-    load_sweep,
-)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -54,6 +49,7 @@ def submit_cmd(
     First checks that every openai model's endpoint answers from here and serves the model
     (exit 2, nothing recorded, when one does not).
     """
+    from mcp_farm.scheduler.submission.expand import expand, load_sweep
     from mcp_farm.scheduler.submission.submit import per_queue, plan_summary, route, submit
     from mcp_farm.schema.tasks.broker import make_celery
 
@@ -140,6 +136,7 @@ def status_cmd(
 def _watch_in_lines(engine: Engine, progress: SweepProgress, every: float) -> None:
     """Watch a sweep as plain lines (a live view written to a log shows only its last frame)."""
     from mcp_farm.scheduler.operations.progress import sweep_progress
+    from mcp_farm.scheduler.report.terminal.lines import LinePacer
     from mcp_farm.scheduler.report.terminal.ops import progress_line
 
     pacer = LinePacer(total=progress.total)

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 import yaml
 from sqlalchemy import text
+from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
 import mcp_farm.workers.trial
 from mcp_farm.scenarios import load_suite
 from mcp_farm.scheduler.cli.app import app
-from mcp_farm.scheduler.submission.expand import expand
+from mcp_farm.scheduler.submission.expand import Plan, expand
 from mcp_farm.scheduler.submission.queries import record_plan, runnable_ids
 from mcp_farm.schema import Settings, SweepSpec
 from mcp_farm.schema.db import init_db, make_engine
@@ -32,17 +33,8 @@ BROKEN = {
 }
 
 
-def _break(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    def broken(*_args: Any, **_kwargs: Any) -> Any:
-        raise ZeroDivisionError("a deliberate bug")
-
-    monkeypatch.setattr(mcp_farm.workers.trial, name, broken)
-
-
-@pytest.mark.parametrize("name", sorted(BROKEN))
-def test_a_bug_in_the_farm_is_recorded_once_with_its_traceback_and_never_retried(
-    name: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _planned(settings: Settings) -> tuple[Plan, Engine]:
+    """One trial of an ideal scripted agent, recorded and ready to run."""
     sweep = SweepSpec(
         name="broken",
         models=[scripted(ideal_script(SCENARIO))],
@@ -54,6 +46,21 @@ def test_a_bug_in_the_farm_is_recorded_once_with_its_traceback_and_never_retried
     engine = make_engine(settings.resolved_database_url())
     init_db(engine)
     record_plan(engine=engine, plan=plan)
+    return plan, engine
+
+
+def _break(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise ZeroDivisionError("a deliberate bug")
+
+    monkeypatch.setattr(mcp_farm.workers.trial, name, broken)
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_a_bug_in_the_farm_is_recorded_once_with_its_traceback_and_never_retried(
+    name: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan, engine = _planned(settings)
     _break(monkeypatch, name)
     try:
         # As a worker's first delivery runs it: infrastructure errors would come back as a retry.
@@ -117,17 +124,7 @@ def test_an_infrastructure_error_is_still_an_infrastructure_error(
     def down(*_args: Any, **_kwargs: Any) -> Any:
         raise InfraError("the endpoint is down")
 
-    sweep = SweepSpec(
-        name="infra",
-        models=[scripted(ideal_script(SCENARIO))],
-        prompts=["native"],
-        scenarios={"ids": [SCENARIO.id]},  # type: ignore[arg-type]
-        repetitions=1,
-    )
-    plan = expand(sweep, "sweep")
-    engine = make_engine(settings.resolved_database_url())
-    init_db(engine)
-    record_plan(engine=engine, plan=plan)
+    plan, _engine = _planned(settings)
     monkeypatch.setattr(mcp_farm.workers.trial, "_converse", down)
     try:
         summary = run_trial(plan.trials[0], settings, record_infra=False)

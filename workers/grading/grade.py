@@ -126,7 +126,7 @@ def grade(
     schemas: dict[str, dict[str, Any]],
     problem: str = "",
 ) -> Graded:
-    """The first outcome of the taxonomy that applies (DESIGN.md §4)."""
+    """The first outcome of the taxonomy that applies, in the order of `Outcome` (schema/vocab.py)."""
     if stop_reason in ("harness_error", "infra_error"):
         return Graded(stop_reason, problem)
     if stop_reason == "time_limit":
