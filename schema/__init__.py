@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
     from mcp_farm.schema.expect import (
         ToolChoice,
+        ToolOption,
         order_problems,
     )
     from mcp_farm.schema.ids import (
@@ -123,6 +124,7 @@ _HOMES: dict[str, str] = {
     "SpecError": "mcp_farm.schema.errors",
     "StoreError": "mcp_farm.schema.errors",
     "ToolChoice": "mcp_farm.schema.expect",
+    "ToolOption": "mcp_farm.schema.expect",
     "order_problems": "mcp_farm.schema.expect",
     "canonical_json": "mcp_farm.schema.ids",
     "digest": "mcp_farm.schema.ids",
@@ -226,6 +228,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolChoice",
     "ToolMode",
+    "ToolOption",
     "ToolSet",
     "TranscriptCall",
     "TrialProvenance",

@@ -62,13 +62,15 @@ class ParamMatcher(Strict):
     """
 
     exact: Any = None
-    """The value must equal this (type included)."""
+    """The value must equal this, its JSON type held at every depth: `true` is not `1`,
+    `5.0` is not `5`, `[true, 2]` is not `[1, 2]`."""
     normalized: str | None = None
     """Equal after lower-casing and collapsing whitespace."""
     regex: str | None = None
     """The string value must fully match this regular expression (case-insensitive)."""
     one_of: list[Any] | None = None
-    """The value must be one of these (strings compared normalised)."""
+    """The value must be one of these, compared as `exact` compares (types held at every
+    depth), except that strings are compared normalised at any depth."""
     number: float | None = None
     """The value must be numeric and within `tolerance` of this."""
     tolerance: float = 0.0
@@ -80,6 +82,12 @@ class ParamMatcher(Strict):
     derived_from_step: int | None = None
     """The value must be a whole value found in the result of a call of expected step k
     (0-based) made before this call: a chained argument (README, "Chained values")."""
+    from_key: str | None = None
+    """With `derived_from_step`: the value is the one held under this JSON key of the result
+    (at any depth), or at this path from the top (`order.total`, `items[0].id`)."""
+    from_regex: str | None = None
+    """With `derived_from_step`: the value is what this regular expression's first capture
+    group (or whole match) finds in the result's text (`Total: (\\d+)`)."""
     json_schema: dict[str, Any] | None = None
     """The value must validate against this JSON schema."""
     optional: ParamMatcher | None = None
@@ -97,7 +105,7 @@ class ParamMatcher(Strict):
     extra_keys: Literal["forbid", "allow"] = "forbid"
     """With `keys`: whether the object may hold keys not named in `keys`."""
 
-    @field_validator("regex")
+    @field_validator("regex", "from_regex")
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
         return checked_regex(pattern)
@@ -132,6 +140,11 @@ class ParamMatcher(Strict):
             raise ValueError("`tolerance` only goes with `number`")
         if "extra_keys" in self.model_fields_set and given != ("keys",):
             raise ValueError("`extra_keys` only goes with `keys`")
+        selectors = [k for k in ("from_key", "from_regex") if k in self.model_fields_set]
+        if selectors and given != ("derived_from_step",):
+            raise ValueError(f"`{selectors[0]}` only goes with `derived_from_step`")
+        if len(selectors) > 1:
+            raise ValueError("give one of `from_key` and `from_regex`, not both")
         for name in NO_OPTIONAL_INSIDE:
             if any(child.kind == "optional" for child in self._children(name)):
                 raise ValueError(
@@ -190,22 +203,54 @@ OneOrList = Annotated[
 ParamMatcher.model_rebuild()
 
 
+class ToolOption(Strict):
+    """One alternative of a `one_of` step that takes arguments of its own:
+    `{name: read_file, params: {path: ...}}`. Its `params` replace the step's shared block."""
+
+    name: str
+    params: dict[str, ParamMatcher]
+
+
+def _option_shape(value: Any) -> str:
+    return "option[params]" if isinstance(value, dict | ToolOption) else "option[name]"
+
+
+Option = Annotated[
+    Annotated[str, Tag("option[name]")] | Annotated[ToolOption, Tag("option[params]")],
+    Discriminator(_option_shape),
+]
+
+
 class ToolChoice(Strict):
     """Several tools, any of which does the step: `tool: {one_of: [read_text_file, read_file]}`
-    (servers rename tools between versions, or offer two that serve equally)."""
+    (servers rename tools between versions, or offer two that serve equally). An alternative
+    may carry its own `params` (`{name: get, params: {...}}`) when the tools take different
+    arguments; the others use the step's shared `params`."""
 
-    one_of: tuple[str, ...] = Field(min_length=2)
-    """The names accepted. The first is the step's name in listings and scorecards, and the
+    one_of: tuple[Option, ...] = Field(min_length=2)
+    """The tools accepted. The first is the step's name in listings and scorecards, and the
     tool the ideal agent of the self-checks calls."""
 
     @field_validator("one_of")
     @classmethod
-    def _distinct_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+    def _distinct_names(cls, options: tuple[Any, ...]) -> tuple[Any, ...]:
+        names = [o if isinstance(o, str) else o.name for o in options]
         if any(not name for name in names):
             raise ValueError("a tool name cannot be empty")
         if len(set(names)) < len(names):
             raise ValueError("names a tool twice")
-        return names
+        return options
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(o if isinstance(o, str) else o.name for o in self.one_of)
+
+    def own_params(self, tool: str) -> dict[str, ParamMatcher] | None:
+        """The params of the alternative `tool`, when it has its own."""
+        for option in self.one_of:
+            if isinstance(option, ToolOption) and option.name == tool:
+                return option.params
+        return None
 
 
 class ExpectedCall(Strict):
@@ -216,11 +261,12 @@ class ExpectedCall(Strict):
         Discriminator(_tool_shape),
     ]
     """Tool name as the server lists it, or `{one_of: [a, b]}` when any of several will do;
-    the params are then judged on whichever was called."""
+    the params are then judged on whichever was called (its own, when it has them)."""
     server: str | None = None
     """Server the tool must come from, when two servers offer the same name."""
     params: dict[str, ParamMatcher] = Field(default_factory=dict)
-    """Matchers per argument; arguments not named here are free if the tool's schema allows them."""
+    """Matchers per argument; arguments not named here are free if the tool's schema allows them.
+    On a `one_of` step, the block shared by the alternatives that have no `params` of their own."""
     after: list[int] | None = None
     """Steps (0-based, earlier in the list) whose calls must all come before this step's call.
     Left out: the previous step in an `ordered` scenario, no step in an `unordered` one.
@@ -234,7 +280,29 @@ class ExpectedCall(Strict):
     @property
     def names(self) -> tuple[str, ...]:
         """The tool names this step accepts; the first is its name in listings."""
-        return (self.tool,) if isinstance(self.tool, str) else self.tool.one_of
+        return (self.tool,) if isinstance(self.tool, str) else self.tool.names
+
+    def params_for(self, tool: str) -> dict[str, ParamMatcher]:
+        """The matchers a call of `tool` is judged by: its alternative's own, or the step's."""
+        own = None if isinstance(self.tool, str) else self.tool.own_params(tool)
+        return self.params if own is None else own
+
+    def declared(self, tool: str) -> set[str]:
+        """Arguments of `tool` that are never "unexpected", even where its schema omits them:
+        those its own matchers name. The block shared by several tools declares nothing: each
+        tool is held to its own input schema."""
+        if isinstance(self.tool, str) or self.tool.own_params(tool) is not None:
+            return set(self.params_for(tool))
+        return set()
+
+    def param_blocks(self) -> Iterator[tuple[str, dict[str, ParamMatcher]]]:
+        """Every params block of the step with its field path: the shared one, then each
+        alternative's own."""
+        yield "params", self.params
+        if not isinstance(self.tool, str):
+            for i, option in enumerate(self.tool.one_of):
+                if isinstance(option, ToolOption):
+                    yield f"tool.one_of[{i}].params", option.params
 
     @property
     def label(self) -> str:
@@ -249,7 +317,9 @@ class ExpectedCall(Strict):
 
     def sources(self) -> set[int]:
         """The steps this step's chained values come from."""
-        return set().union(*(m.sources() for m in self.params.values()))
+        return set().union(
+            *(m.sources() for _where, block in self.param_blocks() for m in block.values())
+        )
 
 
 def order_problems(expect: Sequence[ExpectedCall]) -> Iterator[tuple[str, str]]:
@@ -258,11 +328,13 @@ def order_problems(expect: Sequence[ExpectedCall]) -> Iterator[tuple[str, str]]:
     met and checked in list order."""
     for j, call in enumerate(expect):
         earlier = f"must name an earlier step (0..{j - 1})"
-        for arg, matcher in call.params.items():
+        for block_at, arg, matcher in (
+            (at, arg, m) for at, block in call.param_blocks() for arg, m in block.items()
+        ):
             for below, each in matcher.nested():
                 step = each.derived_from_step
                 if step is not None and not 0 <= step < j:
-                    field = f"expect[{j}].params.{arg}{below}.derived_from_step"
+                    field = f"expect[{j}].{block_at}.{arg}{below}.derived_from_step"
                     yield (
                         field,
                         (

@@ -123,10 +123,18 @@ class ToolCallRecord(BaseModel):
     """False when the tool raised, was unknown, or the call failed."""
     error: str | None = None
     result_text: str = ""
-    """The tool's text result (truncated); chained matchers look into it."""
+    """The tool's text result as the model was shown it (cut at the server's `result_chars`)."""
+    whole_text: str = Field(default="", exclude=True, repr=False)
+    """The whole result, when the model was shown less of it: held by the worker for chained
+    values, never stored or sent (see `whole_result`)."""
     result_digest: str = ""
     """sha256 of the full text result."""
     latency_s: float = 0.0
+
+    @property
+    def whole_result(self) -> str:
+        """The whole text result, where chained values are looked for."""
+        return self.whole_text or self.result_text
 
 
 class TrialProvenance(BaseModel):

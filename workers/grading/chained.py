@@ -3,7 +3,9 @@
 The rule (README, "Chained values"): the value must equal a whole value that a call of the
 source step returned before this call was made.
 
-- A result that is JSON offers every scalar in it and every key of its objects.
+- A result that is JSON offers every scalar in it and every key of its objects, and inside a
+  string of it, any run of text bounded as in a text result (a city in a note, the number in
+  "Budget: 120000 EUR").
 - A text result offers any run of text with a boundary at both ends: the start or end of the
   text, or a character that cannot continue the value. Letters, digits and `_` continue it, and
   so do `-./@` when a letter or digit follows them. So `msg-1040` is in "read msg-1040, then"
@@ -12,6 +14,12 @@ source step returned before this call was made.
 - Numbers are compared by value (`30` matches "a 30-minute call" and `30.0`); a value that
   looks like a path is compared in its normal form (`Documents/a.md` matches `/Documents/a.md`).
 - Text is compared as written: case matters, as it does for the ids and paths chained values are.
+
+A chained matcher may also say *which* value it is, so that a value found elsewhere in the
+result (an addend where the sum is meant) does not pass: `from_key` names a JSON key (found at
+any depth) or a path from the top (`order.total`, `items[0].id`); `from_regex` is a regular
+expression searched in the result's text, whose first capture group (or whole match) is the
+value. Only the values so selected are offered.
 """
 
 from __future__ import annotations
@@ -61,6 +69,52 @@ def _number(value: Any) -> float | None:
 
 def _looks_like_path(text: str) -> bool:
     return "/" in text and "://" not in text
+
+
+_PATH_STEP = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
+
+
+def _by_path(value: Any, path: str) -> Iterator[Any]:
+    """The value at a path from the top (`a.b[0].c`); nothing when the path leads nowhere."""
+    for m in _PATH_STEP.finditer(path):
+        name, index = m.group(1), m.group(2)
+        if name is not None and isinstance(value, dict) and name in value:
+            value = value[name]
+        elif index is not None and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return
+    yield value
+
+
+def _by_key(value: Any, key: str) -> Iterator[Any]:
+    """Every value held under `key`, at any depth."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if key in item:
+                yield item[key]
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _selected(result: str, key: str) -> list[Any]:
+    """The values `from_key` picks out of a result; none when it is not JSON."""
+    try:
+        decoded = loads(result)
+    except UnreadableJson:
+        return []
+    if "." in key or "[" in key:
+        return list(_by_path(decoded, key))
+    return list(_by_key(decoded, key))
+
+
+def _captured(result: str, pattern: str) -> list[str]:
+    """What `from_regex` captures in a result's text: group 1 of every match, or the match."""
+    compiled = re.compile(pattern)
+    return [m.group(1) if compiled.groups else m.group() for m in compiled.finditer(result)]
 
 
 def _leaves(value: Any) -> Iterator[Any]:
@@ -120,6 +174,14 @@ def _in_text(value: str | float, text: str) -> bool:
     return False
 
 
+def _in_json(value: str | float, decoded: Any) -> bool:
+    """Whether `value` is a leaf of a decoded JSON value, or a bounded run of a string in it."""
+    return any(
+        _same(value, leaf) or (isinstance(leaf, str) and _in_text(value, leaf))
+        for leaf in _leaves(decoded)
+    )
+
+
 def found_in(value: str | float, result: str) -> bool:
     """Whether `value` is a whole value of one result (JSON, or text)."""
     try:
@@ -127,18 +189,36 @@ def found_in(value: str | float, result: str) -> bool:
     except UnreadableJson:
         return _in_text(value, result)
     if isinstance(decoded, dict | list):
-        return any(_same(value, leaf) for leaf in _leaves(decoded))
+        return _in_json(value, decoded)
     return _in_text(value, result)  # a bare JSON scalar is read as text: `42`, `"id"`
 
 
-def derived_problem(value: Any, step: int, chain: Chain) -> str | None:
-    """None when `value` comes from a result of step `step` obtained before the call judged."""
+def found_as(
+    value: str | float, result: str, key: str | None = None, pattern: str | None = None
+) -> bool:
+    """`found_in`, or with a selector: whether `value` is the value the selector picks."""
+    if key is not None:
+        return any(_in_json(value, picked) for picked in _selected(result, key))
+    if pattern is not None:
+        return any(_same(value, picked) for picked in _captured(result, pattern))
+    return found_in(value, result)
+
+
+def derived_problem(
+    value: Any, step: int, chain: Chain, key: str | None = None, pattern: str | None = None
+) -> str | None:
+    """None when `value` comes from a result of step `step` obtained before the call judged
+    (the value under `key`, or captured by `pattern`, when one is given)."""
     done = chain.results.get(step, [])
     if not done:
         return f"step {step} was not done, so nothing could be derived from it"
     if not isinstance(value, str) and _number(value) is None:
         return f"expected a text or number from the result of step {step}, got {shorten(value)}"
     earlier = [c for c in done if chain.before is None or c.index < chain.before]
-    if any(found_in(value, c.result_text) for c in earlier):
+    if any(found_as(value, c.whole_result, key, pattern) for c in earlier):
         return None
+    if key is not None:
+        return f"{shorten(value)} is not the value of {key!r} in the result of step {step}"
+    if pattern is not None:
+        return f"{shorten(value)} is not what /{pattern}/ captures in the result of step {step}"
     return f"{shorten(value)} is not a whole value of the result of step {step}"

@@ -23,6 +23,7 @@ from mcp_farm.workers.grading.chained import (
 from mcp_farm.workers.grading.normal import (
     normalize,
     normalize_path,
+    same_json,
 )
 from mcp_farm.workers.grading.schemacheck import schema_error
 from mcp_farm.workers.model.safejson import (
@@ -100,9 +101,11 @@ def _judge(matcher: ParamMatcher, value: Any, chain: Chain) -> str | None:
         return _object_problem(matcher, value, chain)
     if kind == "derived_from_step":
         assert matcher.derived_from_step is not None
-        return derived_problem(value, matcher.derived_from_step, chain)
+        return derived_problem(
+            value, matcher.derived_from_step, chain, matcher.from_key, matcher.from_regex
+        )
     if kind == "exact":
-        ok = value == matcher.exact and type(value) is type(matcher.exact)
+        ok = same_json(value, matcher.exact)
         return None if ok else f"expected {shorten(matcher.exact)}, got {shorten(value)}"
     if kind == "number":
         assert matcher.number is not None
@@ -118,12 +121,7 @@ def _judge(matcher: ParamMatcher, value: Any, chain: Chain) -> str | None:
         return f"does not fit the schema: {error.message}" if error is not None else None
     if kind == "one_of":
         options = matcher.one_of or []
-        hit = any(
-            normalize(value) == normalize(o)
-            if isinstance(value, str) and isinstance(o, str)
-            else value == o
-            for o in options
-        )
+        hit = any(same_json(value, o, fold=True) for o in options)
         return None if hit else f"expected one of {shorten(options)}, got {shorten(value)}"
     if not isinstance(value, str):
         return f"expected a string, got {type(value).__name__} {shorten(value)}"

@@ -53,10 +53,19 @@ class Findings:
     """Steps whose only fitting calls came back as errors (or worked, under expect_error)."""
     late: dict[int, str] = field(default_factory=dict)
     """Steps with a call whose chained value came from a result obtained only after it."""
+    blame: dict[int, tuple[str, list[tuple[ToolCallRecord | None, str]]]] = field(
+        default_factory=dict
+    )
+    """Unmet steps: the kind of problem, and each call judged against the step with its
+    problem (noted in step order once every step's calls are known)."""
 
     def note(self, kind: str, problem: str) -> None:
         if getattr(self, kind) is None:
             setattr(self, kind, problem)
+
+    def defer(self, j: int, kind: str, problem: str) -> None:
+        """A problem of step j that names no call, noted in step order with the others."""
+        self.blame[j] = (kind, [(None, problem)])
 
 
 def accepts(step: ExpectedCall, call: ToolCallRecord) -> bool:
@@ -66,7 +75,7 @@ def accepts(step: ExpectedCall, call: ToolCallRecord) -> bool:
 def arguments_problem(
     step: ExpectedCall, call: ToolCallRecord, chain: Chain, schema_problem: SchemaProblem
 ) -> str | None:
-    for arg, matcher in step.params.items():
+    for arg, matcher in step.params_for(call.tool).items():
         if arg not in call.arguments:
             if absent_problem(matcher):
                 return f"{call.tool}: missing argument {arg!r}"
@@ -74,7 +83,7 @@ def arguments_problem(
         reason = check(matcher, call.arguments[arg], chain)
         if reason:
             return located(f"{call.tool}.{arg}", reason)
-    return schema_problem(call, set(step.params))
+    return schema_problem(call, step.declared(call.tool))
 
 
 def _outcome_problem(step: ExpectedCall, call: ToolCallRecord) -> str | None:
@@ -96,20 +105,20 @@ def _meet(
     found.met[j] = []
     candidates = [c for c in calls if accepts(step, c)]
     if not candidates:
-        found.note("sequence", f"step {j} ({step.label}) never called")
+        found.defer(j, "sequence", _never_called(j, step, calls))
         return
     unmet = sorted(k for k in step.sources() if not found.met.get(k))
     if unmet:
         # A chained argument whose source step never happened: the chain is broken. When the
         # source was called but failed, that failure is the problem to report, not the chain.
         kind = "failed" if set(unmet) <= found.errored else "sequence"
-        found.note(
-            kind, f"step {j} ({step.label}) needs the result of step {unmet[0]}, never obtained"
+        found.defer(
+            j, kind, f"step {j} ({step.label}) needs the result of step {unmet[0]}, never obtained"
         )
         return
     late: str | None = None
-    wrong: str | None = None
-    failed: str | None = None
+    wrong: list[tuple[ToolCallRecord, str]] = []
+    failed: list[tuple[ToolCallRecord, str]] = []
     for c in candidates:
         problem = arguments_problem(step, c, Chain(found.met, before=c.index), schema_problem)
         if (
@@ -119,9 +128,9 @@ def _meet(
         ):
             late = late or f"step {j} ({step.label}) used a value before the step it comes from"
         elif problem:
-            wrong = wrong or problem
+            wrong.append((c, problem))
         elif outcome := _outcome_problem(step, c):
-            failed = failed or outcome
+            failed.append((c, outcome))
         else:
             found.met[j].append(c)
     if late:
@@ -129,12 +138,30 @@ def _meet(
     if found.met[j]:
         return
     if wrong:
-        found.note("params", wrong)
+        found.blame[j] = ("params", wrong)
     elif late:
-        found.note("sequence", late)
+        found.defer(j, "sequence", late)
     else:
         found.errored.add(j)
-        found.note("failed", failed or f"step {j} ({step.label}) not met")
+        found.blame[j] = ("failed", failed or [(None, f"step {j} ({step.label}) not met")])
+
+
+def _never_called(j: int, step: ExpectedCall, calls: list[ToolCallRecord]) -> str:
+    """Why no call is a candidate for step j: never called, or called on another server."""
+    elsewhere = sorted({str(c.server) for c in calls if c.tool in step.names and c.server})
+    if step.server is not None and elsewhere:
+        return f"step {j} ({step.label}) was called on {', '.join(elsewhere)}, not on {step.server}"
+    return f"step {j} ({step.label}) never called"
+
+
+def _blame(found: Findings) -> None:
+    """Note each unmet step's problem, with the call judged against that step: one that no
+    other step took, when there is one (with several steps of one tool, another step's call
+    fails this step's matchers, and naming it would blame the wrong call)."""
+    taken = {c.index for met in found.met.values() for c in met}
+    for _j, (kind, judged) in sorted(found.blame.items()):
+        own = [problem for c, problem in judged if c is None or c.index not in taken]
+        found.note(kind, (own or [judged[0][1]])[0])
 
 
 def _place(scenario: Scenario, found: Findings) -> str | None:
@@ -194,6 +221,7 @@ def find(
     found = Findings()
     for j, step in enumerate(scenario.expect):
         _meet(j, step, calls, found, schema_problem)
+    _blame(found)
     if found.params is None and found.sequence is None and found.failed is None:
         found.sequence = _place(scenario, found)
     return found

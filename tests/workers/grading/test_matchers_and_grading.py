@@ -174,3 +174,83 @@ def test_json_in_text_decoding(text: str, calls: int, error: bool) -> None:
     reply = decode_text_reply(text, 0)
     assert len(reply.calls) == calls
     assert (reply.format_error is not None) is error
+
+
+@pytest.mark.parametrize(
+    ("matcher", "value", "ok"),
+    [
+        # A boolean is never a number, at any depth, in any matcher.
+        ({"one_of": [1]}, True, False),
+        ({"one_of": [0, 1]}, False, False),
+        ({"exact": [1, 2]}, [True, 2], False),
+        ({"exact": {"a": [1]}}, {"a": [True]}, False),
+        ({"one_of": [[1, 2]]}, [True, 2], False),
+        ({"items": {"one_of": [1, 2]}}, [1, True], False),
+        ({"number": 1}, [True], False),
+        # One of these integers, with the integer type held.
+        ({"one_of": [5, 6]}, 5.0, False),
+        ({"one_of": [5, 6]}, 5, True),
+        ({"exact": [5]}, [5.0], False),
+        ({"number": 5}, 5.0, True),
+        # Strings are folded at any depth by one_of, as at the top.
+        ({"one_of": [["Alpha", "b"]]}, ["alpha", "B"], True),
+        ({"one_of": [{"k": "Alpha"}]}, {"k": "ALPHA "}, True),
+        ({"one_of": [["Alpha"]]}, ["beta"], False),
+        ({"items": {"normalized": "Q1 budget"}}, ["q1  BUDGET"], True),
+        # exact stays exact.
+        ({"exact": ["Alpha"]}, ["alpha"], False),
+    ],
+)
+def test_types_are_held_at_every_depth(matcher: dict[str, Any], value: Any, ok: bool) -> None:
+    assert (check(m(matcher), value) is None) is ok
+
+
+def _source(text: str) -> Chain:
+    return Chain(
+        {
+            0: [
+                ToolCallRecord(
+                    index=0, server="s", tool="t", arguments={}, ok=True, result_text=text
+                )
+            ]
+        }
+    )
+
+
+def test_chained_values_are_found_inside_json_string_leaves() -> None:
+    derived = m({"derived_from_step": 0})
+    note = _source('{"id": 7, "note": "Budget: 120000 EUR, for Lisbon.", "tags": ["x"]}')
+    assert check(derived, 120000, note) is None
+    assert check(derived, "Lisbon", note) is None
+    assert check(derived, "Lisb", note) is not None  # still a whole value, bounded
+    assert check(derived, 1200, note) is not None
+
+
+def test_a_chained_value_can_say_which_value_it_is() -> None:
+    bill = _source('{"lines": [{"amount": 40}, {"amount": 80}], "total": 120, "note": "sum 120"}')
+    total = m({"derived_from_step": 0, "from_key": "total"})
+    assert check(total, 120, bill) is None
+    reason = check(total, 40, bill) or ""
+    assert "'total'" in reason  # an addend does not pass for the sum
+    assert check(m({"derived_from_step": 0}), 40, bill) is None  # it would, without from_key
+    by_path = m({"derived_from_step": 0, "from_key": "lines[1].amount"})
+    assert check(by_path, 80, bill) is None
+    assert check(by_path, 40, bill) is not None
+    assert check(m({"derived_from_step": 0, "from_key": "lines[5].amount"}), 40, bill)
+    any_depth = m({"derived_from_step": 0, "from_key": "amount"})
+    assert check(any_depth, 40, bill) is None
+    text = _source("Subtotal: 40\nShipping: 80\nTotal: 120\n")
+    captured = m({"derived_from_step": 0, "from_regex": r"Total: (\d+)"})
+    assert check(captured, 120, text) is None
+    assert check(captured, "120", text) is None
+    assert "captures" in (check(captured, 40, text) or "")
+    assert check(m({"derived_from_step": 0, "from_key": "total"}), 120, text) is not None
+
+
+def test_selectors_go_only_with_a_chained_value() -> None:
+    with pytest.raises(ValueError, match="only goes with `derived_from_step`"):
+        m({"exact": 1, "from_key": "a"})
+    with pytest.raises(ValueError, match="not both"):
+        m({"derived_from_step": 0, "from_key": "a", "from_regex": "b"})
+    with pytest.raises(ValueError, match=r"regular expression|regex"):
+        m({"derived_from_step": 0, "from_regex": "(unclosed"})

@@ -143,7 +143,10 @@ def test_a_chained_value_must_be_a_whole_value_of_a_text_result(
         ("webapp/src/session.js", True),
         ("notes", True),  # a key of an object is a value the result holds
         ("oat milk", True),
-        ("oat", False),  # a JSON string is taken whole, never searched inside
+        # Inside a JSON string, the text rule holds (issue 18): a bounded run counts.
+        ("oat", True),
+        ("oa", False),
+        ("milk", True),
     ],
 )
 def test_a_chained_value_must_be_a_whole_leaf_or_key_of_a_json_result(value: Any, ok: bool) -> None:

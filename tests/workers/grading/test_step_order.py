@@ -7,6 +7,7 @@ from typing import Any
 from mcp_farm.schema import (
     Scenario,
     ToolCallRecord,
+    order_problems,
 )
 from mcp_farm.workers.grading.grade import grade
 
@@ -161,3 +162,78 @@ def test_a_failed_source_step_is_reported_as_the_failure_not_as_a_broken_chain()
 def test_a_wrong_argument_outranks_a_missing_step() -> None:
     outcome, _ = verdict(FORK, [call(0, "search", HITS, q="y")])
     assert outcome == "wrong_params"
+
+
+def test_each_alternative_tool_may_carry_its_own_arguments() -> None:
+    schemas = {
+        "get_by_id": {"type": "object", "properties": {"id": {}}},
+        "search": {"type": "object", "properties": {"q": {}, "limit": {}}},
+    }
+    s = scenario(
+        {
+            "tool": {
+                "one_of": [
+                    {"name": "get_by_id", "params": {"id": "a-1"}},
+                    {"name": "search", "params": {"q": {"regex": ".*a-1.*"}}},
+                ]
+            }
+        }
+    )
+
+    def graded(c: ToolCallRecord) -> tuple[str, str]:
+        v = grade(s, [c], "done", "answer", schemas)
+        return v.outcome, v.detail
+
+    assert graded(call(0, "get_by_id", id="a-1"))[0] == "pass"
+    assert graded(call(0, "search", q="find a-1"))[0] == "pass"
+    # An argument declared for one alternative is not accepted on the other.
+    outcome, detail = graded(call(0, "search", id="a-1"))
+    assert outcome == "wrong_params" and "missing argument 'q'" in detail
+    outcome, detail = graded(call(0, "search", q="a-1", id="a-1"))
+    assert outcome == "wrong_params" and "unexpected argument(s) id" in detail
+
+
+def test_a_shared_block_holds_each_alternative_to_its_own_schema() -> None:
+    schemas = {
+        "read": {"type": "object", "properties": {"path": {}}},
+        "read_text": {"type": "object", "properties": {"path": {}, "encoding": {}}},
+    }
+    s = scenario(
+        {
+            "tool": {"one_of": ["read_text", "read"]},
+            "params": {"path": {"path": "a.md"}, "encoding": {"optional": "utf-8"}},
+        }
+    )
+    ok = grade(s, [call(0, "read_text", path="a.md", encoding="utf-8")], "d", "answer", schemas)
+    assert ok.outcome == "pass"
+    wrong = grade(s, [call(0, "read", path="a.md", encoding="utf-8")], "d", "answer", schemas)
+    assert wrong.outcome == "wrong_params" and "unexpected argument(s) encoding" in wrong.detail
+
+
+def test_an_alternatives_own_chained_values_are_checked_for_order() -> None:
+    s = scenario(
+        {"tool": {"one_of": ["a", {"name": "b", "params": {"x": {"derived_from_step": 0}}}]}}
+    )
+    assert s.expect[0].sources() == {0}
+    problems = list(order_problems(s.expect))
+    assert problems[0][0] == "expect[0].tool.one_of[1].params.x.derived_from_step"
+
+
+def test_a_failure_names_the_call_judged_against_the_failing_step() -> None:
+    s = scenario(
+        {"tool": "write", "params": {"path": "a.md"}},
+        {"tool": "write", "params": {"path": "b.md"}},
+        order="unordered",
+    )
+    # The call for a.md meets step 0; the wrong call is the one that blames step 1.
+    outcome, detail = verdict(s, [call(0, "write", path="a.md"), call(1, "write", path="c.md")])
+    assert outcome == "wrong_params"
+    assert "c.md" in detail and "a.md" not in detail
+
+
+def test_a_call_on_another_server_is_named_as_such() -> None:
+    s = scenario({"tool": "read", "server": "s", "params": {"id": "a-1"}})
+    other = call(0, "read", id="a-1").model_copy(update={"server": "mirror"})
+    outcome, detail = verdict(s, [other])
+    assert outcome == "wrong_sequence"
+    assert "called on mirror, not on s" in detail
