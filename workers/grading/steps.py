@@ -117,8 +117,8 @@ def _meet(
         )
         return
     late: str | None = None
-    wrong: list[tuple[ToolCallRecord, str]] = []
-    failed: list[tuple[ToolCallRecord, str]] = []
+    wrong: list[tuple[ToolCallRecord | None, str]] = []
+    failed: list[tuple[ToolCallRecord | None, str]] = []
     for c in candidates:
         problem = arguments_problem(step, c, Chain(found.met, before=c.index), schema_problem)
         if (
