@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         get_settings,
     )
     from mcp_farm.schema.specs import (
+        DEFAULT_RESULT_CHARS,
         ENV_PLACEHOLDER,
         GRADER_VERSION,
         LOCAL_MODELS,
@@ -137,6 +138,7 @@ _HOMES: dict[str, str] = {
     "mask_url": "mcp_farm.schema.redact",
     "Settings": "mcp_farm.schema.settings",
     "get_settings": "mcp_farm.schema.settings",
+    "DEFAULT_RESULT_CHARS": "mcp_farm.schema.specs",
     "ENV_PLACEHOLDER": "mcp_farm.schema.specs",
     "ExpectedCall": "mcp_farm.schema.specs",
     "FewShot": "mcp_farm.schema.specs",
@@ -179,6 +181,7 @@ _HOMES: dict[str, str] = {
 """Where each name of this face lives."""
 
 __all__ = [
+    "DEFAULT_RESULT_CHARS",
     "ENV_PLACEHOLDER",
     "GRADER_VERSION",
     "GROUNDINGS",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -26,10 +26,19 @@ from mcp_farm.schema.vocab import (
     Transport,
 )
 
+ToolNaming = Literal["plain", "server_prefixed"]
+
+CallCounting = Literal["lenient", "strict"]
+"""`lenient`: calls of an expected tool that match no step are allowed (a retry, a look);
+`strict`: each such call is `wrong_params`, and a repeated identical call a `tool_loop`."""
+
 ENV_PLACEHOLDER = re.compile(r"\{env:([^{}]*)\}")
 """`{env:VAR}` in a server definition: VAR from the worker's environment at start time."""
 
 ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+DEFAULT_RESULT_CHARS = 4000
+"""Characters of a tool's result the model is shown, unless the server or sweep says otherwise."""
 
 
 class SetupCall(Strict):
@@ -77,6 +86,9 @@ class Scenario(Strict):
     """Wall-clock limit for the whole session."""
     max_repeats: int = Field(default=2, ge=1)
     """Identical calls (same tool, same arguments) allowed before it counts as a tool loop."""
+    calls: CallCounting = "lenient"
+    """`strict`: every call of an expected tool must do a step (one meant to fail under
+    `expect_error` included) and no call may repeat; a sweep's `calls:` overrides it."""
     example_answer: str | None = None
     """A final answer an ideal agent would give; must match `final_answer`."""
     open_tools: bool = False
@@ -172,9 +184,22 @@ class ServerDef(Strict):
     """Keep the server running across trials (its sandbox folder is reset before each trial
     that follows one which used it). Set false for a server that keeps state in memory."""
     description: str = ""
+    error_pattern: str | None = None
+    """A regular expression searched in a result's text (case-sensitive, `^` at any line) that
+    marks a result the server did not flag as an error as failed, for servers that answer a
+    failure with `Error: …` text. Such a result does not do a step, meets `expect_error`, and
+    fails a `setup:` call."""
+    result_chars: int = Field(default=DEFAULT_RESULT_CHARS, ge=1)
+    """Characters of one result the model is shown; a longer result is cut, and the model is
+    told how much was left out. Chained values are matched against the whole result."""
     shared: SharedLaunch | None = None
     """Optional: one process for many concurrent trials (see SharedLaunch). Without it, each
     trial in flight has a process of its own."""
+
+    @field_validator("error_pattern")
+    @classmethod
+    def _pattern_compiles(cls, pattern: str | None) -> str | None:
+        return checked_regex(pattern)
 
     @model_validator(mode="after")
     def _transport_fields(self) -> ServerDef:
@@ -240,7 +265,7 @@ class PromptConfig(Strict):
     version: int = Field(ge=1)
     mode: ToolMode
     system_prompt: str
-    tool_naming: Literal["plain", "server_prefixed"] = "plain"
+    tool_naming: ToolNaming = "plain"
     """`plain`: tools shown by their own name; `server_prefixed`: as `server__tool`."""
     few_shot: list[FewShot] = Field(default_factory=list)
     generation: GenerationParams = Field(default_factory=GenerationParams)
@@ -422,3 +447,20 @@ class SweepSpec(Strict):
     set; other scenarios run once with their own servers."""
     judge: JudgeSettings | None = None
     """Answer-quality scoring: the judge model, its runs, the rubric, weights, tolerance."""
+    calls: CallCounting | None = None
+    """Overrides every scenario's `calls` (README, "Strict call counts"); left out: their own."""
+    result_chars: int | None = Field(default=None, ge=1)
+    """Overrides every server's `result_chars` (characters of a result the model is shown)."""
+    tool_naming: ToolNaming | None = None
+    """Overrides the prompt configs' `tool_naming` (`server_prefixed` shows tools as
+    server__tool), so a name clash is fixed without a new prompt file."""
+
+    OPTIONAL_AXES: ClassVar[tuple[str, ...]] = (
+        "toolsets",
+        "judge",
+        "calls",
+        "result_chars",
+        "tool_naming",
+    )
+    """Fields left out of the sweep's id while unset, so sweeps written before they existed
+    keep their ids."""

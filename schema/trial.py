@@ -13,6 +13,7 @@ from mcp_farm.schema.answer import (
 )
 from mcp_farm.schema.ids import digest
 from mcp_farm.schema.specs import (
+    CallCounting,
     JudgeSettings,
     ModelTarget,
     PromptConfig,
@@ -55,6 +56,11 @@ class TrialSpec(BaseModel):
     """The tool set replacing the scenario's own servers; None: the scenario's servers."""
     judge: JudgeSettings | None = None
     """Answer-quality scoring for scenarios with an `answer`; None: no answer scoring."""
+    calls: CallCounting | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The sweep's override of the scenario's `calls`; None: the scenario's own. Left out of
+    the payload when unset, as `result_chars` is, so older payloads and ids stay as they were."""
+    result_chars: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The sweep's override of the servers' `result_chars`; None: each server's own."""
     trial_id: str = ""
     """sha256 of the canonical JSON of everything above; filled in when empty, checked when not."""
 
@@ -68,8 +74,8 @@ class TrialSpec(BaseModel):
         return self
 
     def identity(self) -> dict[str, Any]:
-        """What the trial id is the digest of. The answer-quality fields are left out when
-        unset, so trials of sweeps without them keep the ids they always had."""
+        """What the trial id is the digest of. The optional fields are left out when unset, so
+        trials of sweeps without them keep the ids they always had."""
         unset = {name for name in ("toolset", "judge") if getattr(self, name) is None}
         return self.model_dump(mode="json", exclude={"trial_id", *unset})
 
@@ -171,6 +177,10 @@ class TrialResult(BaseModel):
     """The tool set's id; empty when the scenario ran with its own servers."""
     status: TrialStatus = "done"
     outcome: Outcome
+    first_try: bool | None = None
+    """Passed with every call of an expected tool doing a step and none repeated: no wrong
+    attempt before the right one. None where the trial was not graded (an infrastructure or
+    harness error)."""
     stop_reason: StopReason
     detail: str = ""
     """Why the outcome was chosen, in words (first failing check)."""

@@ -21,6 +21,7 @@ from mcp_farm.schema import (
     TranscriptCall,
 )
 from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.grading.grade import repeats_allowed
 from mcp_farm.workers.mcp.connections import (
     Connected,
     result_text,
@@ -34,7 +35,9 @@ from mcp_farm.workers.model.safejson import (
 )
 from mcp_farm.workers.model.toolspec import ParsedCall
 
-RESULT_KEEP_CHARS = 4000
+WHOLE_KEEP_CHARS = 1_000_000
+"""Characters of a result kept in memory for chained values, whatever the model was shown: a
+bound on what one pathological result can cost a worker."""
 
 
 @dataclass
@@ -93,15 +96,48 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
     started = time.perf_counter()
     result = await conn.sessions[spec.server].call_tool(spec.tool, call.arguments)
     latency = time.perf_counter() - started
+    return recorded(index, spec.server, spec.tool, call.arguments, result, latency, conn)
+
+
+def failure_text(record: ToolCallRecord, conn: Connected) -> str:
+    """What the model is shown of a failed call: `Error: …`, except for a result that only the
+    server's `error_pattern` marks, which the model sees as the server wrote it."""
+    if record.server is not None and conn.reported_error(record.server, record.whole_result):
+        return record.result_text
+    return f"Error: {record.error}"
+
+
+def shown_text(text: str, limit: int) -> str:
+    """What the model is shown of a result: all of it, or its first `limit` characters and a
+    line saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[result cut: {len(text) - limit} more characters not shown]"
+
+
+def recorded(
+    index: int,
+    server: str,
+    tool: str,
+    arguments: dict[str, Any],
+    result: Any,
+    latency: float,
+    conn: Connected,
+) -> ToolCallRecord:
+    """One executed call as the trial records it. A result the server flagged, or whose text
+    its `error_pattern` marks, is a failed call."""
     text = result_text(result)
+    failed = bool(result.is_error) or conn.reported_error(server, text)
+    shown = shown_text(text, conn.limit(server))
     return ToolCallRecord(
         index=index,
-        server=spec.server,
-        tool=spec.tool,
-        arguments=call.arguments,
-        ok=not result.is_error,
-        error=text[:500] if result.is_error else None,
-        result_text=text[:RESULT_KEEP_CHARS],
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        ok=not failed,
+        error=text[:500] if failed else None,
+        result_text=shown,
+        whole_text=text[:WHOLE_KEEP_CHARS] if shown != text else "",
         # surrogatepass: a server's text may hold a lone surrogate, which plain UTF-8 refuses.
         result_digest=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
         latency_s=latency,
@@ -150,22 +186,14 @@ async def run_setup(
             raise InfraError(f"{where} failed: {exc}") from None
         if scope.cancelled_caught:
             raise InfraError(f"{where} gave no answer within {timeout_s:g} s")
-        text = result_text(result)
-        state.setup_calls.append(
-            ToolCallRecord(
-                index=index,
-                server=server,
-                tool=call.tool,
-                arguments=call.arguments,
-                ok=not result.is_error,
-                error=text[:500] if result.is_error else None,
-                result_text=text[:RESULT_KEEP_CHARS],
-                result_digest=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
-                latency_s=time.perf_counter() - started,
-            )
+        record = recorded(
+            index, server, call.tool, call.arguments, result, time.perf_counter() - started, conn
         )
-        if result.is_error:
-            raise InfraError(f"{where} failed, so the scenario could not be set up: {text[:300]}")
+        state.setup_calls.append(record)
+        if not record.ok:
+            raise InfraError(
+                f"{where} failed, so the scenario could not be set up: {(record.error or '')[:300]}"
+            )
 
 
 async def run_session(
@@ -215,12 +243,12 @@ async def run_session(
         for call in reply.calls:
             record = await execute(call, len(state.calls), conn)
             state.calls.append(record)
-            content = record.result_text if record.ok else f"Error: {record.error}"
+            content = record.result_text if record.ok else failure_text(record, conn)
             state.transcript.append(
                 Message(role="tool", content=content, tool_call_id=call.call_id, name=call.name)
             )
             seen[_call_key(call)] = seen.get(_call_key(call), 0) + 1
-            if seen[_call_key(call)] > scenario.max_repeats:
+            if seen[_call_key(call)] > repeats_allowed(scenario):
                 state.stop_reason = "tool_loop"
                 return
     state.stop_reason = "turn_limit"

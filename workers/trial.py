@@ -82,7 +82,8 @@ async def _converse(
     pool: ServerPool,
 ) -> dict[str, dict[str, Any]]:
     schemas: dict[str, dict[str, Any]] = {}
-    async with connect(attached(spec, scenario), pool, spec.prompt.tool_naming) as conn:
+    servers = attached(spec, scenario)
+    async with connect(servers, pool, spec.prompt.tool_naming, spec.result_chars) as conn:
         schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
         await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
         await run_session(state, scenario, spec.prompt, client, conn, spec.seed, spec.variant)
@@ -112,6 +113,8 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     """Run one trial. Model failures become outcomes; infrastructure failures become infra_error;
     an exception from the farm's own code (a bug) becomes harness_error, with its traceback."""
     scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
+    if spec.calls is not None:  # the sweep's override
+        scenario = scenario.model_copy(update={"calls": spec.calls})
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     state = SessionState()
@@ -165,6 +168,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         variant=spec.variant,
         toolset=spec.toolset_id,
         outcome=verdict.outcome,
+        first_try=None if verdict.outcome in UNGRADED else verdict.first_try,
         stop_reason=stop,
         detail=verdict.detail,
         started_at=started_at,

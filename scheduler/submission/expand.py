@@ -96,13 +96,15 @@ def toolsets_for(sweep: SweepSpec, suite: str, source: str) -> list[ToolSet | No
 def _identity(sweep: SweepSpec) -> dict[str, object]:
     """The sweep as its id sees it: gates never count; the answer-quality fields only when set,
     so sweeps written before they existed keep their ids."""
-    unset = {name for name in ("toolsets", "judge") if not getattr(sweep, name)}
+    unset = {name for name in SweepSpec.OPTIONAL_AXES if not getattr(sweep, name)}
     return sweep.model_dump(mode="json", exclude={"gates", *unset})
 
 
 def expand(sweep: SweepSpec, source: str) -> Plan:
     """Every trial of the sweep, in a stable order, each with its deterministic trial_id."""
     prompts = [load_prompt(pid, source, f"prompts[{i}]") for i, pid in enumerate(sweep.prompts)]
+    if sweep.tool_naming is not None:
+        prompts = [p.model_copy(update={"tool_naming": sweep.tool_naming}) for p in prompts]
     picked = select(sweep.scenarios, source)
     toolsets = {suite: toolsets_for(sweep, suite, source) for suite, _s in picked}
     if sweep.toolsets and all(sets == [None] for sets in toolsets.values()):
@@ -128,6 +130,8 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
             seed=sweep.seed * 1000 + rep,
             toolset=toolset,
             judge=sweep.judge if scenario.answer else None,
+            calls=sweep.calls,
+            result_chars=sweep.result_chars,
         )
         for model in sweep.models
         for prompt in prompts

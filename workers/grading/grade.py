@@ -29,6 +29,9 @@ from mcp_farm.workers.model.safejson import (
 class Graded:
     outcome: Outcome
     detail: str
+    first_try: bool = False
+    """A pass in which every call of an expected tool did a step and none was repeated: no
+    wrong attempt came before the right one (what `calls: strict` requires)."""
 
 
 def _schema_problem(
@@ -59,28 +62,44 @@ def _schema_problem(
 
 def _match_steps(
     scenario: Scenario, calls: list[ToolCallRecord], schemas: dict[str, dict[str, Any]]
-) -> Graded | None:
-    """wrong_params or wrong_sequence, or None when every step is met in an allowed order."""
+) -> tuple[Graded | None, list[ToolCallRecord]]:
+    """wrong_params or wrong_sequence, or None when every step is met in an allowed order;
+    and the calls of an expected tool that did no step (a wrong attempt, a failed call)."""
     found = find(
         scenario, calls, lambda c, declared: _schema_problem(c, schemas.get(c.tool), declared)
     )
+    doing = {c.index for met in found.met.values() for c in met}
+    missed = [c for c in calls if c.tool in scenario.accepted_tools and c.index not in doing]
     if found.params:
-        return Graded("wrong_params", found.params)
+        return Graded("wrong_params", found.params), missed
     if found.sequence:
-        return Graded("wrong_sequence", found.sequence)
+        return Graded("wrong_sequence", found.sequence), missed
     if found.failed:
-        return Graded("wrong_params", found.failed)
-    return None
+        return Graded("wrong_params", found.failed), missed
+    return None, missed
 
 
-def _loop(scenario: Scenario, calls: list[ToolCallRecord]) -> str | None:
+def repeats_allowed(scenario: Scenario) -> int:
+    """Identical calls allowed before a tool loop: one under `calls: strict`."""
+    return 1 if scenario.calls == "strict" else scenario.max_repeats
+
+
+def _loop(calls: list[ToolCallRecord], allowed: int) -> str | None:
     counts: dict[str, int] = {}
     for c in calls:
         key = arguments_key(c.tool, c.arguments)
         counts[key] = counts.get(key, 0) + 1
-        if counts[key] > scenario.max_repeats:
+        if counts[key] > allowed:
             return f"{c.tool} called {counts[key]} times with the same arguments"
     return None
+
+
+def _strict_problem(missed: list[ToolCallRecord]) -> str | None:
+    if not missed:
+        return None
+    c = missed[0]
+    what = "failed" if not c.ok else "matches no step"
+    return f"calls: strict: call {c.index} ({c.tool}) {what}: {shorten(c.arguments)}"
 
 
 def _grade_open(
@@ -98,7 +117,9 @@ def _grade_open(
         problem = _schema_problem(c, schemas.get(c.tool))
         if problem:
             return Graded("wrong_params", problem)
-    return _loop_or_answer(scenario, calls, final_answer, stop_reason)
+    graded = _loop_or_answer(scenario, calls, final_answer, stop_reason)
+    first = graded.outcome == "pass" and _loop(calls, 1) is None
+    return Graded(graded.outcome, graded.detail, first_try=first)
 
 
 def _loop_or_answer(
@@ -108,7 +129,7 @@ def _loop_or_answer(
     stop_reason: StopReason,
 ) -> Graded:
     """The last checks of the taxonomy: tool_loop, output_mismatch, pass."""
-    loop = _loop(scenario, calls)
+    loop = _loop(calls, repeats_allowed(scenario))
     if loop or stop_reason == "tool_loop":
         return Graded("tool_loop", loop or "repeated identical calls")
     if stop_reason != "answer" or final_answer is None:
@@ -148,7 +169,14 @@ def grade(
             return Graded("wrong_tool", f"called {c.tool}; expected {labels}")
     if scenario.expect and not any(c.tool in expected for c in calls):
         return Graded("wrong_tool", f"never called {labels}")
-    verdict = _match_steps(scenario, calls, schemas)
+    verdict, missed = _match_steps(scenario, calls, schemas)
     if verdict:
         return verdict
-    return _loop_or_answer(scenario, calls, final_answer, stop_reason)
+    strict = _strict_problem(missed) if scenario.calls == "strict" else None
+    if strict:
+        return Graded("wrong_params", strict)
+    graded = _loop_or_answer(scenario, calls, final_answer, stop_reason)
+    if graded.outcome != "pass":
+        return graded
+    first = not missed and _loop(calls, 1) is None
+    return Graded("pass", "", first_try=first)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -9,7 +12,7 @@ from typing import Any
 
 from mcp import ClientSession
 
-from mcp_farm.schema import ServerDef
+from mcp_farm.schema import DEFAULT_RESULT_CHARS, ServerDef
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.pool import (
     LiveServer,
@@ -27,6 +30,23 @@ class Connected:
     tools: dict[str, ToolSpec]
     touched: set[str] = field(default_factory=set)
     """Servers that had a call that may have changed their state."""
+    servers: dict[str, ServerDef] = field(default_factory=dict)
+    """The attached servers' definitions, by name."""
+    result_chars: int | None = None
+    """The sweep's limit on result text shown to the model; None: each server's own."""
+
+    def limit(self, server: str) -> int:
+        """Characters of a result of `server` the model is shown."""
+        if self.result_chars is not None:
+            return self.result_chars
+        found = self.servers.get(server)
+        return found.result_chars if found else DEFAULT_RESULT_CHARS
+
+    def reported_error(self, server: str, text: str) -> bool:
+        """Whether a result the server did not flag is a failure by its `error_pattern`."""
+        found = self.servers.get(server)
+        pattern = found.error_pattern if found else None
+        return pattern is not None and re.search(pattern, text, re.MULTILINE) is not None
 
 
 def shown_name(server: str, tool: str, naming: str) -> str:
@@ -43,14 +63,19 @@ def _clash(name: str, first: str, second: str) -> InfraError:
 
 @asynccontextmanager
 async def connect(
-    servers: list[ServerDef], pool: ServerPool, naming: str
+    servers: list[ServerDef], pool: ServerPool, naming: str, result_chars: int | None = None
 ) -> AsyncIterator[Connected]:
     """Borrow every server the trial needs; give them back healthy only if the trial ended
     without an exception (a timeout, a crash or a cancellation stops them instead)."""
     attached = [s.name for s in servers]
     lent: list[LiveServer] = []
     healthy = False
-    connected = Connected(sessions={}, tools={})
+    connected = Connected(
+        sessions={},
+        tools={},
+        servers={s.name: s for s in servers},
+        result_chars=result_chars,
+    )
     try:
         for server in servers:
             lent.append(await pool.acquire(server, attached))
@@ -110,9 +135,28 @@ def block_text(block: Any) -> str:
         text = getattr(resource, "text", None)
         if text is not None:
             return f"[resource: {resource.uri}{mime}]\n{text}"
-        size = _decoded_size(getattr(resource, "blob", ""))
+        blob = getattr(resource, "blob", "")
+        decoded = _text_blob(blob, resource.mime_type)
+        if decoded is not None:
+            return f"[resource: {resource.uri}{mime}]\n{decoded}"
+        size = _decoded_size(blob)
         return f"[resource: {resource.uri}{mime}, {size} bytes of binary data]"
     return f"[{kind or 'content'}]"
+
+
+TEXT_TYPES = ("text/", "application/json", "application/xml", "application/yaml")
+"""Media types whose blob is shown as the text it encodes (UTF-8), as a text resource is."""
+
+
+def _text_blob(data: str, mime_type: str | None) -> str | None:
+    """The text a blob resource of a text type holds; None for binary or undecodable data."""
+    kind = (mime_type or "").split(";")[0].strip().lower()
+    if not kind.startswith(TEXT_TYPES) and not kind.endswith(("+json", "+xml")):
+        return None
+    try:
+        return base64.b64decode(data, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _decoded_size(data: str) -> int:

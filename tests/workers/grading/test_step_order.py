@@ -237,3 +237,36 @@ def test_a_call_on_another_server_is_named_as_such() -> None:
     outcome, detail = verdict(s, [other])
     assert outcome == "wrong_sequence"
     assert "called on mirror, not on s" in detail
+
+
+def test_strict_calls_refuse_a_wrong_call_before_or_after_the_right_one() -> None:
+    lenient = scenario({"tool": "read", "params": {"id": "a-1"}})
+    strict = lenient.model_copy(update={"calls": "strict"})
+    before = [call(0, "read", id="a-9"), call(1, "read", id="a-1")]
+    after = [call(0, "read", id="a-1"), call(1, "read", id="a-9")]
+    for calls in (before, after):
+        graded = grade(lenient, calls, "done", "answer", SCHEMAS)
+        assert graded.outcome == "pass" and not graded.first_try
+        outcome, detail = verdict(strict, calls)
+        assert outcome == "wrong_params" and "matches no step" in detail
+    # A call that was meant to fail does its step, so it is no extra call.
+    coping = scenario(
+        {"tool": "read", "params": {"id": "gone"}, "expect_error": True},
+        {"tool": "read", "params": {"id": "a-1"}},
+    ).model_copy(update={"calls": "strict"})
+    calls = [call(0, "read", "no such id", ok=False, id="gone"), call(1, "read", id="a-1")]
+    graded = grade(coping, calls, "done", "answer", SCHEMAS)
+    assert graded.outcome == "pass" and graded.first_try
+    # An exact repeat is a tool loop at once; an allowed extra tool is still free.
+    twice = [call(0, "read", id="a-1"), call(1, "read", id="a-1")]
+    assert verdict(strict, twice)[0] == "tool_loop"
+    looked = [call(0, "list"), call(1, "read", id="a-1")]
+    assert grade(strict, looked, "done", "answer", SCHEMAS).first_try
+
+
+def test_calls_strict_is_a_scenario_field() -> None:
+    s = Scenario.model_validate(
+        {"id": "t", "version": 1, "tier": "simple", "prompt": "p", "servers": ["s"]}
+        | {"calls": "strict"}
+    )
+    assert s.calls == "strict"
