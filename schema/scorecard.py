@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 3
+SCORECARD_VERSION = 4
 
 Dimension = Literal["config", "tool", "tier", "scenario", "phrasing"]
 DIMENSIONS: tuple[Dimension, ...] = ("config", "tool", "tier", "scenario", "phrasing")
@@ -52,6 +52,12 @@ class Row(Frozen):
     """Chance that all k repetitions of a scenario pass, averaged over scenarios (unbiased)."""
     pass_at_k: float | None
     """Chance that at least one of k repetitions passes, averaged over scenarios (unbiased)."""
+    first_passes: int = 0
+    """Passes in which every call of an expected tool did a step and none was repeated: the
+    right call came first, with no wrong attempt before or after it."""
+    first_rate: float | None = None
+    """first_passes / n: the first-try pass rate; null when n is 0 or some trial here was
+    recorded before first tries were kept."""
     latency: Latency
     """Trial latency; for `tool` rows, the latency of that tool's calls."""
     outcomes: dict[str, int] = Field(default_factory=dict)

@@ -372,8 +372,18 @@ class ScenarioSelection(Strict):
 class Gate(Strict):
     """A threshold `farm report --gate` enforces, on every scorecard row of one kind."""
 
-    metric: Literal["pass_rate", "pass_low", "pass_hat_k", "pass_at_k", "p50_s", "p95_s", "p99_s"]
-    """`pass_low` is the lower end of the pass rate's 95% interval; `p95_s` etc. latency."""
+    metric: Literal[
+        "pass_rate",
+        "first_try_rate",
+        "pass_low",
+        "pass_hat_k",
+        "pass_at_k",
+        "p50_s",
+        "p95_s",
+        "p99_s",
+    ]
+    """`pass_low` is the lower end of the pass rate's 95% interval; `first_try_rate` the pass
+    rate counting only passes with no wrong or repeated call; `p95_s` etc. latency."""
     per: Literal["config", "tool", "tier", "scenario", "phrasing"] = "config"
     """Which rows: per model × prompt (`config`), or per tool, tier, scenario, wording."""
     min: float | None = None

@@ -201,7 +201,7 @@ def compare_cmd(
     )
     for head in ("kind", "cell"):
         table.add_column(head)
-    for head in ("A", "B", "Δ", "95% CI", "p adj"):
+    for head in ("A", "B", "Δ", "95% CI", "p adj", "1st try A→B"):
         table.add_column(head, justify="right")
     table.add_column("verdict")
     shown = [c for c in found if all_cells or c.significant]
@@ -216,6 +216,7 @@ def compare_cmd(
             f"{100 * d.diff:+.0f}pt",
             f"{100 * d.low:+.0f}…{100 * d.high:+.0f}",
             f"{c.p_adjusted:.3f}",
+            f"{pct(c.first_try[0])}→{pct(c.first_try[1])}",
             f"[{colour}]{c.verdict}[/{colour}]",
         )
     console.print(table)

@@ -45,7 +45,15 @@ def _md_table(heads: list[str], rows: list[list[str]]) -> list[str]:
 def _rate_cells(row: Row) -> list[str]:
     k = f"{pct(row.pass_hat_k)} / {pct(row.pass_at_k)} (k={row.k})" if row.k > 1 else "–"
     lat = row.latency
-    return [str(row.n), pct(row.rate), interval(row), k, secs(lat.p50), secs(lat.p95)]
+    return [
+        str(row.n),
+        pct(row.rate),
+        pct(row.first_rate),
+        interval(row),
+        k,
+        secs(lat.p50),
+        secs(lat.p95),
+    ]
 
 
 def to_markdown(card: Scorecard) -> str:
@@ -59,7 +67,7 @@ def to_markdown(card: Scorecard) -> str:
     ]
     if harness := harness_note(card):
         lines += [f"> 🔴 **Harness error.** {harness}", ""]
-    rate_heads = ["n", "pass", "95% CI", "pass^k / pass@k", "p50", "p95"]
+    rate_heads = ["n", "pass", "1st try", "95% CI", "pass^k / pass@k", "p50", "p95"]
     for dimension, title in DIMENSION_TITLES.items():
         rows = card.of(dimension)  # type: ignore[arg-type]
         if not rows:
@@ -104,6 +112,15 @@ def _answers_markdown(answers: AnswerQuality) -> list[str]:
     return lines
 
 
+def _rate_properties(row: Row | None) -> list[tuple[str, str]]:
+    """The config's pass rate and first-try pass rate as JUnit properties (empty: unknown)."""
+    rate, first = (row.rate, row.first_rate) if row else (None, None)
+    return [
+        (name, "" if value is None else f"{value:.4f}")
+        for name, value in (("pass_rate", rate), ("first_try_rate", first))
+    ]
+
+
 def to_junit(card: Scorecard) -> str:
     """One test suite per model × prompt config, one test case per scenario in it.
 
@@ -116,6 +133,7 @@ def to_junit(card: Scorecard) -> str:
         by_config.setdefault((row.model, row.prompt), []).append(row)
     answers = card.answers
     scored = {(r.model, r.prompt): r for r in answers.of("config")} if answers else {}
+    configs = {(r.model, r.prompt): r for r in card.of("config")}
     for (model, prompt), rows in by_config.items():
         failures = sum(1 for r in rows if r.n and r.passes < r.n)
         errors = sum(1 for r in rows if not r.n)
@@ -128,9 +146,12 @@ def to_junit(card: Scorecard) -> str:
             errors=str(errors),
             time=f"{sum((r.latency.p50 or 0) * r.n for r in rows):.3f}",
         )
+        # JUnit wants <properties> before the test cases: the config's rates, then its
+        # answer quality when the sweep scored answers.
+        properties = ET.SubElement(suite, "properties")
+        for name, value in _rate_properties(configs.get((model, prompt))):
+            ET.SubElement(properties, "property", name=name, value=value)
         if answers is not None and (model, prompt) in scored:
-            # JUnit wants <properties> before the test cases.
-            properties = ET.SubElement(suite, "properties")
             for name, value in answer_properties(answers, scored[(model, prompt)]):
                 ET.SubElement(properties, "property", name=name, value=value)
         for r in rows:

@@ -60,13 +60,18 @@ class _Group:
 
     outcomes: Counter[str] = field(default_factory=Counter)
     per_scenario: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    first_tries: int = 0
+    first_known: int = 0
+    """Graded trials that carry a first-try record (older trials do not)."""
 
-    def add(self, scenario: str, outcome: str, n: int) -> None:
+    def add(self, scenario: str, outcome: str, n: int, first_tries: int, first_known: int) -> None:
         self.outcomes[outcome] += n
         if outcome not in UNGRADED:
             counts = self.per_scenario[scenario]
             counts[0] += n
             counts[1] += n if outcome == "pass" else 0
+            self.first_tries += first_tries
+            self.first_known += first_known
 
 
 def _row(key: Key, group: _Group, latency: Latency) -> Row:
@@ -91,6 +96,8 @@ def _row(key: Key, group: _Group, latency: Latency) -> Row:
         k=k,
         pass_hat_k=sum(hats) / len(hats) if hats else None,
         pass_at_k=sum(ats) / len(ats) if ats else None,
+        first_passes=group.first_tries,
+        first_rate=group.first_tries / n if n and group.first_known == n else None,
         latency=latency,
         outcomes={o: group.outcomes[o] for o in OUTCOMES if group.outcomes[o]},
     )
@@ -127,7 +134,9 @@ def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None
         m, p = r.model_id, r.prompt_id
         tools = json.loads(r.expected_tools)
         for key in row_keys(m, p, r.tier, r.scenario_id, r.paraphrased, tools):
-            groups[key].add(r.scenario_id, r.outcome, r.n)
+            groups[key].add(
+                r.scenario_id, r.outcome, r.n, int(r.first_tries or 0), int(r.first_known or 0)
+            )
         sums = tokens[(m, p)]
         sums[0] += r.tokens_prompt or 0
         sums[1] += r.tokens_completion or 0

@@ -65,6 +65,8 @@ class Compared:
     label: str
     diff: Difference
     p_adjusted: float
+    first_try: tuple[float | None, float | None] = (None, None)
+    """A's and B's first-try pass rates (shown beside the pass rates, not tested)."""
 
     @property
     def significant(self) -> bool:
@@ -77,12 +79,22 @@ class Compared:
         return "regression" if self.diff.diff < 0 else "improvement"
 
 
-def _cells(engine: Engine, side: Side, by_config: bool) -> dict[CellKey, Clusters]:
-    """Per cell, per scenario: (graded trials, passes) of one side."""
+def _first_rate(counts: list[int]) -> float | None:
+    """First-try passes over graded trials, from [graded, first tries, with a record]."""
+    n, first, known = counts
+    return first / n if n and known == n else None
+
+
+def _cells(
+    engine: Engine, side: Side, by_config: bool
+) -> tuple[dict[CellKey, Clusters], dict[CellKey, float | None]]:
+    """Per cell, per scenario: (graded trials, passes) of one side; and per cell, the side's
+    first-try pass rate."""
     counts = trial_counts(engine, side.sweep_id)
     if counts is None:
         raise SpecError("compare", side.sweep_id, "no such sweep in this database")
     cells: dict[CellKey, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    firsts: dict[CellKey, list[int]] = defaultdict(lambda: [0, 0, 0])
     matched = False
     for r in counts:
         if r.outcome in UNGRADED:
@@ -101,15 +113,23 @@ def _cells(engine: Engine, side: Side, by_config: bool) -> dict[CellKey, Cluster
             counts_ = cells[(dimension, label)][r.scenario_id]
             counts_[0] += r.n
             counts_[1] += r.n if r.outcome == "pass" else 0
+            first = firsts[(dimension, label)]
+            first[0] += r.n
+            first[1] += int(r.first_tries or 0)
+            first[2] += int(r.first_known or 0)
     if not matched:
         raise SpecError("compare", str(side), "no recorded trials match this side")
-    return {key: {s: (v[0], v[1]) for s, v in by.items()} for key, by in cells.items()}
+    clusters = {key: {s: (v[0], v[1]) for s, v in by.items()} for key, by in cells.items()}
+    return clusters, {key: _first_rate(v) for key, v in firsts.items()}
 
 
 def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Compared]:
     """Every cell present on both sides, regressions first, then improvements, then the rest."""
     by_config = not (a.selects or b.selects)
-    left, right = _cells(engine, a, by_config), _cells(engine, b, by_config)
+    (left, left_first), (right, right_first) = (
+        _cells(engine, a, by_config),
+        _cells(engine, b, by_config),
+    )
     found: list[Compared] = []
     for dimension in dimensions:
         keys = sorted(k for k in left.keys() & right.keys() if k[0] == dimension)
@@ -118,7 +138,7 @@ def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Com
             diffs.append(compare_rates(left[key], right[key]))
         adjusted = holm([d.p for d in diffs])
         found += [
-            Compared(dimension, key[1], d, p)
+            Compared(dimension, key[1], d, p, (left_first.get(key), right_first.get(key)))
             for key, d, p in zip(keys, diffs, adjusted, strict=True)
         ]
     rank = {"regression": 0, "improvement": 1, "same": 2}

@@ -30,6 +30,8 @@ def metric(row: Row, name: str) -> float | None:
     """The value a gate compares: a rate (0..1) or a latency in seconds."""
     if name == "pass_rate":
         return row.rate
+    if name == "first_try_rate":
+        return row.first_rate
     if name == "pass_low":
         return row.low if row.n else None
     if name == "pass_hat_k":

@@ -72,6 +72,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "seeded servers: the setup calls made before the model started (trial setup_json)",
         ["ALTER TABLE trial ADD COLUMN setup_json VARCHAR NOT NULL DEFAULT '[]'"],
     ),
+    (
+        8,
+        "first-try accuracy: whether a pass had no wrong or repeated call (trial first_try)",
+        ["ALTER TABLE trial ADD COLUMN first_try BOOLEAN"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

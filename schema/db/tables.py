@@ -51,6 +51,9 @@ class TrialRow(SQLModel, table=True):
     attempts: int = 0
     """How many times a worker started it: above 1 after a redelivery or a retry."""
     outcome: str | None = None
+    first_try: bool | None = None
+    """A pass with no wrong or repeated call of an expected tool; NULL when not graded, and for
+    trials recorded before it was kept."""
     stop_reason: str | None = None
     detail: str = ""
     latency_s: float | None = None

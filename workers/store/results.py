@@ -95,6 +95,7 @@ def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
         "toolset": result.toolset,
         "status": result.status,
         "outcome": result.outcome,
+        "first_try": result.first_try,
         "stop_reason": result.stop_reason,
         "detail": result.detail,
         "latency_s": result.latency_s,

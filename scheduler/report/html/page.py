@@ -76,10 +76,20 @@ def _table(heads: list[str], rows: list[list[str]], numeric_from: int) -> str:
 
 def _rate_table(card: Scorecard, dimension: str) -> str:
     rows = [
-        [r.model, r.prompt, r.key, str(r.n), pct(r.rate), interval(r), secs(r.latency.p95)]
+        [
+            r.model,
+            r.prompt,
+            r.key,
+            str(r.n),
+            pct(r.rate),
+            pct(r.first_rate),
+            interval(r),
+            secs(r.latency.p95),
+        ]
         for r in card.of(dimension)  # type: ignore[arg-type]
     ]
-    return _table(["model", "prompt", dimension, "n", "pass", "95% CI", "p95"], rows, 3)
+    heads = ["model", "prompt", dimension, "n", "pass", "1st try", "95% CI", "p95"]
+    return _table(heads, rows, 3)
 
 
 def _drilldown(card: Scorecard, samples: SampleTrials) -> str:
@@ -113,7 +123,16 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
     samples = samples or {}
     data = card.model_dump_json().replace("</", "<\\/")
     configs = [
-        [r.model, r.prompt, str(r.n), pct(r.rate), interval(r), pass_k(r.pass_hat_k, r.k), *_p(r)]
+        [
+            r.model,
+            r.prompt,
+            str(r.n),
+            pct(r.rate),
+            pct(r.first_rate),
+            interval(r),
+            pass_k(r.pass_hat_k, r.k),
+            *_p(r),
+        ]
         for r in card.of("config")
     ]
     note = dash_note(card, speed=False)
@@ -132,7 +151,7 @@ are Wilson 95%. Built {html.escape(card.built_at)} from sweep
 <code>{html.escape(card.provenance.sweep_name)}</code>.</p>{banner}
 <pre id="errors"></pre>
 <h2>Pass rate per model × prompt config</h2>
-{_table(["model", "prompt", "n", "pass", "95% CI", "pass^k", "p50", "p95", "p99"], configs, 2)}
+{_table(["model", "prompt", "n", "pass", "1st try", "95% CI", "pass^k", "p50", "p95", "p99"], configs, 2)}
 {footnote}
 <h2>Pass rate per tool (heatmap)</h2><div id="heatmap"></div>
 <h2>Trial latency distribution</h2><div id="latency"></div>

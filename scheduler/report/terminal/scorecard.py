@@ -37,7 +37,7 @@ def _latency(lat: Latency) -> list[str]:
 
 def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table:
     heads = ["model", "prompt"] + ([head] if head else [])
-    table = _table(title, heads, ["n", "pass", "95% CI", "pass^k", "p50", "p95", "p99"])
+    table = _table(title, heads, ["n", "pass", "1st try", "95% CI", "pass^k", "p50", "p95", "p99"])
     for row in card.of(dimension):  # type: ignore[arg-type]
         table.add_row(
             row.model,
@@ -45,6 +45,7 @@ def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table
             *([row.key] if head else []),
             str(row.n),
             pct(row.rate),
+            pct(row.first_rate),
             interval(row),
             f"{pct(row.pass_hat_k)} k={row.k}" if row.k > 1 else "–",
             *_latency(row.latency),
