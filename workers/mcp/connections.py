@@ -56,8 +56,9 @@ def shown_name(server: str, tool: str, naming: str) -> str:
 def _clash(name: str, first: str, second: str) -> InfraError:
     return InfraError(
         f"servers {first!r} and {second!r} both list a tool named {name!r}, so the model could "
-        "reach only one of them: use a prompt config with `tool_naming: server_prefixed` (tools "
-        "shown as server__tool), or attach only one of the two servers"
+        "reach only one of them: add `tool_naming: server_prefixed` to the sweep (tools shown "
+        "as server__tool), use the `native-prefixed` prompt config, or attach only one of the "
+        "two servers"
     )
 
 
