@@ -61,6 +61,16 @@ def build() -> MCPServer:
         return EmbeddedResource(type="resource", resource=blob)
 
     @server.tool()
+    def export_report() -> EmbeddedResource:
+        """Export the Q1 report as a CSV blob."""
+        blob = BlobResourceContents(
+            uri="file:///q1.csv",
+            mime_type="text/csv; charset=utf-8",
+            blob=_b64(b"region,total\nnorth,46550\n"),
+        )
+        return EmbeddedResource(type="resource", resource=blob)
+
+    @server.tool()
     def chart() -> ImageContent:
         """Draw the sales chart."""
         return ImageContent(type="image", data=_b64(PIXELS), mime_type="image/png")

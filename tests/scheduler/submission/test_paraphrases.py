@@ -64,3 +64,22 @@ def test_the_model_is_asked_the_paraphrase_and_the_trial_records_it(settings: Se
 def test_a_variant_the_scenario_does_not_have_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="has 2 paraphrase"):
         SCENARIO.prompt_for(3)
+
+
+def test_a_sweep_may_set_tool_naming_calls_and_result_chars_without_changing_other_ids() -> None:
+    plain = expand(_sweep("verbatim", 1), "t")
+    tuned = expand(
+        _sweep("verbatim", 1).model_copy(
+            update={"tool_naming": "server_prefixed", "calls": "strict", "result_chars": 900}
+        ),
+        "t",
+    )
+    spec = tuned.trials[0]
+    assert spec.prompt.tool_naming == "server_prefixed" and spec.prompt.id == "native"
+    assert (spec.calls, spec.result_chars) == ("strict", 900)
+    assert tuned.sweep_id != plain.sweep_id
+    # Unset, they are not in the payload at all, so earlier trial ids stay as they were.
+    assert (
+        "calls" not in plain.trials[0].model_dump()
+        and "result_chars" not in plain.trials[0].model_dump()
+    )

@@ -46,11 +46,24 @@ async def _rendered(tool: str, arguments: dict[str, Any]) -> str:
             {},
             "[resource: file:///reports.zip (application/zip), 300 bytes of binary data]",
         ),
+        (
+            "export_report",
+            {},
+            "[resource: file:///q1.csv (text/csv; charset=utf-8)]\nregion,total\nnorth,46550\n",
+        ),
         ("chart", {}, "[image: image/png, 1024 bytes]"),
         ("jingle", {}, "[audio: audio/wav, 100 bytes]"),
         ("totals", {}, '{"north": 46550, "south": 38200}'),
     ],
-    ids=["resource-link", "embedded-text", "embedded-blob", "image", "audio", "structured"],
+    ids=[
+        "resource-link",
+        "embedded-text",
+        "embedded-blob",
+        "text-blob",
+        "image",
+        "audio",
+        "structured",
+    ],
 )
 def test_each_kind_of_content_is_shown_by_what_identifies_it(
     tool: str, arguments: dict[str, Any], shown: str
