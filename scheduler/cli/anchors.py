@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mcp_farm.scheduler.cli.common import (
+    GATE_FAILED,
     DataDirOption,
     DbOption,
     console,
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from mcp_farm.scenarios.anchors import AnchorSet
     from mcp_farm.schema import JudgeSettings
 
-GATE_FAILED = 1
 DEFAULT_JUDGE_SWEEP = Path("scenarios/sweeps/code.yaml")
 
 anchors_app = typer.Typer(no_args_is_help=True, help="The drift guard: locked anchor transcripts.")

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 console = Console()
 
+GATE_FAILED = 1
+"""Exit status of a command whose gate failed: a scorecard gate, a regression, the anchor gate."""
+
 PLAIN_WIDTH = 10_000
 """The console's width when stdout is not a terminal and COLUMNS is unset: wide enough that no
 table is cut or folded. Rich pads nothing to this width; a table stays its natural size."""

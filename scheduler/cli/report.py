@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mcp_farm.scheduler.cli.common import (
+    GATE_FAILED,
     DataDirOption,
     DbOption,
     console,
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
     from mcp_farm.schema.scorecard import Scorecard
 
     pass
-
-GATE_FAILED = 1
 
 
 class Format(StrEnum):

@@ -34,6 +34,7 @@ from mcp_farm.scheduler.scorecard.queries.scan import (
     scan_trials,
 )
 from mcp_farm.scheduler.statistics.rates import (
+    first_try_rate,
     pass_at_k,
     pass_hat_k,
     wilson,
@@ -97,7 +98,7 @@ def _row(key: Key, group: _Group, latency: Latency) -> Row:
         pass_hat_k=sum(hats) / len(hats) if hats else None,
         pass_at_k=sum(ats) / len(ats) if ats else None,
         first_passes=group.first_tries,
-        first_rate=group.first_tries / n if n and group.first_known == n else None,
+        first_rate=first_try_rate(n, group.first_tries, group.first_known),
         latency=latency,
         outcomes={o: group.outcomes[o] for o in OUTCOMES if group.outcomes[o]},
     )

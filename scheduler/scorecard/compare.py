@@ -23,6 +23,7 @@ from mcp_farm.scheduler.scorecard.queries.comparisons import trial_counts
 from mcp_farm.scheduler.statistics.rates import (
     Difference,
     compare_rates,
+    first_try_rate,
     holm,
 )
 from mcp_farm.schema import UNGRADED, SpecError
@@ -79,12 +80,6 @@ class Compared:
         return "regression" if self.diff.diff < 0 else "improvement"
 
 
-def _first_rate(counts: list[int]) -> float | None:
-    """First-try passes over graded trials, from [graded, first tries, with a record]."""
-    n, first, known = counts
-    return first / n if n and known == n else None
-
-
 def _cells(
     engine: Engine, side: Side, by_config: bool
 ) -> tuple[dict[CellKey, Clusters], dict[CellKey, float | None]]:
@@ -120,7 +115,7 @@ def _cells(
     if not matched:
         raise SpecError("compare", str(side), "no recorded trials match this side")
     clusters = {key: {s: (v[0], v[1]) for s, v in by.items()} for key, by in cells.items()}
-    return clusters, {key: _first_rate(v) for key, v in firsts.items()}
+    return clusters, {key: first_try_rate(*v) for key, v in firsts.items()}
 
 
 def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Compared]:

@@ -8,6 +8,7 @@
   as an OLS of pass on arm with errors clustered by scenario — with Student t on G-1 degrees of
   freedom; with fewer than MIN_CLUSTERS scenarios, Fisher's exact test on the pooled counts.
 - `holm`: Holm's step-down adjustment, so many compared cells do not make noise significant.
+- `first_try_rate`: passes with no missed call over graded trials, where every trial has a record.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 Z95 = 1.959963984540054
+
+
+def first_try_rate(graded: int, first_tries: int, recorded: int) -> float | None:
+    """First-try passes over graded trials; None when there are none, or when some graded
+    trial has no first-try record (recorded before first tries were kept): unknown, not 0."""
+    return first_tries / graded if graded and recorded == graded else None
 
 
 def wilson(passes: int, n: int, z: float = Z95) -> tuple[float, float]:
