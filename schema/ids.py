@@ -7,6 +7,16 @@ import json
 from typing import Any
 
 
+def is_unicode(text: str) -> bool:
+    """Whether UTF-8 can encode the text: no lone surrogate, which a JSON `\\ud800` escape
+    decodes to and which `digest`, PostgreSQL and most consumers refuse."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no whitespace, so equal values serialise equally."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from mcp_farm.schema.errors import SpecError
+from mcp_farm.schema.ids import is_unicode
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -62,7 +63,7 @@ def plain_data_problem(data: Any) -> tuple[str, str] | None:
 
     def walk(value: Any, loc: tuple[int | str, ...]) -> tuple[str, str] | None:
         if isinstance(value, str):
-            return None if _is_unicode(value) else (field_path(loc), "text with a lone surrogate")
+            return None if is_unicode(value) else (field_path(loc), "text with a lone surrogate")
         if value is None or isinstance(value, bool | int | float):
             return None
         if not isinstance(value, dict | list):
@@ -78,7 +79,7 @@ def plain_data_problem(data: Any) -> tuple[str, str] | None:
         if isinstance(value, list):
             items = list(enumerate(value))
         for key, child in value.items() if isinstance(value, dict) else ():
-            if not isinstance(key, str) or not _is_unicode(key):
+            if not isinstance(key, str) or not is_unicode(key):
                 return field_path(loc), f"the key {_short(key)} is not text (quote it)"
             items.append((key, child))
         for key, child in items:
@@ -92,14 +93,6 @@ def plain_data_problem(data: Any) -> tuple[str, str] | None:
         return walk(data, ())
     except RecursionError:
         return "", "nested too deeply"
-
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:

@@ -16,6 +16,7 @@ import re
 import reprlib
 from typing import Any
 
+from mcp_farm.schema.ids import is_unicode
 from mcp_farm.workers.errors import WorkerError
 
 MAX_DEPTH = 32
@@ -111,14 +112,14 @@ def wire_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
                 for key in item:
                     if not isinstance(key, str):
                         return f"the key {shorten(key)} is not a string"
-                    if not _is_unicode(key):
+                    if not is_unicode(key):
                         return f"the key {shorten(key)} holds a lone surrogate, which is not text"
                 children = list(item.values())
             else:
                 children = item
             stack.extend((child, depth + 1) for child in children)
         elif isinstance(item, str):
-            if not _is_unicode(item):
+            if not is_unicode(item):
                 return f"the string {shorten(item)} holds a lone surrogate, which is not text"
         elif isinstance(item, bool) or item is None:
             continue
@@ -131,14 +132,6 @@ def wire_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
         else:
             return f"a {type(item).__name__} is not a JSON value"
     return None
-
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def shorten(value: Any) -> str:
