@@ -146,17 +146,30 @@ def _setup_problems(
             )
             continue
         server = servers.get(target)
-        if server is not None and server.reuse and server.sandbox is None:
-            problems.append(
-                ScenarioError(
-                    source,
-                    where,
-                    f"setup seeds {target!r}, which is kept running between trials with no "
-                    "sandbox to reset, so the next trial would see the seeded state: give the "
-                    "server `reuse: false` (a fresh process per trial) or a `sandbox:` folder",
-                )
-            )
+        problem = _unresettable(server) if server is not None else None
+        if problem:
+            problems.append(ScenarioError(source, where, f"setup seeds {target!r}, {problem}"))
     return problems
+
+
+def _unresettable(server: ServerDef) -> str | None:
+    """Why state seeded into `server` would reach the next trial, if it would: the farm must
+    restart it, copy its sandbox back, or have its definition say how it is reset."""
+    if server.reset is not None or server.sandbox is not None:
+        return None
+    if server.transport == "http":
+        return (
+            "an HTTP server the farm does not start or restart, so the next trial would see "
+            "the seeded state: give the server `reset: session` (if each MCP session starts "
+            "clean) or `reset: {tool: ..., arguments: {...}}` (a call that clears it)"
+        )
+    if server.reuse:
+        return (
+            "which is kept running between trials with no sandbox to reset, so the next trial "
+            "would see the seeded state: give the server `reuse: false` (a fresh process per "
+            "trial), a `sandbox:` folder, or a `reset:`"
+        )
+    return None
 
 
 def structural_problems(suite: Suite, source: str) -> list[SpecError]:
@@ -184,8 +197,9 @@ def structural_problems(suite: Suite, source: str) -> list[SpecError]:
                 )
         problems += _answer_problems(suite, i, scenario, source)
         problems += _setup_problems(i, scenario, servers, source)
-        for field, problem in order_problems(scenario.expect):
-            problems.append(ScenarioError(source, f"scenarios[{i}].{field}", problem))
+        for at, steps in scenario.step_lists():
+            for field, problem in order_problems(steps, at):
+                problems.append(ScenarioError(source, f"scenarios[{i}].{field}", problem))
     for i, toolset in enumerate(suite.toolsets):
         for j, name_ in enumerate(toolset.servers):
             if name_ not in servers:

@@ -22,6 +22,7 @@ from mcp_farm.scenarios.catalog import (
     with_sandbox_paths,
 )
 from mcp_farm.schema import (
+    Scenario,
     SpecError,
     Suite,
     read_yaml,
@@ -46,37 +47,52 @@ def _lint_problems(suite: Suite, source: str) -> list[SpecError]:
     problems: list[SpecError] = []
     for i, scenario in enumerate(suite.scenarios):
         where = f"scenarios[{i}]"
-        for j, call in enumerate(scenario.expect):
-            if call.example is None:
-                problems.append(
-                    SpecError(
-                        source,
-                        f"{where}.expect[{j}].example",
-                        "missing: the self-checks replay it as the ideal agent's call",
+        for at, steps in scenario.step_lists():
+            for j, call in enumerate(steps):
+                if call.example is None:
+                    problems.append(
+                        SpecError(
+                            source,
+                            f"{where}.{at}[{j}].example",
+                            "missing: the self-checks replay it as the ideal agent's call",
+                        )
                     )
-                )
-        if scenario.final_answer:
-            try:
-                pattern = re.compile(scenario.final_answer, re.IGNORECASE)
-            except re.error as exc:
-                problems.append(SpecError(source, f"{where}.final_answer", f"invalid regex: {exc}"))
-                continue
-            if scenario.example_answer is None:
-                problems.append(SpecError(source, f"{where}.example_answer", "missing"))
-            elif not pattern.search(scenario.example_answer):
-                problems.append(
-                    SpecError(
-                        source,
-                        f"{where}.example_answer",
-                        f"does not match final_answer /{scenario.final_answer}/",
-                    )
-                )
+        found: list[SpecError] = []
+        for k, (_name, way) in enumerate(scenario.ways()):
+            own = scenario.routes and (
+                scenario.routes[k].final_answer or scenario.routes[k].example_answer
+            )
+            route = f"routes[{k}]." if own else ""
+            found += [
+                p
+                for p in _answer_example_problems(way, f"{where}.{route}", source)
+                if str(p) not in map(str, found)
+            ]
+        problems += found
         wordings = [scenario.prompt, *scenario.paraphrases]
         if len({w.strip().lower() for w in wordings}) < len(wordings):
             problems.append(
                 SpecError(source, f"{where}.paraphrases", "repeats the prompt or each other")
             )
     return problems
+
+
+def _answer_example_problems(way: Scenario, where: str, source: str) -> list[SpecError]:
+    """An answer pattern needs an example answer that it matches."""
+    if not way.final_answer:
+        return []
+    pattern = re.compile(way.final_answer, re.IGNORECASE)  # compiled at load already
+    if way.example_answer is None:
+        return [SpecError(source, f"{where}example_answer", "missing")]
+    if not pattern.search(way.example_answer):
+        return [
+            SpecError(
+                source,
+                f"{where}example_answer",
+                f"does not match final_answer /{way.final_answer}/",
+            )
+        ]
+    return []
 
 
 def _is_dir(path: Path) -> bool:

@@ -322,10 +322,10 @@ class ExpectedCall(Strict):
         )
 
 
-def order_problems(expect: Sequence[ExpectedCall]) -> Iterator[tuple[str, str]]:
+def order_problems(expect: Sequence[ExpectedCall], at: str = "expect") -> Iterator[tuple[str, str]]:
     """(field, problem) for each step that points at itself or a later step: a chained value
     (at any depth) or an `after`. Steps may only point back, so every declared order can be
-    met and checked in list order."""
+    met and checked in list order. `at` is where the steps are (`routes[1].expect`)."""
     for j, call in enumerate(expect):
         earlier = f"must name an earlier step (0..{j - 1})"
         for block_at, arg, matcher in (
@@ -334,7 +334,7 @@ def order_problems(expect: Sequence[ExpectedCall]) -> Iterator[tuple[str, str]]:
             for below, each in matcher.nested():
                 step = each.derived_from_step
                 if step is not None and not 0 <= step < j:
-                    field = f"expect[{j}].{block_at}.{arg}{below}.derived_from_step"
+                    field = f"{at}[{j}].{block_at}.{arg}{below}.derived_from_step"
                     yield (
                         field,
                         (
@@ -344,8 +344,32 @@ def order_problems(expect: Sequence[ExpectedCall]) -> Iterator[tuple[str, str]]:
                         ),
                     )
         for k, step in enumerate(call.after or []):
-            field = f"expect[{j}].after[{k}]"
+            field = f"{at}[{j}].after[{k}]"
             if not 0 <= step < j:
                 yield field, f"{earlier}, got {step}" if j else "the first step follows no other"
             elif step in (call.after or [])[:k]:
                 yield field, f"names step {step} twice"
+
+
+class Route(Strict):
+    """One way of doing a scenario's task, when there is more than one: "one JOIN query, or
+    the two lookups"; "search, and say nothing was found, or search and add the note". Its
+    steps are written and graded as a scenario's `expect`; its answer pattern, when given,
+    replaces the scenario's."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    """Recorded on every trial that took this route, and shown in its details."""
+    expect: list[ExpectedCall] = Field(default_factory=list)
+    """The route's steps; empty means no tool is called on this route."""
+    order: Literal["ordered", "unordered"] | None = None
+    """The order of this route's steps; left out, the scenario's."""
+    final_answer: str | None = None
+    """The answer pattern on this route; left out, the scenario's."""
+    example_answer: str | None = None
+    """An ideal answer on this route (self-checks); left out, the scenario's."""
+    description: str = ""
+
+    @field_validator("final_answer")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        return checked_regex(pattern)

@@ -7,11 +7,12 @@ regenerated from them (a test holds the published file equal to the models).
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 4
+SCORECARD_VERSION = 5
 
 Dimension = Literal["config", "tool", "tier", "scenario", "phrasing"]
 DIMENSIONS: tuple[Dimension, ...] = ("config", "tool", "tier", "scenario", "phrasing")
@@ -163,13 +164,19 @@ class JudgeVariance(Frozen):
     icc1: float | None
     """ICC(1): the share of score variance that is the transcripts, not the judge."""
     resolution: float | None
-    """The smallest difference between two scenario-level means the runs can resolve."""
+    """The smallest difference between two scenario-level means the runs can resolve: the
+    two-sided 95% threshold, 1.96·√2·σ_scenario/√R."""
+    resolution_80: float | None = None
+    """The difference found 80% of the time at that threshold: (1.96 + 0.84)·√2·σ/√R."""
     noise_floor: float
     """Criterion-level differences below this are noise, never findings."""
     per_criterion: dict[str, float] = Field(default_factory=dict)
     anchors: Literal["verified", "failed", "unverified"] = "unverified"
-    """The drift guard for this judge and rubric (`farm anchors verify`)."""
+    """The drift guard for this judge and rubric (`farm anchors verify`): the latest gate run's
+    verdict, read when the report is made, not when the card was built."""
     anchor_rho: float | None = None
+    anchor_checked_at: datetime | None = None
+    """When that gate run was; null when the gate never ran for this judge and rubric."""
 
 
 class Ranked(Frozen):

@@ -15,6 +15,7 @@ from mcp_farm.schema.answer import (
 )
 from mcp_farm.schema.expect import ExpectedCall as ExpectedCall
 from mcp_farm.schema.expect import ParamMatcher as ParamMatcher
+from mcp_farm.schema.expect import Route
 from mcp_farm.schema.ids import digest
 from mcp_farm.schema.parse.patterns import checked_regex
 from mcp_farm.schema.parse.strict import Strict
@@ -53,6 +54,14 @@ class SetupCall(Strict):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class ResetCall(Strict):
+    """A tool call that puts a server back in its starting state (`reset:` of a server)."""
+
+    tool: str
+    """The tool's name as the server lists it."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class Scenario(Strict):
     """One realistic request, what the agent should call, and what the answer should say."""
 
@@ -73,6 +82,10 @@ class Scenario(Strict):
     scenarios). A seeded server must be one the farm can reset: `reuse: false` or a `sandbox`."""
     expect: list[ExpectedCall] = Field(default_factory=list)
     """The expected calls; empty means no tool should be called."""
+    routes: list[Route] = Field(default_factory=list)
+    """Instead of `expect`: two or more ways of doing the task, each with steps of its own.
+    The trial takes the first route under which it passes, and records its name; when none
+    passes, the route it got furthest on (in the taxonomy's order) gives the outcome."""
     order: Literal["ordered", "unordered"] = "ordered"
     """Whether the expected calls must happen in the listed order; a step's `after` names
     the steps it must follow instead (a partial order)."""
@@ -105,15 +118,65 @@ class Scenario(Strict):
     def _compiles(cls, pattern: str | None) -> str | None:
         return checked_regex(pattern)
 
+    @model_validator(mode="after")
+    def _routes_or_steps(self) -> Scenario:
+        if not self.routes:
+            return self
+        if len(self.routes) < 2:
+            raise ValueError("`routes` needs two or more routes (one route is just `expect`)")
+        if self.expect:
+            raise ValueError("give `expect` or `routes`, not both")
+        if self.open_tools:
+            raise ValueError("an open_tools scenario has no routes")
+        names = [r.name for r in self.routes]
+        if len(set(names)) < len(names):
+            raise ValueError("route names must differ")
+        return self
+
+    def ways(self) -> list[tuple[str | None, Scenario]]:
+        """Each route as a scenario of its own (its steps as `expect`, its answer pattern and
+        order where it has them), with its name; a scenario without routes is its one way,
+        named None."""
+        if not self.routes:
+            return [(None, self)]
+        return [
+            (
+                route.name,
+                self.model_copy(
+                    update={
+                        "expect": route.expect,
+                        "routes": [],
+                        "order": route.order or self.order,
+                        "final_answer": route.final_answer or self.final_answer,
+                        "example_answer": route.example_answer or self.example_answer,
+                    }
+                ),
+            )
+            for route in self.routes
+        ]
+
+    def step_lists(self) -> list[tuple[str, list[ExpectedCall]]]:
+        """Each list of steps with the field it is written in: `expect`, or each route's."""
+        if not self.routes:
+            return [("expect", self.expect)]
+        return [(f"routes[{k}].expect", route.expect) for k, route in enumerate(self.routes)]
+
+    @property
+    def all_steps(self) -> list[ExpectedCall]:
+        """The steps of every route (or of `expect`), in order."""
+        return [step for _at, steps in self.step_lists() for step in steps]
+
     @property
     def expected_tools(self) -> list[str]:
-        """One name per step: the first a step accepts (what listings and scorecards show)."""
-        return [call.names[0] for call in self.expect]
+        """One name per step: the first a step accepts (what listings and scorecards show).
+        With routes, each name once, in the order the routes give them."""
+        names = [call.names[0] for call in self.all_steps]
+        return list(dict.fromkeys(names)) if self.routes else names
 
     @property
     def accepted_tools(self) -> set[str]:
-        """Every tool name some step accepts."""
-        return {name for call in self.expect for name in call.names}
+        """Every tool name some step (of some route) accepts."""
+        return {name for call in self.all_steps for name in call.names}
 
     def prompt_for(self, variant: int) -> str:
         """Variant 0 is the verbatim prompt; 1..n are the paraphrases."""
@@ -184,6 +247,19 @@ class ServerDef(Strict):
     """Keep the server running across trials (its sandbox folder is reset before each trial
     that follows one which used it). Set false for a server that keeps state in memory."""
     description: str = ""
+    """For people: listings and docs. The model never sees it (see `instructions`)."""
+    reset: Literal["session"] | ResetCall | None = None
+    """How the server's state is made fresh for each trial where the farm cannot do it by
+    restarting it or copying its sandbox back (an HTTP server it does not start, state kept
+    outside a sandbox). `session`: the server keeps each MCP session's state apart, so a new
+    session starts clean. `{tool: ..., arguments: {...}}`: a call the farm makes before every
+    trial that attaches the server, recorded with its setup calls (one that fails makes the
+    trial an infra_error). Either lets `setup:` seed the server; the self-checks probe the
+    claim by running a trial after a seeded one."""
+    instructions: str = ""
+    """What the model is told about this server, in every prompt mode, after whatever the
+    server says about itself in its initialize reply (as real MCP clients pass it on): how
+    its paths resolve, what its data holds. Shown in the system prompt."""
     error_pattern: str | None = None
     """A regular expression searched in a result's text (case-sensitive, `^` at any line) that
     marks a result the server did not flag as an error as failed, for servers that answer a

@@ -103,6 +103,9 @@ class Message(BaseModel):
     """Calls the assistant made in this message."""
     tool_call_id: str | None = None
     name: str | None = None
+    undecoded: bool = False
+    """An assistant message the decoder took for an attempted tool call it could not decode
+    (the trial's format_error): audit stream, never the answer's prose."""
 
 
 class TokenCounts(BaseModel):
@@ -181,6 +184,8 @@ class TrialResult(BaseModel):
     """Passed with every call of an expected tool doing a step and none repeated: no wrong
     attempt before the right one. None where the trial was not graded (an infrastructure or
     harness error)."""
+    route: str | None = None
+    """On a scenario with routes: the route the trial passed by (or, failing, was judged by)."""
     stop_reason: StopReason
     detail: str = ""
     """Why the outcome was chosen, in words (first failing check)."""

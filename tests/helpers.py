@@ -74,7 +74,9 @@ def listing_result(
 
 
 def ideal_script(scenario: Scenario) -> list[dict[str, Any]]:
-    """What a perfect agent says: each expected call with its example arguments, then the answer."""
+    """What a perfect agent says: each expected call with its example arguments, then the
+    answer. On a scenario with routes, it takes the first route (`ways()` gives each)."""
+    scenario = scenario.ways()[0][1]
     script: list[dict[str, Any]] = [
         {"call": {"name": step.names[0], "arguments": step.example or {}}}
         for step in scenario.expect
@@ -86,7 +88,9 @@ def ideal_script(scenario: Scenario) -> list[dict[str, Any]]:
 def ideal_call_problems(scenario: Scenario, result: TrialResult) -> list[str]:
     """What went wrong at the server for the ideal agent: each of its calls is its step's call
     and must have worked (or failed, for a step with `expect_error`). A misconfigured server (a
-    wrong sandbox, missing data) shows up here whatever the grade says."""
+    wrong sandbox, missing data) shows up here whatever the grade says. On a scenario with
+    routes, the steps are those of the route the trial took."""
+    scenario = dict(scenario.ways()).get(result.route, scenario.ways()[0][1])
     problems = [
         f"{c.tool}: " + ("worked, but the step expects an error" if c.ok else f"{c.error}")
         for step, c in zip(scenario.expect, result.tool_calls, strict=False)

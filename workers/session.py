@@ -13,6 +13,7 @@ from mcp import MCPError
 from mcp_farm.schema import (
     Message,
     PromptConfig,
+    ResetCall,
     Scenario,
     SetupCall,
     StopReason,
@@ -167,15 +168,27 @@ def _setup_owner(call: SetupCall, conn: Connected) -> str:
     raise InfraError(f"setup tool {call.tool!r} is not listed by {where}")
 
 
+def resets(conn: Connected) -> list[tuple[str, SetupCall]]:
+    """The reset calls of the attached servers that declare one (`reset: {tool: ...}`), each
+    with how messages name it."""
+    return [
+        (f"reset of {name}", SetupCall(server=name, tool=s.reset.tool, arguments=s.reset.arguments))
+        for name, s in conn.servers.items()
+        if isinstance(s.reset, ResetCall)
+    ]
+
+
 async def run_setup(
     state: SessionState, setup: list[SetupCall], conn: Connected, timeout_s: float
 ) -> None:
-    """Make the scenario's setup calls, in order, before the model starts. Each is recorded in
-    `state.setup_calls`; one that fails, or does not answer within `timeout_s`, raises
-    InfraError: the scenario could not be set up, which is never the model's fault."""
-    for index, call in enumerate(setup):
+    """Make the attached servers' reset calls, then the scenario's setup calls, in order,
+    before the model starts. Each is recorded in `state.setup_calls`; one that fails, or does
+    not answer within `timeout_s`, raises InfraError: the scenario could not be set up, which
+    is never the model's fault."""
+    calls = [*resets(conn), *((f"setup[{k}]", call) for k, call in enumerate(setup))]
+    for index, (label, call) in enumerate(calls):
         server = _setup_owner(call, conn)
-        where = f"setup[{index}] {server}.{call.tool}"
+        where = f"{label} {server}.{call.tool}"
         # Seeded state must not reach the next trial: the pool resets or replaces the server.
         conn.touched.add(server)
         started = time.perf_counter()
@@ -210,7 +223,9 @@ async def run_session(
     `variant` picks the user's wording: 0 the scenario's prompt, k its k-th paraphrase.
     """
     tools = list(conn.tools.values())
-    state.transcript = opening_messages(prompt, scenario.prompt_for(variant), tools)
+    state.transcript = opening_messages(
+        prompt, scenario.prompt_for(variant), tools, conn.instructions
+    )
     seen: dict[str, int] = {}
     for turn in range(scenario.max_turns):
         asked = time.perf_counter()
@@ -221,7 +236,7 @@ async def run_session(
         if state.first_token_s is None:
             state.first_token_s = reply.first_token_s
         if reply.format_error:
-            state.transcript.append(Message(role="assistant", content=reply.text))
+            state.transcript.append(Message(role="assistant", content=reply.text, undecoded=True))
             state.format_error = reply.format_error
             state.stop_reason = "format_error"
             return

@@ -169,6 +169,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         toolset=spec.toolset_id,
         outcome=verdict.outcome,
         first_try=None if verdict.outcome in UNGRADED else verdict.first_try,
+        route=verdict.route,
         stop_reason=stop,
         detail=verdict.detail,
         started_at=started_at,

@@ -45,15 +45,20 @@ def judge_settings(path: Path) -> JudgeSettings:
 
 
 @anchors_app.command("lock")
-def lock_cmd(folder: FolderArg = "code") -> None:
-    """Freeze the anchor transcripts, the rubric and the gold scores by SHA256."""
+def lock_cmd(
+    folder: FolderArg = "code",
+    threshold: Annotated[
+        float, typer.Option(help="Spearman's ρ the judge must reach; kept in the sealed lock")
+    ] = 0.85,
+) -> None:
+    """Freeze the anchor transcripts, the rubric, the gold scores and the gate's threshold."""
     from mcp_farm.scenarios.anchors import anchor_folder, load_anchors, write_lock
 
     anchors = load_anchors(anchor_folder(folder))
-    path = write_lock(anchors)
+    path = write_lock(anchors, threshold)
     console.print(
-        f"locked {len(anchors.anchors)} anchors, rubric {anchors.rubric_id} and gold scores "
-        f"in {path}"
+        f"locked {len(anchors.anchors)} anchors, rubric {anchors.rubric_id}, gold scores and "
+        f"threshold ρ ≥ {threshold:g} in {path}"
     )
 
 
@@ -64,9 +69,15 @@ def verify_cmd(
     db: DbOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Re-hash the anchors, re-judge them, and require Spearman's ρ ≥ 0.85 against the gold
-    scores; exit 1 naming what changed otherwise. The verdict is recorded for reports."""
-    from mcp_farm.scenarios.anchors import THRESHOLD, anchor_folder, load_anchors, lock_problems
+    """Re-hash the anchors, re-judge them, and require Spearman's ρ against the gold scores
+    to reach the lock's threshold (0.85 unless locked with another); exit 1 naming what
+    changed otherwise. The verdict is recorded for reports."""
+    from mcp_farm.scenarios.anchors import (
+        anchor_folder,
+        load_anchors,
+        lock_problems,
+        lock_threshold,
+    )
     from mcp_farm.schema import load_task
     from mcp_farm.schema.tasks.messages import (
         AnchorJudgingRequest,
@@ -78,6 +89,7 @@ def verify_cmd(
     anchors = load_anchors(anchor_folder(folder))
     judge = judge_settings(judge_from)
     problems = lock_problems(anchors)
+    threshold = lock_threshold(anchors.folder)
     rho: float | None = None
     if not problems:
         request = AnchorJudgingRequest(
@@ -89,7 +101,7 @@ def verify_cmd(
                 load_task("farm.judge_anchors")(request, settings),
                 AnchorJudgingResult,
             )
-        rho, problem = _agreement(anchors.gold, found.scores)
+        rho, problem = _agreement(anchors.gold, found.scores, threshold)
         problems += [problem] if problem else []
         console.print(
             f"judge {found.judge}: ρ = {rho:.3f} over {_pairs(anchors.gold)} anchor × criterion "
@@ -101,7 +113,7 @@ def verify_cmd(
         for problem in problems:
             console.print(f"  ✗ {problem}", highlight=False)
         raise typer.Exit(GATE_FAILED)
-    console.print(f"[green]anchor gate passed[/green] (ρ ≥ {THRESHOLD})")
+    console.print(f"[green]anchor gate passed[/green] (ρ ≥ {threshold:g})")
 
 
 def _pairs(gold: dict[str, dict[str, float]]) -> int:
@@ -109,18 +121,17 @@ def _pairs(gold: dict[str, dict[str, float]]) -> int:
 
 
 def _agreement(
-    gold: dict[str, dict[str, float]], judged: dict[str, dict[str, float | None]]
+    gold: dict[str, dict[str, float]], judged: dict[str, dict[str, float | None]], threshold: float
 ) -> tuple[float, str]:
     """Spearman's ρ over every (anchor, criterion) pair; a missing judge score counts as 0."""
-    from mcp_farm.scenarios.anchors import THRESHOLD
     from mcp_farm.scheduler.statistics.judge_variance import spearman
 
     keys = [(a, c) for a in sorted(gold) for c in sorted(gold[a])]
     xs = [gold[a][c] for a, c in keys]
     ys = [float(judged.get(a, {}).get(c) or 0.0) for a, c in keys]
     rho = spearman(xs, ys)
-    if rho != rho or rho < THRESHOLD:  # NaN (a constant judge) fails too
-        return rho, f"Spearman ρ = {rho:.3f} against the gold scores, below {THRESHOLD}"
+    if rho != rho or rho < threshold:  # NaN (a constant judge) fails too
+        return rho, f"Spearman ρ = {rho:.3f} against the gold scores, below {threshold:g}"
     return rho, ""
 
 

@@ -18,6 +18,7 @@ from mcp_farm.scheduler.cli import (
     report as cli_report,
 )
 from mcp_farm.scheduler.cli.anchors import anchors_app
+from mcp_farm.scheduler.cli.answers import answers_app
 from mcp_farm.scheduler.cli.common import (
     DataDirOption,
     DbOption,
@@ -51,6 +52,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(sweep_app, name="sweep")
 app.add_typer(scenarios_app, name="scenarios")
 app.add_typer(anchors_app, name="anchors")
+app.add_typer(answers_app, name="answers")
 app.command()(rescore)
 cli_nodes.register(app)
 cli_report.register(app)

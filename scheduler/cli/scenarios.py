@@ -96,7 +96,7 @@ def _print_scenarios(shown: list[tuple[str, Scenario]]) -> None:
             suite,
             s.id,
             s.tier,
-            " → ".join(s.expected_tools) or "(none)",
+            _tools(s),
             ", ".join(s.servers),
             str(1 + len(s.paraphrases)),
         )
@@ -132,3 +132,13 @@ def validate(
         console.print(f"[bold red]{total} problem(s)[/bold red] in {len(files)} file(s)")
         raise typer.Exit(1)
     console.print(f"[green]ok[/green]: {len(files)} file(s), {scenarios} scenarios")
+
+
+def _tools(scenario: Scenario) -> str:
+    """The steps' tools in order; each route's on a line of its own, named."""
+    ways = scenario.ways()
+    lines = [
+        (f"{name}: " if name else "") + (" → ".join(way.expected_tools) or "(none)")
+        for name, way in ways
+    ]
+    return "\n".join(lines)

@@ -53,7 +53,7 @@ LAYER_HEADS += ["grounding", "effic.", "adoption", "fluency", "discover"]
 PHASE_HEADS = ["model", "config", "grounded", "unresolved", "halluc.", "reasoning", "tool I/O"]
 PHASE_HEADS += ["verification", "model s", "judge s"]
 JUDGE_HEADS = ["judge", "rubric", "trials×runs", "unreadable", "σ criterion", "σ step"]
-JUDGE_HEADS += ["σ scenario", "ICC(1)", "resolves Δ≥", "noise floor", "anchors"]
+JUDGE_HEADS += ["σ scenario", "ICC(1)", "resolves Δ≥", "Δ at 80% power", "noise floor", "anchors"]
 
 
 def answer_tables(answers: AnswerQuality) -> list[AnswerTable]:
@@ -104,7 +104,7 @@ def _phase_cells(r: AnswerRow) -> list[str]:
 
 def _judge_cells(j: JudgeVariance) -> list[str]:
     sigmas = [num(j.sigma_criterion), num(j.sigma_step), num(j.sigma_scenario)]
-    spread = [num(j.icc1, 2), num(j.resolution), num(j.noise_floor, 2)]
+    spread = [num(j.icc1, 2), num(j.resolution), num(j.resolution_80), num(j.noise_floor, 2)]
     return [
         j.judge,
         j.rubric_id,
@@ -117,8 +117,11 @@ def _judge_cells(j: JudgeVariance) -> list[str]:
 
 
 def _anchors(judge: JudgeVariance) -> str:
+    """The latest gate run's verdict, with its ρ and when it ran."""
     rho = judge.anchor_rho
-    return judge.anchors if rho is None else f"{judge.anchors} ρ={rho:.2f}"
+    shown = judge.anchors if rho is None else f"{judge.anchors} ρ={rho:.2f}"
+    when = judge.anchor_checked_at
+    return shown if when is None else f"{shown} ({when:%Y-%m-%d %H:%M} UTC)"
 
 
 def _tokens(row: AnswerRow, phase: str) -> str:
@@ -149,9 +152,13 @@ def answer_properties(answers: AnswerQuality, row: AnswerRow) -> list[tuple[str,
             (f"{prefix}.sigma_step", j.sigma_step),
             (f"{prefix}.sigma_scenario", j.sigma_scenario),
             (f"{prefix}.icc1", j.icc1),
+            (f"{prefix}.resolution", j.resolution),
+            (f"{prefix}.resolution_80", j.resolution_80),
             (f"{prefix}.noise_floor", j.noise_floor),
             (f"{prefix}.anchors", j.anchors),
         ]
+        if j.anchor_checked_at is not None:
+            found.append((f"{prefix}.anchors_checked_at", j.anchor_checked_at.isoformat()))
     return [
         (name, value if isinstance(value, str) else f"{value:.4f}")
         for name, value in found

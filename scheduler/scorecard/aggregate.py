@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mcp_farm.scheduler.scorecard.answers import current_anchors
 from mcp_farm.scheduler.scorecard.build import build_scorecard
 from mcp_farm.scheduler.scorecard.queries.stored import (
     store_scorecard,
@@ -24,12 +25,17 @@ if TYPE_CHECKING:
 
 
 def scorecard_of(*, engine: Engine, sweep_id: str, rebuild: bool = False) -> Scorecard:
-    """The stored card, or one built (and stored) now when there is none or it is stale."""
+    """The stored card, or one built (and stored) now when there is none or it is stale. The
+    anchor verdicts are always read now: a gate run after the card was built counts."""
     card = None if rebuild else stored_scorecard(engine=engine, sweep_id=sweep_id)
     if card is None:
         card = build_scorecard(engine=engine, sweep_id=sweep_id)
         store_scorecard(engine=engine, card=card)
-    return card
+    if card.answers is None:
+        return card
+    with engine.connect() as conn:
+        answers = current_anchors(conn, sweep_id, card.answers)
+    return card.model_copy(update={"answers": answers})
 
 
 def aggregate(

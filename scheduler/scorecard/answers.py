@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mcp_farm.scheduler.scorecard.queries.answers import (
@@ -128,13 +129,50 @@ def _variance(
                 sigma_scenario=v.sigma_scenario,
                 icc1=v.icc1,
                 resolution=v.resolution,
+                resolution_80=v.resolution_80,
                 noise_floor=settings.noise_floor,
                 per_criterion=dict(v.per_criterion),
-                anchors="unverified" if check is None else ("verified" if check[0] else "failed"),
-                anchor_rho=None if check is None else check[1],
+                **_verdict(check),
             )
         )
     return found
+
+
+def _verdict(check: Any | None) -> dict[str, Any]:
+    """The JudgeVariance fields of an anchor check row (`passed`, `rho`, `checked_at`)."""
+    if check is None:
+        return {"anchors": "unverified", "anchor_rho": None, "anchor_checked_at": None}
+    checked = check[2]
+    if isinstance(checked, str):  # SQLite hands timestamps back as text
+        checked = datetime.fromisoformat(checked)
+    return {
+        "anchors": "verified" if check[0] else "failed",
+        "anchor_rho": check[1],
+        "anchor_checked_at": checked,
+    }
+
+
+def _anchor_checks(conn: Connection, judge_key: str, hashes: list[str]) -> dict[str, Any]:
+    found = {h: anchor_check(conn, judge_key, h) for h in hashes}
+    return {h: check for h, check in found.items() if check is not None}
+
+
+def current_anchors(conn: Connection, sweep_id: str, answers: AnswerQuality) -> AnswerQuality:
+    """`answers` with each judge's anchor verdict as the latest gate run gives it now: a card
+    built before a later `farm anchors verify` must not keep saying what was true then."""
+    chosen = next(
+        (p for p in scoring_passes(conn, sweep_id) if p.scoring_id == answers.scoring_id), None
+    )
+    if chosen is None or not answers.judges:
+        return answers
+    judge = JudgeSettings.model_validate(json.loads(chosen.config_json)["judge"])
+    if judge.model is None:
+        return answers
+    checks = _anchor_checks(conn, judge.model.key(), [j.rubric_hash for j in answers.judges])
+    judges = [j.model_copy(update=_verdict(checks.get(j.rubric_hash))) for j in answers.judges]
+    return answers.model_copy(
+        update={"judges": judges, "verified": all(j.anchors == "verified" for j in judges)}
+    )
 
 
 def _prompt_of(row: AnswerRow) -> str:
@@ -176,10 +214,8 @@ def answer_quality(
     judge = JudgeSettings.model_validate(config["judge"])
     anchors: dict[str, Any] = {}
     if judge.model is not None:
-        for rubric_hash in rubric_hashes(conn, sweep_id, chosen.scoring_id):
-            check = anchor_check(conn, judge.model.key(), rubric_hash)
-            if check is not None:
-                anchors[rubric_hash] = (bool(check.passed), check.rho)
+        hashes = rubric_hashes(conn, sweep_id, chosen.scoring_id)
+        anchors = _anchor_checks(conn, judge.model.key(), hashes)
     scores = answer_scores(conn, sweep_id, chosen.scoring_id)
     groups: dict[tuple[str, str, str, bool], list[Any]] = defaultdict(list)
     for r in scores:

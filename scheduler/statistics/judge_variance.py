@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
@@ -55,6 +56,9 @@ class Variance:
     """Smallest resolvable difference of two scenario-level means: 1.96·√2·sigma_scenario/√R.
     A scenario mean over R runs carries judge error σ/√R; two independent ones differ with
     error √2·σ/√R, and 1.96 of those is the two-sided 95% threshold."""
+    resolution_80: float | None
+    """The difference that crosses that threshold 80% of the time (80% power):
+    (1.96 + 0.84)·√2·sigma_scenario/√R. The figure to plan judge runs by."""
     trials: int
     runs: int
     """R: the most common number of readable runs per trial (the smaller on a tie)."""
@@ -185,15 +189,17 @@ def judge_variance(
     trial_cells = at(trial)
     per_trial = np.bincount(trial_cells[0]) if trial_cells[0].size else trial_cells[0]
     runs = _mode(per_trial[per_trial > 0])
-    resolution = None
+    resolution = resolution_80 = None
     if sigma_scenario is not None and runs > 0:
         resolution = Z95 * math.sqrt(2) * sigma_scenario / math.sqrt(runs)
+        resolution_80 = detectable(sigma_scenario, runs, 0.8)
     return Variance(
         sigma_criterion=_pooled(variances),
         sigma_step=sigma_step,
         sigma_scenario=sigma_scenario,
         icc1=_icc1(*trial_cells),
         resolution=resolution,
+        resolution_80=resolution_80,
         trials=int(trial.max()) + 1 if trial.size else 0,
         runs=runs,
         items_criterion=int(kept.size),
@@ -201,6 +207,19 @@ def judge_variance(
         noise_floor=noise_floor,
         per_criterion=per_criterion,
     )
+
+
+def detectable(sigma: float, runs: int, power: float) -> float:
+    """The difference of two means over `runs` judge runs each (judge SD `sigma`) that a
+    two-sided 95% test finds with probability `power`: (z₀.₉₇₅ + z_power)·√2·σ/√R."""
+    return (Z95 + NormalDist().inv_cdf(power)) * math.sqrt(2) * sigma / math.sqrt(runs)
+
+
+def runs_needed(sigma: float, difference: float, power: float) -> int:
+    """Judge runs per mean for `detectable` to reach `difference`: ⌈2·((z₀.₉₇₅ + z_p)·σ/d)²⌉.
+    For a configuration's mean over S scenarios (judge errors independent across them), the
+    product runs × scenarios must reach this number."""
+    return max(1, math.ceil(2 * ((Z95 + NormalDist().inv_cdf(power)) * sigma / difference) ** 2))
 
 
 def _average_ranks(values: Floats) -> Floats:

@@ -77,6 +77,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "first-try accuracy: whether a pass had no wrong or repeated call (trial first_try)",
         ["ALTER TABLE trial ADD COLUMN first_try BOOLEAN"],
     ),
+    (
+        9,
+        "alternative routes: the route a trial of a routed scenario took (trial route)",
+        ["ALTER TABLE trial ADD COLUMN route VARCHAR"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -54,6 +54,9 @@ class TrialRow(SQLModel, table=True):
     first_try: bool | None = None
     """A pass with no wrong or repeated call of an expected tool; NULL when not graded, and for
     trials recorded before it was kept."""
+    route: str | None = None
+    """The scenario route the trial passed by, or was judged by; NULL for a scenario without
+    routes."""
     stop_reason: str | None = None
     detail: str = ""
     latency_s: float | None = None

@@ -208,6 +208,125 @@ def alternate_mistakes(scenario: Scenario) -> Iterator[Mistake]:
     yield "uses-another-accepted-tool", script, "pass"
 
 
+# Per scenario with routes: a wrong route (steps of two routes mixed, or one left half done),
+# and the outcome it deserves. Every bundled scenario with routes needs one.
+ROUTE_MISTAKES: dict[str, list[tuple[str, Script, str]]] = {
+    "ref.fs.version-consistency": [
+        # Half of each route: one file through read_multiple_files, the other read alone.
+        (
+            "mixes-two-routes",
+            [
+                _call("read_multiple_files", {"paths": ["webapp/package.json"]}),
+                _call("read_text_file", {"path": "webapp/CHANGELOG.md"}),
+                {"answer": "Yes: both say 2.4.1."},
+            ],
+            "wrong_tool",
+        ),
+        # The one-call route with one of its two files left out.
+        (
+            "reads-one-file-of-two-in-one-call",
+            [
+                _call("read_multiple_files", {"paths": ["webapp/package.json"]}),
+                {"answer": "package.json says 2.4.1."},
+            ],
+            "wrong_params",
+        ),
+    ],
+    "ref.memory.tea": [
+        # The look-up route, about the wrong person.
+        (
+            "looks-up-the-wrong-person",
+            [
+                _call("search_nodes", {"query": "Charles Babbage"}),
+                _call(
+                    "add_observations",
+                    {"observations": [{"entityName": "Ada Lovelace", "contents": ["Drinks tea"]}]},
+                ),
+                {"answer": "Noted: Ada drinks tea now."},
+            ],
+            "wrong_params",
+        ),
+        # The observation added to someone the memory does not hold: the server refuses it.
+        (
+            "adds-to-a-person-not-in-memory",
+            [
+                _call(
+                    "add_observations",
+                    {"observations": [{"entityName": "Ada", "contents": ["Drinks tea"]}]},
+                ),
+                {"answer": "Noted: Ada drinks tea now."},
+            ],
+            "wrong_params",
+        ),
+    ],
+}
+
+
+ADA_ID = _call("read_query", {"query": "SELECT id FROM customers WHERE name = 'Ada Lovelace'"})
+ROUTE_MISTAKES["ref.sql.ada-orders"] = [
+    # The lookup route stopped half way: the id found, the orders never counted.
+    ("looks-up-the-id-and-stops", [ADA_ID, {"answer": "She has 3 orders."}], "wrong_params"),
+    # The one-query route done, with the other route's first query before it: lenient calls
+    # would let it pass; the scenario's `calls: strict` does not.
+    (
+        "adds-a-stray-query-under-strict",
+        [
+            ADA_ID,
+            _call(
+                "read_query",
+                {
+                    "query": "SELECT COUNT(*) FROM shop_orders o JOIN customers c "
+                    "ON c.id = o.customer_id WHERE c.name = 'Ada Lovelace'"
+                },
+            ),
+            {"answer": "She has 3 orders."},
+        ],
+        "wrong_params",
+    ),
+]
+
+# Per scenario: a mistake only that scenario's server or matchers can show, and its outcome.
+SCENARIO_MISTAKES: dict[str, list[Mistake]] = {
+    # The server answers "Database error: no such column: town" as ordinary text; its
+    # error_pattern makes that a failed call, which does not do the step.
+    "ref.sql.lyon-customers": [
+        (
+            "queries-a-column-that-does-not-exist",
+            [
+                _call(
+                    "read_query", {"query": "SELECT COUNT(*) FROM customers WHERE town = 'Lyon'"}
+                ),
+                {"answer": "Two of your customers live in Lyon."},
+            ],
+            "wrong_params",
+        )
+    ],
+    # Another table of the listing described: the chained name is the one holding "order".
+    "ref.sql.order-columns": [
+        (
+            "describes-another-listed-table",
+            [
+                _call("list_tables", {}),
+                _call("describe_table", {"table_name": "customers"}),
+                {"answer": "It has customer_id."},
+            ],
+            "wrong_params",
+        )
+    ],
+}
+
+
+def scenario_mistakes(scenario: Scenario) -> Iterator[Mistake]:
+    """The scenario's own mistakes (SCENARIO_MISTAKES)."""
+    yield from SCENARIO_MISTAKES.get(scenario.id, [])
+
+
+def route_mistakes(scenario: Scenario) -> list[Mistake]:
+    """A wrong route for a bundled scenario with routes (ROUTE_MISTAKES)."""
+    assert scenario.id in ROUTE_MISTAKES, f"{scenario.id} has routes but no route mistake"
+    return list(ROUTE_MISTAKES[scenario.id])
+
+
 def form_mistakes(scenario: Scenario) -> list[Mistake]:
     """Every mistake above that applies to the scenario."""
     return [
@@ -216,4 +335,5 @@ def form_mistakes(scenario: Scenario) -> list[Mistake]:
         *chain_mistakes(scenario),
         *shape_mistakes(scenario),
         *alternate_mistakes(scenario),
+        *scenario_mistakes(scenario),
     ]

@@ -31,7 +31,11 @@ from tests.helpers import (
     ideal_script,
     trial,
 )
-from tests.scenarios.mistakes import form_mistakes
+from tests.scenarios.leaks import leak_problem
+from tests.scenarios.mistakes import (
+    form_mistakes,
+    route_mistakes,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +45,17 @@ WRONG_ANSWER = {"answer": "Sorry, I could not find that."}
 
 
 def mistakes(scenario: Scenario) -> list[tuple[str, list[dict[str, Any]], str]]:
-    """(name, script, outcome it must get) for each mistake that applies to the scenario."""
+    """(name, script, outcome it must get) for each mistake that applies to the scenario; on a
+    scenario with routes, each route's own mistakes and a wrong route."""
+    if scenario.routes:
+        # A mistake on one route may be another route done right (a look-up left out where
+        # a route without it exists): that one passes.
+        done = [ideal_script(way) for _route, way in scenario.ways()]
+        return [
+            (f"{name}@{route}", script, "pass" if script in done else outcome)
+            for route, way in scenario.ways()
+            for name, script, outcome in mistakes(way)
+        ] + route_mistakes(scenario)
     ideal = ideal_script(scenario)
     calls, answer = ideal[:-1], ideal[-1]
     if not scenario.expect:
@@ -71,11 +85,19 @@ def _matches(pattern: str, text: str) -> bool:
     return re.search(pattern, text, re.IGNORECASE) is not None
 
 
+def ideals(scenario: Scenario) -> list[tuple[str, list[dict[str, Any]], str]]:
+    """The ideal agent, on each route of a scenario with routes (`ideal@route`)."""
+    return [
+        ("ideal" if route is None else f"ideal@{route}", ideal_script(way), "pass")
+        for route, way in scenario.ways()
+    ]
+
+
 CASES = [
     pytest.param(suite, scenario, name, script, outcome, id=f"{scenario.id}:{name}")
     for suite in SUITES
     for scenario in load_suite(suite).scenarios
-    for name, script, outcome in [("ideal", ideal_script(scenario), "pass"), *mistakes(scenario)]
+    for name, script, outcome in [*ideals(scenario), *mistakes(scenario)]
 ]
 
 
@@ -98,7 +120,8 @@ def test_the_bundled_suites_are_the_size_and_shape_promised() -> None:
     assert tiers.count("complex") >= 25
     assert all(s.paraphrases for suite in SUITES for s in load_suite(suite).scenarios)
     assert len(load_suite("thirdparty").scenarios) >= 8
-    assert sum(1 for s in first_party if not s.expect) >= 2
+    assert sum(1 for s in first_party if not s.expect and not s.routes) >= 2
+    assert SEEDED, "no bundled scenario has setup: the leak probe would check nothing"
 
 
 @pytest.mark.parametrize(("suite", "scenario", "name", "script", "outcome"), CASES)
@@ -113,8 +136,25 @@ def test_a_scripted_agent_gets_the_outcome_its_behaviour_deserves(
     runtime, settings = warm
     result = runtime.run(trial(scenario, script, suite=suite), settings)
     assert result.outcome == outcome, f"{name}: {result.outcome} ({result.detail})"
-    if name == "ideal":
+    if name.startswith("ideal"):
         assert ideal_call_problems(scenario, result) == []
+        assert result.route == (name.partition("@")[2] or None)
+
+
+SEEDED = [
+    pytest.param(suite, scenario, id=scenario.id)
+    for suite in SUITES
+    for scenario in load_suite(suite).scenarios
+    if scenario.setup
+]
+
+
+@pytest.mark.parametrize(("suite", "scenario"), SEEDED)
+def test_a_seeded_scenario_leaks_nothing_into_the_next_trial(
+    suite: str, scenario: Scenario, warm: tuple[Runtime, Settings], tmp_path: Path
+) -> None:
+    runtime, settings = warm
+    assert leak_problem(suite, scenario, runtime, settings, tmp_path) is None
 
 
 FILESYSTEM_COMMAND = [

@@ -24,13 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 NOTES_HTTP = [sys.executable, "-m", "mcp_farm.scenarios.servers.notes", "--transport", "http"]
 """The README's command, less the port (a free one is picked)."""
 SERVERS_DIR = REPO / "scenarios" / "servers"
-# git_fixture is not a server but a wrapper that starts the third-party git server on a
-# repository it is given; it has nothing to default to.
-NAMES = sorted(
-    p.stem
-    for p in SERVERS_DIR.glob("*.py")
-    if not p.stem.startswith("_") and p.stem != "git_fixture"
-)
+# Wrappers that start third-party servers live in scenarios/launchers, not here.
+NAMES = sorted(p.stem for p in SERVERS_DIR.glob("*.py") if not p.stem.startswith("_"))
 
 
 def _text(result: Any) -> str:

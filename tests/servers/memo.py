@@ -1,5 +1,7 @@
 """Test-only MCP server that keeps its memos in memory: nothing exists until a trial's setup
-calls add some. Its `list_notes` shares a name with the notes fixture server's tool."""
+calls add some. Its `list_notes` shares a name with the notes fixture server's tool. Over HTTP
+(`--transport http --port N`) one list serves every session, as many real servers do, and
+`forget_all` clears it."""
 
 from __future__ import annotations
 
@@ -21,6 +23,12 @@ def build() -> MCPServer:
             raise ToolError("a memo needs some text")
         memos.append(text)
         return f"memo {len(memos)} kept"
+
+    @server.tool()
+    def forget_all() -> str:
+        """Forget every memo."""
+        memos.clear()
+        return "all memos forgotten"
 
     @server.tool()
     def list_notes() -> str:

@@ -12,7 +12,9 @@ FILLER = "All systems nominal. " * 400  # about 8,400 characters
 
 
 def build() -> MCPServer:
-    server = MCPServer("textual")
+    server = MCPServer(
+        "textual", instructions="Keys are lower-case names; every value is stored as text."
+    )
     entries: dict[str, str] = {"alpha": "42", "beta": "7"}
 
     @server.tool()

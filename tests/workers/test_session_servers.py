@@ -109,6 +109,9 @@ def test_scripted_mistakes_get_their_own_outcome(
 ) -> None:
     result = run({"script": script, "prompt": "json"}, settings, CHAIN)
     assert result.outcome == expected, result.detail
+    # A reply the decoder took for a call it could not read is marked, never the answer.
+    last = result.transcript[-1]
+    assert last.undecoded == (expected == "format_error")
 
 
 def _suite(tmp_path: Path, server_yaml: str, time_limit: float = 3) -> str:

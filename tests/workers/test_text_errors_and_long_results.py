@@ -150,3 +150,23 @@ def test_strict_call_counts_refuse_a_wrong_attempt_and_a_repeat(
     once = [_call("lookup", key="alpha"), {"answer": "42"}]
     clean = _run(_suite(tmp_path), 0, once, settings, calls="strict")
     assert clean.outcome == "pass" and clean.first_try is True
+
+
+@pytest.mark.parametrize("mode", ["native", "json"])
+def test_what_the_server_says_about_itself_reaches_the_model(
+    tmp_path: Path, settings: Settings, mode: str
+) -> None:
+    told = '    instructions: "alpha is the production key;\\nbeta is for tests."'
+    suite = _suite(tmp_path, extra=told)
+    scenario = load_suite(suite).scenarios[0]
+    result = anyio.run(
+        execute_trial, trial(scenario, WRONG_THEN_RIGHT, suite=suite, prompt=mode), settings
+    )
+    system = result.transcript[0].content
+    assert result.transcript[0].role == "system"
+    # The server's initialize instructions first, then the definition's, under its name.
+    assert (
+        "About the servers:\n- textual: Keys are lower-case names; every value is stored as "
+        "text.\n  alpha is the production key;\n  beta is for tests." in system
+    )
+    assert ("Tools:" in system) == (mode == "json")

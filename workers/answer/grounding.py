@@ -22,15 +22,22 @@ from mcp_farm.schema import (
 )
 
 EXTENSIONS = "py|pyi|md|rst|txt|toml|cfg|ini|json|ya?ml|js|ts|c|h|rs|go|java|sh"
-# Line numbers are bounded: int() refuses strings of more than 4300 digits, and a longer
-# number is no line anyway (the path is then cited without one).
+# A path: relative, absolute, or with a drive letter; `/` or `\` between its parts. Its line
+# may follow the path's closing backtick (`path`:12), and comes as `:12`, `#L12`, `(line 12)`
+# or `, line 12`, each with an optional range. Digits are taken however many there are, so a
+# number too long to be a line is read as a line that cannot be (never as a bare path).
 CITE = re.compile(
-    rf"(?<![\w/.-])(?P<path>(?:\.{{1,2}}/|/)?(?:[\w.-]+/)*[\w.-]*\w\.(?:{EXTENSIONS}))"
-    r"(?:(?::|#L)(?P<start>\d{1,9})(?:\s*[-–]\s*L?(?P<end>\d{1,9}))?"
-    r"|\s*\(\s*(?i:lines?)\s+(?P<pstart>\d{1,9})(?:\s*[-–]\s*(?P<pend>\d{1,9}))?\s*\))?"
+    r"(?<![\w/\\.-])(?P<path>(?:[A-Za-z]:[/\\]|\.{1,2}[/\\]|/)?(?:[\w.-]+[/\\])*"
+    rf"[\w.-]*\w\.(?:{EXTENSIONS}))"
+    r"(?:`?(?::|#L)(?P<start>\d+)(?:\s*[-–]\s*L?(?P<end>\d+))?"
+    r"|`?\s*\(\s*(?i:lines?)\s+(?P<pstart>\d+)(?:\s*[-–]\s*(?P<pend>\d+))?\s*\)"
+    r"|`?,\s*(?i:lines?)\s+(?P<cstart>\d+)(?:\s*[-–]\s*(?P<cend>\d+))?)?"
     # Not followed by `(`: `response.json()` is a call, not a file.
     r"(?![\w/(])"
 )
+LINE_DIGITS = 9
+"""Longer line numbers are no line of any file: such a citation is never grounded."""
+DRIVE = re.compile(r"^[A-Za-z]:/")
 SYMBOL = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`")
 # A clause ends at a sentence stop, a blank line, or a new list item, table row or heading; a
 # single newline does not end it, since prose is often hard-wrapped.
@@ -48,6 +55,8 @@ class CitationRef:
     line_start: int | None = None
     line_end: int | None = None
     symbol: str | None = None
+    bad_line: str | None = None
+    """A cited line that cannot be read as one (too many digits)."""
 
 
 def _names(text: str, offset: int, taken: set[int]) -> list[tuple[int, str]]:
@@ -86,28 +95,34 @@ def _symbol_near(prose: str, start: int, end: int, taken: set[int]) -> str | Non
     return names[0][1]
 
 
-def _lines(m: re.Match[str]) -> tuple[int | None, int | None]:
-    """The cited lines, in order (a range written backwards names the same lines)."""
-    first = m.group("start") or m.group("pstart")
-    last = m.group("end") or m.group("pend") or first
+def _lines(m: re.Match[str]) -> tuple[int | None, int | None, str | None]:
+    """The cited lines, in order (a range written backwards names the same lines), or the
+    digits that cannot be a line."""
+    first = m.group("start") or m.group("pstart") or m.group("cstart")
+    last = m.group("end") or m.group("pend") or m.group("cend") or first
     if first is None or last is None:
-        return None, None
-    return min(int(first), int(last)), max(int(first), int(last))
+        return None, None, None
+    for digits in (first, last):
+        if len(digits.lstrip("0")) > LINE_DIGITS:
+            return None, None, digits
+    return min(int(first), int(last)), max(int(first), int(last)), None
 
 
 def extract(prose: str) -> list[CitationRef]:
     """Every distinct `path`, `path:line`, `path:start-end`, `path#Lnn[-Lmm]`,
-    `path (line n)` or `path (lines n-m)` in the prose, with the symbol named beside it."""
-    found: dict[tuple[str, int | None, int | None, str | None], CitationRef] = {}
+    `path (line n)`, `path (lines n-m)` or `path, line n` in the prose, with the symbol named
+    beside it. A citation repeated word for word (same path, lines and symbol) counts once.
+    `\\` in a path reads as `/`."""
+    found: dict[tuple[str, int | None, int | None, str | None, str | None], CitationRef] = {}
     taken: set[int] = set()
     for m in CITE.finditer(prose):
-        path = m.group("path")
+        path = m.group("path").replace("\\", "/")
         while path.startswith("./"):
             path = path[2:]
-        start, end = _lines(m)
+        start, end, bad = _lines(m)
         symbol = _symbol_near(prose, m.start(), m.end(), taken)
-        key = (path, start, end, symbol)
-        found.setdefault(key, CitationRef(m.group(0), path, start, end, symbol))
+        key = (path, start, end, symbol, bad)
+        found.setdefault(key, CitationRef(m.group(0), path, start, end, symbol, bad))
     return list(found.values())
 
 
@@ -153,7 +168,7 @@ def _load(path: Path) -> _File:
 
 def _inside(repo: Path, relative: str) -> Path | None:
     """The file in the checkout, or None when the path is absolute, escapes it, or is absent."""
-    if relative.startswith("/") or ".." in Path(relative).parts:
+    if relative.startswith("/") or DRIVE.match(relative) or ".." in Path(relative).parts:
         return None
     target = (repo / relative).resolve()
     if not target.is_relative_to(repo.resolve()) or not target.is_file():
@@ -172,9 +187,45 @@ def _candidates(symbol: str) -> list[str]:
     return list(dict.fromkeys(n for n in names if n))
 
 
+def _owner(symbol: str, file: _File) -> tuple[str, str] | None:
+    """(Class, method) when the symbol is `Class.method` and the file defines `Class`: then the
+    class must be the one at the cited lines, not just any definition or use of `method`."""
+    parts = [p for p in symbol.split(".") if p not in ("self", "cls")]
+    if len(parts) < 2 or parts[-2] not in file.definitions:
+        return None
+    return parts[-2], parts[-1]
+
+
+def _check_method(
+    owner: tuple[str, str], cited: tuple[int, int], file: _File, tolerance: int
+) -> tuple[Grounding, str]:
+    """`Class.method`: its own definition near the cited lines, or a use of `method` near them
+    inside the class's body (or beside the class's name)."""
+    cls, method = owner
+    qualified = f"{cls}.{method}"
+    found = file.definitions.get(qualified, [])
+    if found:
+        near = min(found, key=lambda span: _gap(span, cited))
+        if _gap(near, cited) <= tolerance:
+            return "grounded", f"`{qualified}` defined at line {near[0]}"
+    inside = any(span[0] <= cited[0] and cited[1] <= span[1] for span in file.definitions[cls])
+    low, high = max(1, cited[0] - tolerance), min(len(file.lines), cited[1] + tolerance)
+    window = [file.lines[i - 1] for i in range(low, high + 1)]
+    used = any(re.search(rf"(?<!\w){re.escape(method)}(?!\w)", line) for line in window)
+    named = any(re.search(rf"(?<!\w){re.escape(cls)}(?!\w)", line) for line in window)
+    if used and (inside or named):
+        return "grounded", f"`{method}` used within {tolerance} lines, in or beside `{cls}`"
+    if found:
+        return "hallucinated", f"`{qualified}` defined at line {near[0]}, not at the citation"
+    return "hallucinated", f"`{cls}` has no `{method}` near the citation"
+
+
 def _check_symbol(ref: CitationRef, file: _File, tolerance: int) -> tuple[Grounding, str]:
     assert ref.symbol is not None
     cited = (ref.line_start or 1, ref.line_end or ref.line_start or len(file.lines))
+    owner = _owner(ref.symbol, file)
+    if owner is not None:
+        return _check_method(owner, cited, file, tolerance)
     names = _candidates(ref.symbol)
     spans = next(((n, file.definitions[n]) for n in names if n in file.definitions), None)
     if spans is not None:
@@ -211,6 +262,9 @@ def _check(ref: CitationRef, repo: Path, files: dict[Path, _File], tolerance: in
     if target not in files:
         files[target] = _load(target)
     file = files[target]
+    if ref.bad_line is not None:
+        shown = ref.bad_line if len(ref.bad_line) <= 20 else f"{ref.bad_line[:20]}…"
+        return cited("hallucinated", f"line {shown} cannot be a line of the file")
     last = ref.line_end or ref.line_start
     if ref.line_start is not None and ref.line_start < 1:
         return cited("hallucinated", f"line {ref.line_start} is before the first line")

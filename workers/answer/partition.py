@@ -1,7 +1,9 @@
 """Splitting a transcript into what the answer says (prose) and how it got there (audit).
 
 Answer scoring reads the prose only: a keyword or a citation that appears in a tool call's
-arguments or in a tool's result was never said to the developer, so it earns nothing.
+arguments or in a tool's result was never said to the developer, so it earns nothing. Nor does
+one inside a call the decoder could not read (cut off at the token limit, say): text taken for
+an attempted call is audit, whatever became of it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,12 @@ class Partitioned:
     results, in order, joined with blank lines."""
 
 
-def partition(transcript: list[Message]) -> Partitioned:
+def partition(transcript: list[Message], format_error: bool = False) -> Partitioned:
     """Split `transcript` into prose and audit.
+
+    A message marked `undecoded` is audit. `format_error` says the trial ended on one: its
+    last assistant message is then audit too, so transcripts stored before messages were
+    marked are split the same way.
 
     Only messages after the last `user` message count: the opening of a transcript is the
     system prompt, then few-shot user/assistant pairs, then the real request, and the session
@@ -35,8 +41,12 @@ def partition(transcript: list[Message]) -> Partitioned:
     """
     prose: list[str] = []
     audit: list[str] = []
-    for message in transcript[_agent_start(transcript) :]:
-        if message.role == "assistant" and not message.tool_calls:
+    start = _agent_start(transcript)
+    broken = _last_assistant(transcript, start) if format_error else None
+    for index, message in enumerate(transcript[start:], start):
+        if message.role == "assistant" and (message.undecoded or index == broken):
+            audit.append(message.content)
+        elif message.role == "assistant" and not message.tool_calls:
             prose.append(message.content)
         elif message.role == "assistant":
             audit.append(message.content)
@@ -50,6 +60,11 @@ def _agent_start(transcript: list[Message]) -> int:
     """Index of the first message after the last user message (0 when there is none)."""
     users = [i for i, m in enumerate(transcript) if m.role == "user"]
     return users[-1] + 1 if users else 0
+
+
+def _last_assistant(transcript: list[Message], start: int) -> int | None:
+    found = [i for i in range(start, len(transcript)) if transcript[i].role == "assistant"]
+    return found[-1] if found else None
 
 
 def _call_text(call: TranscriptCall) -> str:

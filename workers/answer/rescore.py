@@ -30,11 +30,11 @@ from mcp_farm.schema.tasks.messages import (
     RescoreResult,
     read_message,
 )
-from mcp_farm.workers.answer.judge import Shown
 from mcp_farm.workers.answer.scoring import (
     Transcript,
     judge_runs,
     score_answer,
+    shown_to_judge,
 )
 from mcp_farm.workers.grading.grade import grade
 from mcp_farm.workers.mcp.connections import connect
@@ -145,7 +145,7 @@ async def _judge_anchors(request: AnchorJudgingRequest, settings: Settings) -> A
     means: dict[str, dict[str, float | None]] = {}
     unreadable, judge_s = 0, 0.0
     for i, anchor in enumerate(anchors.anchors):
-        shown = Shown(request=anchor.request, prose=anchor.answer)
+        shown = shown_to_judge(anchors.answers[anchor.id], anchor.request, anchor.answer)
         scores, _tokens, _estimated, _hash, seconds = await judge_runs(
             judge, judge_settings, anchors.rubric_id, shown, seed=10 * i
         )

@@ -21,6 +21,7 @@ from mcp_farm.scenarios import (
 from mcp_farm.scenarios.coderepo import checkout
 from mcp_farm.schema import (
     AnswerScore,
+    AnswerSpec,
     JudgeScore,
     JudgeSettings,
     Message,
@@ -142,7 +143,7 @@ async def score_answer(
     """Score one trial's answer under `settings`, judging with `judge` when there is one."""
     spec = scenario.answer
     assert spec is not None, "only scenarios with an `answer` are scored"
-    prose = partition(trial.transcript).prose
+    prose = partition(trial.transcript, trial.outcome == "format_error").prose
     suite_def = load_suite(suite)
     cited = []
     if suite_def.repo is not None:
@@ -154,13 +155,7 @@ async def score_answer(
     judged: list[JudgeScore] = []
     verification, estimated, rubric_hash, judge_s = 0, False, "", 0.0
     if judge is not None and rubric_id:
-        shown = Shown(
-            request=_request(trial.transcript),
-            prose=prose,
-            reference=spec.reference,
-            keywords=tuple(spec.keywords),
-            citations=tuple(spec.citations),
-        )
+        shown = shown_to_judge(spec, _request(trial.transcript), prose)
         judged, verification, estimated, rubric_hash, judge_s = await judge_runs(
             judge, settings, rubric_id, shown, trial.seed
         )
@@ -197,6 +192,19 @@ async def score_answer(
         rubric_hash=rubric_hash,
         judge_s=judge_s,
         judgements=judged,
+    )
+
+
+def shown_to_judge(spec: AnswerSpec, request: str, prose: str) -> Shown:
+    """What the judge is given for one answer of a scenario: the request, the prose, and the
+    scenario's reference answer, terms and citations (the rubric says which it sees). Scoring
+    and the anchor gate both build it here, so the gate guards what scoring does."""
+    return Shown(
+        request=request,
+        prose=prose,
+        reference=spec.reference,
+        keywords=tuple(spec.keywords),
+        citations=tuple(spec.citations),
     )
 
 

@@ -9,6 +9,7 @@ import jsonschema
 from referencing.exceptions import Unresolvable  # jsonschema's own dependency (>= 4.18)
 
 from mcp_farm.schema import (
+    OUTCOMES,
     Outcome,
     Scenario,
     StopReason,
@@ -32,6 +33,9 @@ class Graded:
     first_try: bool = False
     """A pass in which every call of an expected tool did a step and none was repeated: no
     wrong attempt came before the right one (what `calls: strict` requires)."""
+    route: str | None = None
+    """On a scenario with routes: the route the trial passed by, or, when it passed by none,
+    the one whose outcome it was given."""
 
 
 def _schema_problem(
@@ -154,6 +158,39 @@ def grade(
         return Graded("timeout", f"no answer within {scenario.time_limit_s:g} s")
     if stop_reason == "format_error":
         return Graded("format_error", problem)
+    if not scenario.routes:
+        return _grade_way(scenario, calls, final_answer, stop_reason, schemas)
+    return _by_route(scenario, calls, final_answer, stop_reason, schemas)
+
+
+def _by_route(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    final_answer: str | None,
+    stop_reason: StopReason,
+    schemas: dict[str, dict[str, Any]],
+) -> Graded:
+    """The first route the trial passes by; else the route it got furthest on (the latest
+    outcome in the taxonomy's order), the first listed of those that got as far."""
+    closest: Graded | None = None
+    for name, way in scenario.ways():
+        graded = _grade_way(way, calls, final_answer, stop_reason, schemas)
+        if graded.outcome == "pass":
+            return Graded("pass", f"route {name}", graded.first_try, route=name)
+        if closest is None or OUTCOMES.index(graded.outcome) > OUTCOMES.index(closest.outcome):
+            closest = Graded(graded.outcome, f"route {name}: {graded.detail}", route=name)
+    assert closest is not None  # a scenario with routes has two or more
+    return closest
+
+
+def _grade_way(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    final_answer: str | None,
+    stop_reason: StopReason,
+    schemas: dict[str, dict[str, Any]],
+) -> Graded:
+    """The tool and answer checks of the taxonomy, for a scenario's one way of doing its task."""
     if scenario.open_tools:
         return _grade_open(scenario, calls, final_answer, stop_reason, schemas)
     if scenario.expect and not calls:

@@ -34,6 +34,9 @@ class Connected:
     """The attached servers' definitions, by name."""
     result_chars: int | None = None
     """The sweep's limit on result text shown to the model; None: each server's own."""
+    instructions: dict[str, str] = field(default_factory=dict)
+    """Per attached server, what the model is told about it: the server's own initialize
+    instructions, then its definition's `instructions`; servers with neither are left out."""
 
     def limit(self, server: str) -> int:
         """Characters of a result of `server` the model is shown."""
@@ -82,6 +85,9 @@ async def connect(
             lent.append(await pool.acquire(server, attached))
         for live in lent:
             connected.sessions[live.server.name] = live.session
+            told = "\n".join(t for t in (live.instructions, live.server.instructions.strip()) if t)
+            if told:
+                connected.instructions[live.server.name] = told
             for tool in live.tools:
                 name = shown_name(live.server.name, tool.name, naming)
                 if name in connected.tools and connected.tools[name].server != live.server.name:

@@ -70,6 +70,9 @@ class LiveServer:
     dirty: bool = False
     process: SharedProcess | None = None
     """The shared process this session is on; None: the server is a process of its own."""
+    instructions: str = ""
+    """What the server said about itself when the session opened (initialize's
+    `instructions`), shown to the model as real clients show it."""
 
 
 def _expand(arg: str, sandbox: Path | None, attached: list[str], port: int | None = None) -> str:
@@ -348,10 +351,16 @@ class ServerPool:
         try:
             async with _open(how, self._errlog) as session:
                 with anyio.fail_after(self.start_timeout_s):
-                    await session.initialize()
+                    opened = await session.initialize()
                     listed = await session.list_tools()
                 live = LiveServer(
-                    key, server, session, list(listed.tools), sandbox, process=process
+                    key,
+                    server,
+                    session,
+                    list(listed.tools),
+                    sandbox,
+                    process=process,
+                    instructions=(getattr(opened, "instructions", None) or "").strip(),
                 )
                 task_status.started(live)
                 started = True

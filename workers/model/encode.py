@@ -60,11 +60,28 @@ def _untitled(name: str, spec: Any) -> Any:
     return spec
 
 
+def servers_as_text(instructions: dict[str, str]) -> str:
+    """What the servers say about themselves, one block per server, as MCP clients add a
+    server's initialize instructions to the system prompt."""
+    lines = ["About the servers:"]
+    for server, text in instructions.items():
+        body = [line for line in inspect.cleandoc(text).splitlines() if line.strip()]
+        lines.append(f"- {server}: {body[0]}")
+        lines += [f"  {line}" for line in body[1:]]
+    return "\n".join(lines)
+
+
 def opening_messages(
-    prompt: PromptConfig, user_prompt: str, tools: list[ToolSpec]
+    prompt: PromptConfig,
+    user_prompt: str,
+    tools: list[ToolSpec],
+    instructions: dict[str, str] | None = None,
 ) -> list[Message]:
-    """System prompt (with the tool list in text modes), few-shot turns, then the request."""
+    """System prompt (with what the servers say about themselves, in every mode, and the
+    tool list in text modes), few-shot turns, then the request."""
     system = prompt.system_prompt.strip()
+    if instructions:
+        system = f"{system}\n\n{servers_as_text(instructions)}"
     if prompt.mode != "native":
         system = f"{system}\n\n{tools_as_text(tools)}"
     messages = [Message(role="system", content=system)]

@@ -96,6 +96,7 @@ def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
         "status": result.status,
         "outcome": result.outcome,
         "first_try": result.first_try,
+        "route": result.route,
         "stop_reason": result.stop_reason,
         "detail": result.detail,
         "latency_s": result.latency_s,

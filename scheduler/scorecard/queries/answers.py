@@ -42,7 +42,7 @@ where a.sweep_id = :sweep and j.scoring_id = :scoring
 """
 
 ANCHORS_SQL = """
-select passed, rho from anchor_check
+select passed, rho, checked_at from anchor_check
 where judge_key = :judge and rubric_hash = :rubric order by checked_at desc limit 1
 """
 
@@ -64,7 +64,8 @@ def rubric_hashes(conn: Connection, sweep_id: str, scoring: str) -> list[str]:
 
 
 def anchor_check(conn: Connection, judge: str, rubric_hash: str) -> Any | None:
-    """The newest anchor check of a judge with a rubric (`passed`, `rho`), if any."""
+    """The newest anchor check of a judge with a rubric (`passed`, `rho`, `checked_at`), if
+    any."""
     return conn.execute(text(ANCHORS_SQL), {"judge": judge, "rubric": rubric_hash}).first()
 
 

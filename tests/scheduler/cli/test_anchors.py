@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +138,82 @@ def test_verify_without_a_lock_says_to_lock_first(anchors: Path, tmp_path: Path)
     db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
     result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
     assert result.exit_code == 1 and "farm anchors lock" in result.output
+
+
+def _edit_lock(folder: Path, change: Any) -> None:
+    path = folder / "anchors.lock"
+    path.write_text(json.dumps(change(json.loads(path.read_text(encoding="utf-8")))))
+
+
+@pytest.mark.parametrize(("threshold", "passes"), [(0.99, False), (0.5, True)])
+def test_the_locked_threshold_is_the_gate(
+    anchors: Path, tmp_path: Path, threshold: float, passes: bool
+) -> None:
+    # Scores that agree well but not perfectly with the gold ones: ρ between 0.5 and 0.99.
+    scores = gold(anchors)
+    first = sorted(scores)[0]
+    bent = scores | {first: {c: max(0.0, v - 2) for c, v in scores[first].items()}}
+    result = CliRunner().invoke(
+        app, ["anchors", "lock", str(anchors), "--threshold", str(threshold)]
+    )
+    assert result.exit_code == 0 and f"ρ ≥ {threshold:g}" in result.output
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, bent), db)
+    assert (result.exit_code == 0) == passes, result.output
+    assert ("below 0.99" in result.output) == (not passes)
+
+
+def test_a_threshold_edited_in_the_lock_is_caught_as_an_edited_lock(
+    anchors: Path, tmp_path: Path
+) -> None:
+    lock(anchors)
+    _edit_lock(anchors, lambda lock: lock | {"threshold": 0.1})
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    assert result.exit_code == 1
+    assert "anchors.lock was edited after `farm anchors lock` wrote it" in result.output
+    assert "ρ =" not in result.output
+
+
+def test_an_id_or_hash_edited_in_the_lock_is_the_locks_change_not_the_files(
+    anchors: Path, tmp_path: Path
+) -> None:
+    lock(anchors)
+
+    def edit(lock: dict[str, Any]) -> dict[str, Any]:
+        sha = lock["rubric"]["sha256"]
+        lock["rubric"]["sha256"] = sha[:20] + ("0" if sha[20] != "0" else "1") + sha[21:]
+        lock["transcripts"]["anchor-2.json"] = "0" * 64
+        return lock
+
+    _edit_lock(anchors, edit)
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    out = " ".join(result.output.split())
+    assert result.exit_code == 1
+    assert "anchors.lock was edited" in out
+    assert "anchor-2.json differs from the lock" in out and "changed since" not in out
+    # The two rubric hashes are shown up to where they differ, never alike.
+    shown = re.search(r"sha256 (\w+) ≠ locked (\w+)", out)
+    assert shown is not None and shown.group(1) != shown.group(2)
+
+
+@pytest.mark.parametrize("content", ["[]", '{"rubric": ', "", "42"])
+def test_a_lock_that_is_not_a_json_object_is_one_line_and_exit_2(
+    anchors: Path, tmp_path: Path, content: str
+) -> None:
+    (anchors / "anchors.lock").write_text(content, encoding="utf-8")
+    sweep = judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors))
+    # The real entry point, which turns a deliberate error into one line and exit 2.
+    command = [sys.executable, "-m", "mcp_farm.scheduler.cli.app", "anchors", "verify"]
+    done = subprocess.run(
+        [*command, str(anchors), "--judge-from", str(sweep), "--db", f"sqlite:///{tmp_path}/f.db"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ | {"COLUMNS": "400"},  # a long temporary path, on one line
+    )
+    assert done.returncode == 2, done.stderr
+    said = done.stderr.strip()
+    assert "anchors.lock" in said and "re-lock" in said and "Traceback" not in said
+    assert len(said.splitlines()) == 1

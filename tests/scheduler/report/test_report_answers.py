@@ -170,6 +170,7 @@ def answer_quality(*, verified: bool) -> AnswerQuality:
         sigma_scenario=0.03,
         icc1=0.71,
         resolution=0.05,
+        resolution_80=0.0714,
         noise_floor=0.1,
         per_criterion={"correct": 0.1, "cites": 0.14},
         anchors="verified" if verified else "unverified",
@@ -200,7 +201,7 @@ def test_markdown_shows_fairness_and_adoption_side_by_side_and_never_their_sum()
     assert "0 (structural)" in baseline
     assert "| +7.0pt |" in section  # big/native+symbols: 62% against its baseline's 55%
     assert "~1,200" in section and "| 3,400 |" in section  # estimated phases only get ~
-    assert "| 0.120 | 0.070 | 0.030 | 0.71 | 0.050 | 0.10 | verified ρ=0.82 |" in section
+    assert "| 0.120 | 0.070 | 0.030 | 0.71 | 0.050 | 0.071 | 0.10 | verified ρ=0.82 |" in section
     assert "Unverified ranking" not in md
 
 

@@ -19,7 +19,9 @@ from mcp_farm.scheduler.statistics.judge_variance import (
     FIELDS,
     classify_difference,
     compare_means,
+    detectable,
     judge_variance,
+    runs_needed,
     spearman,
 )
 from mcp_farm.scheduler.statistics.rates import (
@@ -123,6 +125,27 @@ def test_a_small_table_gives_the_hand_worked_numbers() -> None:
     assert v.sigma_scenario == pytest.approx(math.sqrt(0.02))
     assert v.resolution == pytest.approx(
         1.959963984540054 * math.sqrt(2) * math.sqrt(0.02) / 2**0.5
+    )
+    # At 80% power: (z₀.₉₇₅ + z₀.₈)·√2·σ/√R, with the z values from scipy.
+    z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)
+    assert v.resolution_80 == pytest.approx(z * math.sqrt(2) * math.sqrt(0.02) / 2**0.5)
+
+
+@given(
+    sigma=st.floats(0.01, 0.5),
+    difference=st.floats(0.01, 0.5),
+    power=st.floats(0.5, 0.99),
+)
+def test_runs_needed_is_the_fewest_runs_whose_detectable_difference_is_small_enough(
+    sigma: float, difference: float, power: float
+) -> None:
+    n = runs_needed(sigma, difference, power)
+    assert detectable(sigma, n, power) <= difference * (1 + 1e-9)
+    if n > 1:
+        assert detectable(sigma, n - 1, power) > difference
+    # Power 0.5 is the 95% threshold alone.
+    assert detectable(sigma, n, 0.5) == pytest.approx(
+        1.959963984540054 * math.sqrt(2) * sigma / math.sqrt(n)
     )
 
 

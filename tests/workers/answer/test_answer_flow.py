@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 
 from mcp_farm.scenarios import find_scenario
 from mcp_farm.scheduler.cli.app import app
+from mcp_farm.scheduler.report.formats import to_markdown
 from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
+from mcp_farm.scheduler.scorecard.queries.answers import record_anchor_check
 from mcp_farm.scheduler.submission.embedded import run_embedded
 from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.scheduler.submission.queries import record_scoring
@@ -151,6 +153,38 @@ def test_a_scripted_judge_with_known_noise_gives_the_expected_sigma(
     assert count == 4 * 2 * len(CRITERIA)
 
 
+def test_the_anchor_verdict_shown_is_the_latest_gate_run_not_the_stored_one(
+    ran: tuple[Engine, str],
+) -> None:
+    engine, sweep_id = ran
+    stored = scorecard_of(engine=engine, sweep_id=sweep_id)  # built and stored: unverified
+    assert stored.answers is not None and stored.answers.judges[0].anchors == "unverified"
+    judge = stored.answers.judges[0]
+    shown: list[tuple[str, float | None, bool]] = []
+    for passed, rho in ((True, 0.91), (False, 0.42), (True, 0.88)):
+        record_anchor_check(
+            engine,
+            judge_key=scripted_judge(1).key(),
+            judge_model=judge.judge,
+            rubric_id=judge.rubric_id,
+            rubric_hash=judge.rubric_hash,
+            rho=rho,
+            passed=passed,
+            detail="",
+        )
+        card = scorecard_of(engine=engine, sweep_id=sweep_id)  # the stored card, not rebuilt
+        assert card.answers is not None
+        now = card.answers.judges[0]
+        assert now.anchor_checked_at is not None
+        shown.append((now.anchors, now.anchor_rho, card.answers.verified))
+        # Every format reads the same verdict, with the time of its gate run.
+        md = to_markdown(card)
+        assert f"{now.anchors} ρ={rho:.2f} ({now.anchor_checked_at:%Y-%m-%d %H:%M} UTC)" in md
+        assert ("Unverified ranking" in md) == (not passed)
+        assert json.loads(card.model_dump_json())["answers"]["judges"][0]["anchors"] == now.anchors
+    assert shown == [("verified", 0.91, True), ("failed", 0.42, False), ("verified", 0.88, True)]
+
+
 def test_rescoring_keeps_the_deterministic_scores_and_adds_judge_rows(
     ran: tuple[Engine, str], settings: Settings
 ) -> None:
@@ -241,3 +275,20 @@ def test_compare_answers_pairs_scenario_means_and_calls_small_criterion_gaps_noi
     for criterion in CRITERIA:
         line = next(x for x in result.output.splitlines() if criterion in x)
         assert "noise" in line and "finding" not in line
+
+
+def test_plan_says_how_many_judge_runs_a_difference_needs(
+    ran: tuple[Engine, str], settings: Settings
+) -> None:
+    _engine, sweep_id = ran
+    db = settings.resolved_database_url()
+    args = ["answers", "plan", sweep_id, "--difference", "0.05", "--db", db]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    # σ_scenario = 0.25/√2 over 2 runs (the scripted judge's known noise), one scenario:
+    # ⌈2·((1.960 + 0.842)·0.1768/0.05)²⌉ = 197 runs; at 80% power today Δ = 2.802·0.25/√2.
+    row = next(line for line in result.output.splitlines() if "scripted-judge" in line)
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    assert cells[2:] == ["0.177", "2", "0.495", "197", "197"]
+    bad = CliRunner().invoke(app, [*args[:3], "--power", "0.3", "--db", db])
+    assert bad.exit_code != 0

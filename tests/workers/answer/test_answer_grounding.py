@@ -74,8 +74,14 @@ def test_a_hard_wrapped_clause_keeps_its_name_but_a_new_list_item_does_not() -> 
     assert located("- `handle`\n- pkg/mod.py:4") == [("pkg/mod.py", 4, 4, None)]
 
 
-def test_a_line_number_too_long_to_be_a_line_leaves_the_path_alone() -> None:
-    assert located("pkg/mod.py:" + "9" * 5000) == [("pkg/mod.py", None, None, None)]
+def test_a_line_number_too_long_to_be_a_line_is_never_grounded(repo: Path) -> None:
+    for digits in ("9" * 5000, "1234567890"):
+        (ref,) = extract(f"pkg/mod.py:{digits}")
+        assert (ref.path, ref.line_start, ref.bad_line) == ("pkg/mod.py", None, digits)
+        (cited,) = verify([ref], repo)
+        assert cited.status == "hallucinated" and "cannot be a line" in cited.detail
+    # Leading zeros are no extra digits.
+    assert located("pkg/mod.py:0000000000005") == [("pkg/mod.py", 5, 5, None)]
 
 
 def test_a_name_used_at_the_cited_line_is_grounded_and_says_so(repo: Path) -> None:

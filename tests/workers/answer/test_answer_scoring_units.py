@@ -127,6 +127,26 @@ def test_a_keyword_or_citation_only_in_the_audit_stream_earns_nothing(repo: Path
     assert status(prose, repo) == ["grounded"]
 
 
+def test_a_call_the_decoder_could_not_read_is_audit_not_prose(repo: Path) -> None:
+    # A JSON-mode call cut off at the token limit: its keyword and citation were never said.
+    cut = '{"tool": "read", "arguments": {"query": "first is at pkg/mod.py:4'
+    opening = [
+        Message(role="system", content="Answer about first."),
+        Message(role="user", content="Where is first?"),
+    ]
+    marked = partition([*opening, Message(role="assistant", content=cut, undecoded=True)])
+    assert marked.prose == ""
+    assert "pkg/mod.py:4" in marked.audit
+    assert coverage(marked.prose, ["first"]) == 0.0 and extract(marked.prose) == []
+    # A transcript stored before messages were marked: the trial's format_error says it.
+    stored = [*opening, Message(role="assistant", content=cut)]
+    assert partition(stored, format_error=True).prose == ""
+    assert "pkg/mod.py:4" in partition(stored, format_error=True).audit
+    # Prose said before the broken call still counts.
+    said = [*opening, Message(role="assistant", content="`first` is pkg/mod.py:4."), stored[-1]]
+    assert partition(said, format_error=True).prose == "`first` is pkg/mod.py:4."
+
+
 def test_few_shot_examples_before_the_request_are_not_the_agents_prose() -> None:
     transcript = [
         Message(role="user", content="example question"),

@@ -8,6 +8,7 @@ import json
 from mcp_farm.scenarios import load_prompt
 from mcp_farm.workers.model.encode import (
     opening_messages,
+    servers_as_text,
     tools_as_text,
 )
 from mcp_farm.workers.model.toolspec import ToolSpec
@@ -75,3 +76,17 @@ def test_the_json_prompt_puts_the_full_listing_in_the_system_message() -> None:
     system = opening_messages(load_prompt("json"), "Book it.", [TOOL])[0].content
     assert tools_as_text([TOOL]) in system
     assert '"enum": ["host", "guest"]' in system
+
+
+def test_server_instructions_go_in_the_system_message_in_every_mode_and_only_when_given() -> None:
+    told = {"calendar": "Times are in the user's zone.\n    Rooms: north, south.", "mail": "x"}
+    for mode in ("native", "json"):
+        plain = opening_messages(load_prompt(mode), "Book it.", [TOOL])[0].content
+        system = opening_messages(load_prompt(mode), "Book it.", [TOOL], told)[0].content
+        assert "About the servers" not in plain
+        assert system.startswith(load_prompt(mode).system_prompt.strip())
+        assert (
+            "About the servers:\n- calendar: Times are in the user's zone.\n"
+            "  Rooms: north, south.\n- mail: x"
+        ) in system
+        assert system.replace("\n\n" + servers_as_text(told), "") == plain

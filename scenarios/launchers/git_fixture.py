@@ -7,7 +7,7 @@ global git configuration is ignored, so every commit hash is the same on every m
 a scenario may name one. Then the wrapper becomes the real server (exec), confined to the
 repository and working from the sandbox, so a relative `repo_path` such as `webapp` works.
 
-    python scenarios/servers/git_fixture.py --server .tools/py/bin/mcp-server-git SANDBOX
+    python scenarios/launchers/git_fixture.py --server .tools/py/bin/mcp-server-git SANDBOX
 
 It uses only the standard library, so it runs by path without importing the farm.
 """
