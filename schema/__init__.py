@@ -53,7 +53,11 @@ if TYPE_CHECKING:
     )
     from mcp_farm.schema.redact import (
         has_credentials,
+        mask_known,
+        mask_secrets,
         mask_url,
+        remember_secret,
+        remember_url_password,
     )
     from mcp_farm.schema.settings import (
         Settings,
@@ -138,7 +142,11 @@ _HOMES: dict[str, str] = {
     "spec_errors": "mcp_farm.schema.parse.loading",
     "validate": "mcp_farm.schema.parse.loading",
     "has_credentials": "mcp_farm.schema.redact",
+    "mask_known": "mcp_farm.schema.redact",
+    "mask_secrets": "mcp_farm.schema.redact",
     "mask_url": "mcp_farm.schema.redact",
+    "remember_secret": "mcp_farm.schema.redact",
+    "remember_url_password": "mcp_farm.schema.redact",
     "Settings": "mcp_farm.schema.settings",
     "get_settings": "mcp_farm.schema.settings",
     "DEFAULT_RESULT_CHARS": "mcp_farm.schema.specs",
@@ -251,9 +259,13 @@ __all__ = [
     "has_credentials",
     "load_task",
     "load_yaml_model",
+    "mask_known",
+    "mask_secrets",
     "mask_url",
     "order_problems",
     "read_yaml",
+    "remember_secret",
+    "remember_url_password",
     "require_unique",
     "spec_errors",
     "validate",

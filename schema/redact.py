@@ -3,13 +3,30 @@
 Database and broker URLs may carry a password (`postgresql+psycopg://farm:…@head/farm`,
 `redis://:…@head:6379/0`) and some URLs carry a key in their query (`?api_key=…`). Anything that
 shows such a URL to a person, a log or a table goes through `mask_url` first.
+
+Secrets the farm itself was given (an endpoint's API key read from `api_key_env`, the database
+and broker passwords, `{env:VAR}` values handed to servers) are remembered where they are read
+(`remember_secret`) and masked wherever they turn up (`mask_secrets`): in every text the store
+writes (its one text rule), in log records, and in errors shown on the terminal. An endpoint that
+echoes its Authorization header, or a server that prints its token, cannot put it in a result.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
+from urllib.parse import urlsplit
 
 MASK = "***"
+
+MASK_MIN_CHARS = 4
+"""Secret values shorter than this are not masked: a `1` or a `no` is no secret, and replacing
+every occurrence of it would garble the text."""
+
+_KNOWN: set[str] = set()
+_KNOWN_LOCK = threading.Lock()
+_known_pattern: re.Pattern[str] | None = None
 
 # scheme://user:password@ — the password runs to the last `@` before any whitespace, the way
 # SQLAlchemy and urllib read it. A URL whose path holds an `@` may be masked too generously;
@@ -34,3 +51,75 @@ def mask_url(text: str) -> str:
 def has_credentials(url: str) -> bool:
     """Whether `url` carries a password or a credential-looking query value."""
     return mask_url(url) != url
+
+
+def remember_secret(value: str | None) -> None:
+    """Mask `value` from now on, in this process, wherever `mask_secrets` runs."""
+    global _known_pattern
+    if not value or len(value) < MASK_MIN_CHARS or value in _KNOWN:
+        return
+    with _KNOWN_LOCK:
+        _KNOWN.add(value)
+        # Longest first, so a secret that contains another is masked whole.
+        ordered = sorted(_KNOWN, key=len, reverse=True)
+        _known_pattern = re.compile("|".join(re.escape(v) for v in ordered))
+    _install_log_masking()
+
+
+def remember_url_password(url: str | None) -> None:
+    """Remember the password of a database or broker URL, if it has one."""
+    if not url:
+        return
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # not a URL urllib reads; mask_url still masks what looks like one
+        return
+    remember_secret(password)
+
+
+def mask_known(text: str) -> str:
+    """`text` with every remembered secret replaced by `***`: what the store writes (a tool
+    result's own URLs are the server's words and stay as they came)."""
+    pattern = _known_pattern
+    return text if pattern is None else pattern.sub(MASK, text)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with every remembered secret and every URL credential replaced by `***`: what is
+    logged or shown."""
+    return mask_url(mask_known(text))
+
+
+def forget_secrets() -> None:
+    """Forget every remembered secret (tests)."""
+    global _known_pattern
+    with _KNOWN_LOCK:
+        _KNOWN.clear()
+        _known_pattern = None
+
+
+_FACTORY: list[object] = []
+
+
+def _install_log_masking() -> None:
+    """Mask remembered secrets in every log record from now on, message and traceback alike,
+    whichever handler writes it."""
+    if _FACTORY:
+        return
+    make = logging.getLogRecordFactory()
+    formatter = logging.Formatter()
+
+    def masked_record(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        if _known_pattern is None:
+            return record
+        try:
+            record.msg, record.args = mask_known(record.getMessage()), ()
+        except (TypeError, ValueError):  # a malformed call: leave it to logging's own report
+            return record
+        if record.exc_info and not record.exc_text:
+            record.exc_text = mask_known(formatter.formatException(record.exc_info))
+        return record
+
+    _FACTORY.append(masked_record)
+    logging.setLogRecordFactory(masked_record)

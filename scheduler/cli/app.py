@@ -82,13 +82,14 @@ def run(
     """Run a sweep embedded, in this process, and print its scorecard.
 
     Exits 2 before recording anything when a model endpoint is unreachable or does not serve
-    the model, and 1 when every trial of some model × prompt configuration ended as an
+    the model, or a local model cannot be loaded here, and 1 when every trial of some model × prompt configuration ended as an
     infrastructure error, or when any trial hit a bug in the farm itself (harness_error).
     """
     from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
     from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
     from mcp_farm.scheduler.submission.embedded import run_embedded
     from mcp_farm.scheduler.submission.expand import expand, load_sweep, with_endpoint
+    from mcp_farm.scheduler.submission.preflight import PreflightError, local_problems
     from mcp_farm.scheduler.submission.submit import plan_summary
     from mcp_farm.schema import mask_url
 
@@ -97,6 +98,9 @@ def run(
     if endpoint:
         sweep = with_endpoint(sweep, endpoint, endpoint_model, "cpu")
     plan = expand(sweep, str(sweep_file))
+    missing = local_problems(plan.sweep)
+    if missing:  # local models load in this process: one that cannot would fail every trial
+        raise PreflightError("; ".join(missing))
     preflight(plan.sweep, settings, check)
     engine = engine_from(settings)
     console.print(f"[bold]{plan.sweep_id}[/bold]: {plan_summary(plan)}")
@@ -140,14 +144,14 @@ def db_init(db: DbOption = None, data_dir: DataDirOption = None) -> None:
 
 def main() -> None:
     """Entry point: deliberate errors print one line and exit 2, with no traceback."""
-    from mcp_farm.schema import FarmError
+    from mcp_farm.schema import FarmError, mask_secrets
 
     try:
         app()
     except FarmError as exc:
         # Escaped: a message quotes the user's values (a pattern like `a[/]b`), never markup.
         Console(stderr=True).print(
-            f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False
+            f"[bold red]error:[/bold red] {escape(mask_secrets(str(exc)))}", highlight=False
         )
         sys.exit(2)
 

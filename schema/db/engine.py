@@ -15,7 +15,7 @@ from sqlmodel import Session, create_engine
 
 from mcp_farm.schema.db.migrate import migrate
 from mcp_farm.schema.errors import StoreError
-from mcp_farm.schema.redact import mask_url
+from mcp_farm.schema.redact import mask_url, remember_secret
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -38,6 +38,7 @@ def make_engine(url: str, pool_size: int = 5, *, pre_ping: bool = True) -> Engin
         parsed = make_url(url)
     except ArgumentError:
         raise StoreError(f"not a database URL: {mask_url(url)!r}") from None
+    remember_secret(parsed.password if isinstance(parsed.password, str) else None)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)

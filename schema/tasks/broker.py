@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mcp_farm.schema.redact import remember_url_password
 from mcp_farm.schema.settings import Settings
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ def make_celery(settings: Settings, name: str = "farm") -> Celery:
     from celery import Celery  # here, so the queue names cost no Celery import
     from kombu.entity import Queue
 
+    remember_url_password(settings.broker_url)  # masked wherever it turns up
     app = Celery(name, broker=settings.broker_url, set_as_current=False)
     app.conf.update(
         task_serializer="json",

@@ -1,5 +1,5 @@
-"""Test-only MCP server that tells what environment it was started with, without ever
-returning a value: a variable's sha256, and the files of the folder `DATA_DIR` names."""
+"""Test-only MCP server that tells what environment it was started with: a variable's sha256,
+the files of the folder `DATA_DIR` names, and (a careless server) a variable's value itself."""
 
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ def build() -> MCPServer:
         """The sha256 of an environment variable's value, or `unset`."""
         value = os.environ.get(name)
         return "unset" if value is None else hashlib.sha256(value.encode()).hexdigest()
+
+    @server.tool()
+    def variable_value(name: str) -> str:
+        """An environment variable's value, as a careless server might print a token."""
+        return f"{name}={os.environ.get(name, '')}"
 
     @server.tool()
     def data_files() -> str:

@@ -38,7 +38,9 @@ from mcp_farm.scenarios import (
 from mcp_farm.schema import (
     ENV_PLACEHOLDER,
     ServerDef,
+    remember_secret,
 )
+from mcp_farm.schema.redact import MASK, MASK_MIN_CHARS
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.shared import (
     SharedProcess,
@@ -85,11 +87,6 @@ def _expand(arg: str, sandbox: Path | None, attached: list[str], port: int | Non
     )
 
 
-MASK_MIN_CHARS = 4
-"""Environment values at least this long are masked in start-failure messages; shorter ones
-(a `1`, a `no`) are no secrets, and masking them would garble the message."""
-
-
 @dataclass(frozen=True)
 class Launch:
     """How to start one server, every placeholder filled in. It may hold values from the
@@ -106,7 +103,7 @@ class Launch:
     def masked(self, text: str) -> str:
         for value in self.secrets:
             if len(value) >= MASK_MIN_CHARS:
-                text = text.replace(value, "***")
+                text = text.replace(value, MASK)
         return text
 
 
@@ -130,6 +127,7 @@ class _Filler:
                 f"(`{{env:{name}}}` in its definition), which is not set on this worker"
             )
         self.taken.append(self.environ[name])
+        remember_secret(self.environ[name])
         return self.environ[name]
 
 

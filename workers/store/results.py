@@ -21,6 +21,7 @@ from mcp_farm.schema import (
     StoreError,
     TrialResult,
     TrialSpec,
+    mask_known,
 )
 from mcp_farm.schema.db import (
     AnswerScoreRow,
@@ -49,6 +50,7 @@ FailedOutcome = Literal["infra_error", "harness_error"]
 
 def storable(value: Any) -> Any:
     """`value` with every string made storable: the store's one text rule (README, Decisions).
+    Every secret the farm knows (`schema.redact`) is masked in it too.
 
     PostgreSQL's text type refuses U+0000 and its UTF-8 encoding refuses lone surrogates;
     SQLite takes both. Each becomes U+FFFD, in dict keys and nested values too, on every
@@ -56,7 +58,7 @@ def storable(value: Any) -> Any:
     (reports, rescoring) gets text that encodes. Other values pass unchanged.
     """
     if isinstance(value, str):
-        return _UNSTORABLE.sub(REPLACEMENT, value)
+        return mask_known(_UNSTORABLE.sub(REPLACEMENT, value))
     if isinstance(value, dict):
         return {storable(k): storable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

