@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 5
+SCORECARD_VERSION = 6
 
 Dimension = Literal["config", "tool", "tier", "scenario", "phrasing"]
 DIMENSIONS: tuple[Dimension, ...] = ("config", "tool", "tier", "scenario", "phrasing")
@@ -79,6 +79,10 @@ class ConfigExtras(Frozen):
     """Tokens by phase, summed over the config's trials."""
     histogram: list[int]
     """Trial latency counts per bin of `Scorecard.latency_bins`."""
+    timeouts: dict[str, int] = Field(default_factory=dict)
+    """Timed-out trials by the limit that ended them: `scenario_clock` (tools, servers and
+    setup past the scenario's `time_limit_s`) and `model_reply` (one reply past the model's
+    `request_timeout_s` × `time_scale`); empty when none timed out."""
 
 
 class ToolCalls(Frozen):

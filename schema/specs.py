@@ -96,7 +96,9 @@ class Scenario(Strict):
     max_turns: int = Field(default=8, ge=1)
     """Model replies allowed before the session is stopped."""
     time_limit_s: float = Field(default=120.0, gt=0)
-    """Wall-clock limit for the whole session."""
+    """Wall-clock limit for the session outside the model: tool calls, servers, setup. The
+    model's own time is not counted here (a slow machine is not a hung tool); each of its
+    replies has its own limit (the model target's `request_timeout_s` × `time_scale`)."""
     max_repeats: int = Field(default=2, ge=1)
     """Identical calls (same tool, same arguments) allowed before it counts as a tool loop."""
     calls: CallCounting = "lenient"
@@ -378,10 +380,19 @@ class ModelTarget(Strict):
     """Hardware tag: which worker queue serves this model."""
     max_concurrency: int = Field(default=1, ge=1)
     request_timeout_s: float = Field(default=120.0, gt=0)
+    """The longest one model reply may take (× `time_scale`): past it the trial ends as a
+    `timeout` by the model's limit. It guards against a hung model; the model's work is bounded
+    by tokens (the prompt config's `max_tokens` per reply) and turns (the scenario's
+    `max_turns`), which a slow machine does not change."""
+    time_scale: float = Field(default=1.0, gt=0, exclude_if=lambda scale: scale == 1.0)
+    """How much slower than usual this model's hardware is (a lab box, a loaded CI runner):
+    the model's per-reply limit is multiplied by it. Recorded in each trial's provenance; left
+    out of the target's JSON at 1, so the ids of trials that do not set it stay as they were."""
     pins: dict[str, str] = Field(default_factory=dict)
     """What changes results and must be recorded: chat template, tool parser, quantisation."""
     script: list[dict[str, Any]] | None = None
-    """Only for the `scripted` adapter: the replies to give, in order."""
+    """Only for the `scripted` adapter: the replies to give, in order (`think_s` on a reply:
+    seconds to wait before giving it, as a slow model would)."""
 
     stream: bool = Field(default=False, exclude_if=lambda on: on is False)
     """`openai` only: ask for a streamed reply (server-sent events) and record the time to

@@ -161,6 +161,8 @@ class TrialProvenance(BaseModel):
     scenario_version: int
     prompt_version: int
     model_pins: dict[str, str]
+    time_scale: float = 1.0
+    """The model target's `time_scale`: its per-reply limit was `request_timeout_s` × this."""
 
 
 class TrialResult(BaseModel):

@@ -43,6 +43,7 @@ StopReason = Literal[
     "turn_limit",
     "tool_loop",
     "time_limit",
+    "model_time_limit",
     "format_error",
     "infra_error",
     "harness_error",

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +60,24 @@ class SessionState:
     first_token_s: float | None = None
     model_s: float = 0.0
     """Seconds spent waiting for the model (tokens/s is completion tokens over this)."""
+    clock: anyio.CancelScope | None = None
+    """The scenario's wall-clock limit (`time_limit_s`), stopped while the model replies."""
+    limit_detail: str = ""
+    """Which limit ended the session, in words, when the model's did."""
+
+
+@contextmanager
+def _clock_stopped(clock: anyio.CancelScope | None) -> Iterator[None]:
+    """Hold the scenario's clock while the model replies: a slow machine is not a hung tool."""
+    if clock is None:
+        yield
+        return
+    left = clock.deadline - anyio.current_time()
+    clock.deadline = math.inf
+    try:
+        yield
+    finally:
+        clock.deadline = anyio.current_time() + left
 
 
 def _call_key(call: ParsedCall) -> str:
@@ -217,10 +238,12 @@ async def run_session(
     conn: Connected,
     seed: int,
     variant: int = 0,
+    reply_limit_s: float | None = None,
 ) -> None:
     """Drive one session to an answer or a limit, recording into `state` as it goes.
 
     `variant` picks the user's wording: 0 the scenario's prompt, k its k-th paraphrase.
+    `reply_limit_s`: the longest one model reply may take (None: no limit of its own).
     """
     tools = list(conn.tools.values())
     state.transcript = opening_messages(
@@ -229,9 +252,16 @@ async def run_session(
     seen: dict[str, int] = {}
     for turn in range(scenario.max_turns):
         asked = time.perf_counter()
-        reply = await client.complete(state.transcript, tools, prompt, seed + turn)
+        with _clock_stopped(state.clock), anyio.move_on_after(reply_limit_s) as waited:
+            reply = await client.complete(state.transcript, tools, prompt, seed + turn)
         state.model_s += time.perf_counter() - asked
         state.turns = turn + 1
+        if waited.cancelled_caught:
+            state.stop_reason = "model_time_limit"
+            state.limit_detail = (
+                f"the model gave no reply within {reply_limit_s:g} s (turn {turn + 1})"
+            )
+            return
         state.tokens = state.tokens.add(reply.tokens)
         if state.first_token_s is None:
             state.first_token_s = reply.first_token_s

@@ -86,7 +86,10 @@ async def _converse(
     async with connect(servers, pool, spec.prompt.tool_naming, spec.result_chars) as conn:
         schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
         await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
-        await run_session(state, scenario, spec.prompt, client, conn, spec.seed, spec.variant)
+        reply_limit_s = spec.model.request_timeout_s * spec.model.time_scale
+        await run_session(
+            state, scenario, spec.prompt, client, conn, spec.seed, spec.variant, reply_limit_s
+        )
     return schemas
 
 
@@ -123,8 +126,13 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     client: ModelClient | None = None
     try:
         client = make_client(spec.model, settings.model_cache_dir)
-        with anyio.fail_after(scenario.time_limit_s):
+        # The scenario's clock counts tools, servers and setup; the session stops it while the
+        # model replies (each reply has the model's own limit).
+        with anyio.CancelScope(deadline=anyio.current_time() + scenario.time_limit_s) as clock:
+            state.clock = clock
             schemas = await _converse(state, spec, scenario, client, pool)
+        if clock.cancelled_caught:
+            state.stop_reason = "time_limit"
     except BaseException as exc:  # classify: timeout / infra / harness; the rest is re-raised
         if _find(exc, TimeoutError) and not _find(exc, InfraError):
             state.stop_reason = "time_limit"
@@ -147,7 +155,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
             state.final_answer,
             stop,
             schemas,
-            problem or state.format_error or "",
+            problem or state.format_error or state.limit_detail or "",
         )
     except FarmError as exc:
         # A pattern or schema that cannot be applied (the scenario's or a server's), not the

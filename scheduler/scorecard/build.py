@@ -129,6 +129,7 @@ def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None
 
     groups: dict[Key, _Group] = defaultdict(_Group)
     tokens: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+    timeouts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     done = 0
     for r in counts:
         done += r.n
@@ -138,6 +139,10 @@ def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None
             groups[key].add(
                 r.scenario_id, r.outcome, r.n, int(r.first_tries or 0), int(r.first_known or 0)
             )
+        if r.outcome == "timeout":
+            by_model = int(r.model_timeouts or 0)
+            timeouts[(m, p)]["model_reply"] += by_model
+            timeouts[(m, p)]["scenario_clock"] += r.n - by_model
         sums = tokens[(m, p)]
         sums[0] += r.tokens_prompt or 0
         sums[1] += r.tokens_completion or 0
@@ -161,6 +166,7 @@ def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None
             tokens_prompt=int(sums[0]),
             tokens_completion=int(sums[1]),
             histogram=hist.get((m, p), [0] * (len(LATENCY_BINS) + 1)),
+            timeouts={k: n for k, n in sorted(timeouts[(m, p)].items()) if n},
         )
         for (m, p), sums in sorted(tokens.items())
     ]

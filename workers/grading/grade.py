@@ -155,7 +155,13 @@ def grade(
     if stop_reason in ("harness_error", "infra_error"):
         return Graded(stop_reason, problem)
     if stop_reason == "time_limit":
-        return Graded("timeout", f"no answer within {scenario.time_limit_s:g} s")
+        return Graded(
+            "timeout",
+            f"no answer within the scenario's {scenario.time_limit_s:g} s of tool, server and "
+            "setup time",
+        )
+    if stop_reason == "model_time_limit":
+        return Graded("timeout", problem or "the model gave no reply within its limit")
     if stop_reason == "format_error":
         return Graded("format_error", problem)
     if not scenario.routes:

@@ -115,7 +115,7 @@ class OpenAIClient:
     async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], TokenCounts]:
         try:
             async with httpx.AsyncClient(
-                timeout=self.target.request_timeout_s, verify=_tls()
+                timeout=self.target.request_timeout_s * self.target.time_scale, verify=_tls()
             ) as client:
                 response = await client.post(self.url, json=body, headers=self.headers)
                 other = _refused_form(body, response.status_code)
@@ -143,7 +143,9 @@ class OpenAIClient:
         started = time.perf_counter()
         try:
             async with (
-                httpx.AsyncClient(timeout=self.target.request_timeout_s, verify=_tls()) as client,
+                httpx.AsyncClient(
+                    timeout=self.target.request_timeout_s * self.target.time_scale, verify=_tls()
+                ) as client,
                 client.stream("POST", self.url, json=body, headers=self.headers) as response,
             ):
                 if response.status_code >= 400:

@@ -1,7 +1,8 @@
 """A deterministic model for tests: it replays a script of replies, one per turn.
 
 Script items: `{"call": {"name": …, "arguments": {…}}}`, `{"answer": "…"}` or `{"text": "…"}`
-(raw text, decoded like any model's text). Calls are emitted in the prompt's mode: structured in
+(raw text, decoded like any model's text), each with an optional `think_s` (seconds to wait
+first, as a slow or hung model would). Calls are emitted in the prompt's mode: structured in
 native mode, as JSON text in the text modes, so the real decoder is exercised.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+import anyio
 
 from mcp_farm.schema import (
     Message,
@@ -42,7 +45,11 @@ class ScriptedClient:
         turn = sum(1 for m in messages if m.role == "assistant") - len(prompt.few_shot)
         if turn >= len(self.script):
             return ModelReply(text="", tokens=TokenCounts())
-        reply = scripted_reply(self.script[turn], turn, prompt.mode)
+        item = self.script[turn]
+        think_s = item.get("think_s", 0) if isinstance(item, dict) else 0
+        if isinstance(think_s, int | float) and think_s > 0:
+            await anyio.sleep(think_s)  # a slow machine, or a hung model past its limit
+        reply = scripted_reply(item, turn, prompt.mode)
         reply.tokens = TokenCounts(
             prompt=sum(len(m.content.split()) for m in messages), completion=8
         )

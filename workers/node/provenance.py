@@ -64,4 +64,5 @@ def provenance(spec: TrialSpec, settings: Settings, model_pins: dict[str, str]) 
         scenario_version=spec.scenario.version,
         prompt_version=spec.prompt.version,
         model_pins={**spec.model.pins, **model_pins},
+        time_scale=spec.model.time_scale,
     )

@@ -88,6 +88,8 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
     for row in card.of("config"):
         modes.add_row(row.model, row.prompt, *(str(row.outcomes.get(o, 0)) for o in outcomes))
     console.print(modes)
+    for line in timeout_lines(card):
+        console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
     if card.tool_calls:
         calls = _table(
             "Tool calls as executed (MCP latency)",
@@ -109,3 +111,19 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         console.print(f"[dim]{note}[/dim]", highlight=False)
     if card.answers is not None:
         print_answers(card.answers, console)
+
+
+LIMITS = {
+    "scenario_clock": "by the scenario's clock (tools, servers, setup)",
+    "model_reply": "by the model's per-reply limit",
+}
+
+
+def timeout_lines(card: Scorecard) -> list[str]:
+    """Which limit ended the timed-out trials, per model × prompt config that had any."""
+    return [
+        f"timeouts, {extra.model} × {extra.prompt}: "
+        + ", ".join(f"{n} {LIMITS.get(limit, limit)}" for limit, n in extra.timeouts.items())
+        for extra in card.extras
+        if extra.timeouts
+    ]

@@ -31,7 +31,8 @@ _SUMS = """count(*) as n,
        sum(tokens_prompt) as tokens_prompt, sum(tokens_completion) as tokens_completion,
        sum(case when model_s > 0 and tokens_completion > 0 then tokens_completion else 0 end)
          as timed_tokens,
-       sum(case when model_s > 0 and tokens_completion > 0 then model_s else 0 end) as timed_s"""
+       sum(case when model_s > 0 and tokens_completion > 0 then model_s else 0 end) as timed_s,
+       sum(case when stop_reason = 'model_time_limit' then 1 else 0 end) as model_timeouts"""
 _KEY = f"model_id, {CONFIG}, scenario_id, tier, expected_tools, variant > 0"
 # A trial's latency counts when it was graded: done, and neither an infrastructure error nor
 # a bug in the farm.
