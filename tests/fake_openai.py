@@ -26,7 +26,8 @@ class Behaviour:
     """Fail every chat completion with an error body that quotes the request's Authorization
     header, as some proxies do."""
     refuse_json_schema: bool = False
-    """Answer 422 to `response_format: {type: json_schema}`, as llama-cpp-python's server does."""
+    """Refuse `response_format: {type: json_schema}` as llama-cpp-python's server does: 500,
+    with its validation error."""
     seen_auth: list[str] = field(default_factory=list)
     seen_formats: list[str] = field(default_factory=list)
     """The `response_format` type of each chat completion asked (empty string for none)."""
@@ -79,7 +80,10 @@ def _handler(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
                 auth = self.headers.get("Authorization", "")
                 self._send(500, {"error": {"message": f"upstream refused; headers: {auth}"}})
             elif behaviour.refuse_json_schema and asked == "json_schema":
-                self._send(422, {"detail": [{"msg": "Input should be 'text' or 'json_object'"}]})
+                said = (
+                    "('body', 'response_format', 'type'): Input should be 'text' or 'json_object'"
+                )
+                self._send(500, {"error": {"message": said, "type": "internal_server_error"}})
             elif behaviour.chat_status != 200:
                 self._send(behaviour.chat_status, {"error": {"message": "the model crashed"}})
             else:

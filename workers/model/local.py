@@ -103,16 +103,44 @@ def _silence_llama_log() -> None:
     llama_cpp.llama_log_set(quiet, ctypes.c_void_p(0))
 
 
+@lru_cache(maxsize=1)
+def _aligned_llama() -> type:
+    """llama.cpp's model, reusing only the part of the last prompt that it evaluated in whole
+    batches (`n_batch` tokens from the first): a prompt read from its first token is split into
+    those same batches, so every reused value is the very number a fresh read computes, and
+    reuse changes no logit. llama-cpp-python alone reuses the longest shared prefix, evaluating
+    the rest in batches that start elsewhere, which moved a sampled token now and then."""
+    from llama_cpp import Llama
+
+    class AlignedLlama(Llama):
+        exact_upto = 0
+        """Tokens at the start of the context evaluated in whole, aligned batches."""
+
+        def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Any:
+            shared = 0
+            for had, new in zip(self._input_ids[: self.exact_upto], tokens[:-1], strict=False):
+                if had != new:
+                    break
+                shared += 1
+            # Never more than the whole batches shared; llama-cpp-python then keeps exactly
+            # these (its own prefix match finds them all) and evaluates the rest from there.
+            self.n_tokens = shared - shared % self.n_batch
+            self.exact_upto = len(tokens) - len(tokens) % self.n_batch
+            yield from super().generate(tokens, *args, **kwargs)
+
+    return AlignedLlama
+
+
 @lru_cache(maxsize=2)
 def _load(path: str, chat_format: str, n_ctx: int) -> Any:
     try:
-        from llama_cpp import Llama
+        llama = _aligned_llama()
     except ImportError:
         raise AdapterError(
             "the local adapter needs llama-cpp-python: run `bash scripts/setup.sh`"
         ) from None
     _silence_llama_log()
-    return Llama(
+    return llama(
         model_path=path, chat_format=chat_format, n_ctx=n_ctx, n_threads=2, verbose=False, seed=0
     )
 
@@ -152,9 +180,9 @@ def native_schema(tools: list[ToolSpec]) -> dict[str, Any]:
 class LocalClient:
     reuse_prefix: bool = True
     """Keep the evaluated prompt between completions: llama.cpp then evaluates only what
-    follows the longest prefix the new prompt shares with the last one (turn 2 of a session,
-    or the next trial with the same system prompt and tools). False re-reads every prompt
-    from its first token (bench/prefix_reuse.py measures both)."""
+    follows the whole batches the new prompt shares with the last one (turn 2 of a session,
+    or the next trial with the same system prompt and tools; see `_aligned_llama`). False
+    re-reads every prompt from its first token (bench/prefix_reuse.py measures both)."""
 
     def __init__(self, target: ModelTarget, cache_dir: Path, n_ctx: int = 4096) -> None:
         if target.model in BUNDLED:
@@ -225,8 +253,7 @@ class LocalClient:
         return result
 
     def _fresh(self, llm: Any) -> None:
-        """Forget the evaluated prompt unless reusing it (llama.cpp keeps the longest shared
-        prefix of the last prompt and evaluates the rest)."""
+        """Forget the evaluated prompt unless reusing it."""
         if not self.reuse_prefix:
             llm.reset()
 

@@ -67,11 +67,15 @@ def response_format(form: str, name: str, schema: dict[str, Any]) -> dict[str, A
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
 
-def _refused_form(body: dict[str, Any], status: int) -> dict[str, Any] | None:
-    """The same request in the `json_object` form, when the endpoint refused (400 or 422) one
-    in the `json_schema` form; else None."""
+def _refused_form(body: dict[str, Any], response: httpx.Response) -> dict[str, Any] | None:
+    """The same request in the `json_object` form, when the endpoint refused one in the
+    `json_schema` form for that form (an error naming the response format: llama-cpp-python's
+    server answers 500 with its validation error); else None."""
     asked = body.get("response_format") or {}
-    if status not in (400, 422) or asked.get("type") != "json_schema":
+    if response.status_code < 400 or asked.get("type") != "json_schema":
+        return None
+    said = response.text
+    if "response_format" not in said and "json_schema" not in said:
         return None
     schema = asked["json_schema"]
     return {
@@ -118,7 +122,7 @@ class OpenAIClient:
                 timeout=self.target.request_timeout_s * self.target.time_scale, verify=_tls()
             ) as client:
                 response = await client.post(self.url, json=body, headers=self.headers)
-                other = _refused_form(body, response.status_code)
+                other = _refused_form(body, response)
                 if other is not None:
                     retried = await client.post(self.url, json=other, headers=self.headers)
                     if retried.status_code < 400:
