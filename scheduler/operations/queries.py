@@ -246,3 +246,15 @@ def pending_of_active_sweeps(*, engine: Engine, trial_ids: Iterable[Any]) -> set
                 )
             ).scalars()
         )
+
+
+def finished_of(*, engine: Engine, trial_ids: Iterable[Any]) -> set[str]:
+    """Which of `trial_ids` are recorded (done), whatever their sweep's state."""
+    with engine.connect() as conn:
+        return set(
+            conn.execute(
+                select(col(TrialRow.trial_id)).where(
+                    col(TrialRow.trial_id).in_(set(trial_ids)), col(TrialRow.status) == "done"
+                )
+            ).scalars()
+        )

@@ -23,6 +23,7 @@ import redis
 
 from mcp_farm.scheduler.operations.queries import (
     Lapsed,
+    finished_of,
     lapsed_trials,
     pending_of_active_sweeps,
     release_lapsed,
@@ -57,6 +58,27 @@ for _, key in ipairs(KEYS) do
   end
 end
 return ids
+"""
+
+
+# Moves the named messages from the publishing end of a queue to the consuming end (kombu's
+# Redis transport pushes on the left and its consumers pop from the right), looking only at the
+# newest messages, where the ones just published are.
+_TO_FRONT = """
+local want = {}
+for i = 1, #ARGV do want[ARGV[i]] = true end
+local n = math.min(redis.call('LLEN', KEYS[1]), 1000 + 4 * #ARGV)
+local moved = 0
+for _, msg in ipairs(redis.call('LRANGE', KEYS[1], 0, n - 1)) do
+  local id = string.match(msg, '"id":%s*"([^"]+)"')
+  if id and want[id] then
+    want[id] = nil
+    redis.call('LREM', KEYS[1], 1, msg)
+    redis.call('RPUSH', KEYS[1], msg)
+    moved = moved + 1
+  end
+end
+return moved
 """
 
 
@@ -138,9 +160,19 @@ def requeue_lapsed(*, engine: Engine, app: Celery, lapsed: list[Lapsed]) -> int:
                 continue
             fresh.append((TrialSpec.model_validate_json(trial.payload_json), trial.queue))
         publish_trials(app, fresh)
+        to_front(client, fresh)
         return released
     finally:
         client.close()
+
+
+def to_front(client: redis.Redis, trials: list[tuple[TrialSpec, str]]) -> int:
+    """Put just-published trials at the head of their queues: a trial given back runs next,
+    not behind thousands of pending ones. Returns how many were moved."""
+    by_queue: dict[str, list[str]] = {}
+    for trial, queue in trials:
+        by_queue.setdefault(queue, []).append(trial.trial_id)
+    return sum(int(client.eval(_TO_FRONT, 1, q, *ids)) for q, ids in by_queue.items())
 
 
 def stranded_pending(*, engine: Engine, client: redis.Redis, older_than: float) -> int:
@@ -155,6 +187,13 @@ def stranded_pending(*, engine: Engine, client: redis.Redis, older_than: float) 
     ids = {tag: _task_id(raw) for tag, raw in zip(old, raws, strict=True) if raw is not None}
     wanted = {i for i in ids.values() if i is not None}
     pending = pending_of_active_sweeps(engine=engine, trial_ids=wanted)
+    # A worker that died after recording its trial but before acknowledging the message left
+    # an entry no one needs: acknowledge it here rather than let it come back in an hour.
+    finished = finished_of(engine=engine, trial_ids=wanted - pending)
+    for tag, task_id in ids.items():
+        if task_id in finished:
+            client.zrem(UNACKED_INDEX, tag)
+            client.hdel(UNACKED, tag)
     return sum(restore(client, tag) for tag, task_id in ids.items() if task_id in pending)
 
 

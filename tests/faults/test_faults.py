@@ -131,6 +131,15 @@ def test_postgres_down_past_the_retry_window_loses_no_trial(
     assert len(rows) == 8
     assert {outcome for outcome, _ in rows.values()} == {"pass"}
     assert tool_calls(farm, sweep_id) == 8
+    quiet_outage(farm)
+
+
+def quiet_outage(farm: Farm) -> None:
+    """What an admin sees: a line when the outage starts and one when it ends, no traceback."""
+    log = (farm.logs / "farm-cpu@test.log").read_text(errors="replace")
+    assert log.count("the results database is unreachable (") >= 1
+    assert "the results database is reachable again after" in log
+    assert "Traceback" not in log
 
 
 def test_a_database_outage_inside_the_retry_window_costs_only_the_wait(
@@ -141,13 +150,14 @@ def test_a_database_outage_inside_the_retry_window_costs_only_the_wait(
     farm.worker("cpu", "farm-cpu@test", "--concurrency", "2")
     wait_until(lambda: counts(farm, sweep_id).get("running"), 60, "a trial to start")
 
-    outage(farm, own_postgres, until="trying again")  # a trial is waiting for the database
+    outage(farm, own_postgres, until="waits for the database")  # a trial is waiting for it
 
     wait_until(lambda: counts(farm, sweep_id) == {"done": 4}, 120, "every trial recorded")
     rows = trial_rows(farm, sweep_id)
     assert {outcome for outcome, _ in rows.values()} == {"pass"}
     assert {attempts for _, attempts in rows.values()} == {1}  # nothing ran twice
     assert tool_calls(farm, sweep_id) == 4
+    quiet_outage(farm)
 
 
 def test_redis_restarted_empty_is_recovered_by_resume_without_running_anything_twice(

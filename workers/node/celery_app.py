@@ -90,6 +90,20 @@ def task_result(summary: TrialSummary) -> str:
     return line if len(line) <= RESULT_CHARS else line[: RESULT_CHARS - 1] + "…"
 
 
+class _RejectWithoutTraceback(logging.Filter):
+    """Celery logs a rejected task with its traceback. The farm rejects a task only when the
+    database stayed away (an expected outage, said in one line by `run_trial` and
+    node/outage.py), so Celery's line stays and the traceback goes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], Reject):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+logging.getLogger("celery.app.trace").addFilter(_RejectWithoutTraceback())
+
+
 def create_app(settings: Settings) -> Celery:
     """The worker's app, with `farm.run_trial`, `farm.aggregate` and `farm.rescore_trial`."""
     app = make_celery(settings)

@@ -9,21 +9,22 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import threading
-import time
 from datetime import UTC, datetime
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from celery.signals import worker_ready, worker_shutdown
+from sqlalchemy.exc import SQLAlchemyError
 
 from mcp_farm.schema import (
     LOCAL_MODELS,
     FarmError,
     Settings,
-    load_task,
+    StoreError,
 )
 from mcp_farm.schema.db import (
     make_engine,
@@ -33,10 +34,11 @@ from mcp_farm.schema.tasks.broker import (
     CONTROL_QUEUE,
     queue_for,
 )
-from mcp_farm.schema.tasks.messages import RequeueRequest, RequeueResult, read_result
 from mcp_farm.workers.model.local import BUNDLED
 from mcp_farm.workers.node.celery_app import create_app
+from mcp_farm.workers.node.outage import DATABASE
 from mcp_farm.workers.node.provenance import versions
+from mcp_farm.workers.node.reaper import Reachability, Reaper
 from mcp_farm.workers.store.nodes import enrol_node, update_node
 
 if TYPE_CHECKING:
@@ -73,20 +75,31 @@ def check_tags(settings: Settings, tags: list[str]) -> None:
 class Node:
     """This worker node's row in the database, kept fresh by a heartbeat thread."""
 
-    def __init__(self, engine: Engine, name: str, row: dict[str, Any], every_s: float) -> None:
+    def __init__(
+        self, engine: Engine, name: str, row: dict[str, Any], every_s: float, reach: Reachability
+    ) -> None:
         self.engine, self.name, self.row, self.every_s = engine, name, row, every_s
+        self.reach = reach
         self._stop = threading.Event()
 
     def enrol(self) -> None:
         enrol_node(self.engine, self.row)
+        self.reach.reached()
         threading.Thread(target=self._beat, name="farm-heartbeat", daemon=True).start()
 
     def _beat(self) -> None:
         while not self._stop.wait(self.every_s):
             try:
                 self._set(last_heartbeat=datetime.now(UTC))
+            except (SQLAlchemyError, StoreError) as exc:  # the database is away: expected
+                self.reach.lost()
+                DATABASE.failed("heartbeat", exc)
             except Exception:  # a missed beat must never stop the worker
+                self.reach.lost()
                 logger.warning("heartbeat of %s not written", self.name, exc_info=True)
+            else:
+                self.reach.reached()
+                DATABASE.ok()
 
     def leave(self) -> None:
         self._stop.set()
@@ -94,51 +107,6 @@ class Node:
 
     def _set(self, **values: Any) -> None:
         update_node(self.engine, self.name, **values)
-
-
-class Reaper:
-    """On the control node: give trials whose holder died back to their queues, every beat.
-
-    It acts only after it has reached the database without a break for a full stale window:
-    right after an outage every lease looks old, though live holders have simply not been
-    able to renew them yet.
-    """
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._stop = threading.Event()
-        self._reachable_since: float | None = None
-
-    def start(self) -> None:
-        threading.Thread(target=self._run, name="farm-reaper", daemon=True).start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.settings.heartbeat_s):
-            self.sweep_once()
-
-    def sweep_once(self) -> int:
-        """One pass; returns how many trials were given back (0 while it may not act yet)."""
-        now = time.monotonic()
-        since = self._reachable_since
-        act = since is not None and now - since >= self.settings.stale_after_s()
-        try:
-            task = load_task("farm.requeue_orphans")
-            done = read_result(
-                "farm.requeue_orphans", task(RequeueRequest(act=act), self.settings), RequeueResult
-            )
-        except Exception:  # a boundary: the reaper must outlive any outage
-            self._reachable_since = None
-            logger.warning("could not look for abandoned trials", exc_info=True)
-            return 0
-        if since is None:
-            self._reachable_since = now
-        requeued = done.requeued
-        if requeued:
-            logger.warning("gave %d trial(s) of dead workers back to their queues", requeued)
-        return requeued
 
 
 def start_worker(
@@ -166,6 +134,7 @@ def start_worker(
     node_name = name or f"farm-{'-'.join(tags)}@{socket.gethostname()}"
     queues = [queue_for(t) for t in tags] + ([CONTROL_QUEUE] if control else [])
     now = datetime.now(UTC)
+    reach = Reachability()
     node = Node(
         engine,
         node_name,
@@ -181,13 +150,14 @@ def start_worker(
             "stopped_at": None,
         },
         settings.heartbeat_s,
+        reach,
     )
-    reaper = Reaper(settings)
+    # Every worker can reap; the one holding the broker lease does (workers/node/reaper.py).
+    reaper = Reaper(settings, reach, f"{node_name}:{os.getpid()}")
     worker_ready.connect(lambda **_: node.enrol(), weak=False)
+    worker_ready.connect(lambda **_: reaper.start(), weak=False)
+    worker_shutdown.connect(lambda **_: reaper.stop(), weak=False)
     worker_shutdown.connect(lambda **_: node.leave(), weak=False)
-    if control:
-        worker_ready.connect(lambda **_: reaper.start(), weak=False)
-        worker_shutdown.connect(lambda **_: reaper.stop(), weak=False)
     app = create_app(settings)
     app.worker_main(
         [

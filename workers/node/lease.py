@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from mcp_farm.workers.node.outage import DATABASE
 from mcp_farm.workers.store.nodes import renew_leases
 
 if TYPE_CHECKING:
@@ -55,8 +56,8 @@ class Leases:
         while not self._wake.wait(self.every_s):
             try:
                 self.renew()
-            except SQLAlchemyError:  # the database is away: the next beat tries again
-                logger.warning("trial leases not renewed", exc_info=True)
+            except SQLAlchemyError as exc:  # the database is away: the next beat tries again
+                DATABASE.failed("lease renewal", exc)
 
     def renew(self) -> int:
         """Renew every held lease now; returns how many rows were renewed."""

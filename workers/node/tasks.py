@@ -33,6 +33,7 @@ from mcp_farm.schema.tasks.messages import (
 )
 from mcp_farm.workers.errors import harness_detail
 from mcp_farm.workers.node.lease import leases_for
+from mcp_farm.workers.node.outage import DATABASE
 from mcp_farm.workers.node.runtime import get_runtime
 from mcp_farm.workers.store.results import (
     FailedOutcome,
@@ -78,7 +79,7 @@ def patiently(step: Callable[[], T], *, budget_s: float, what: str) -> T:
     fresh_tried = False
     while True:
         try:
-            return step()
+            done = step()
         except StoreError as exc:
             if _dropped(exc) and not fresh_tried:
                 fresh_tried = True
@@ -87,9 +88,16 @@ def patiently(step: Callable[[], T], *, budget_s: float, what: str) -> T:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise
-            logger.warning("%s: %s; trying again in %.1f s", what, exc, min(wait, left))
+            # One line when the outage starts and a summary while it lasts (node/outage.py),
+            # and one for each step that waits, the first time it does.
+            DATABASE.failed("trial claim or save", exc)
+            if wait == FIRST_WAIT_S:
+                logger.info("%s waits for the database (up to %g s)", what, budget_s)
             time.sleep(min(wait, left))
             wait = min(wait * 2, LONGEST_WAIT_S)
+        else:
+            DATABASE.ok()
+            return done
 
 
 @dataclass(frozen=True)

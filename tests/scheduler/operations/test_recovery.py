@@ -11,6 +11,7 @@ from mcp_farm.scenarios import load_suite
 from mcp_farm.scheduler.operations.recovery import (
     broker_holdings,
     restore,
+    to_front,
 )
 from mcp_farm.scheduler.submission.publish import publish_trials
 from mcp_farm.schema import Settings
@@ -48,4 +49,16 @@ def test_queued_and_unacknowledged_trials_are_found_and_a_delivery_is_restored(
         # Put at the head: the restored trial is the next one a worker takes.
         first = json.loads(client.lindex(QUEUE, -1) or b"{}")
         assert first["headers"]["id"] == taken_id and first["headers"]["redelivered"]
+    client.close()
+
+
+def test_a_trial_published_again_goes_to_the_head_of_its_queue(redis_url: str) -> None:
+    app = make_celery(Settings(broker_url=redis_url))
+    specs = [trial(SCENARIO, ideal_script(SCENARIO), repetition=r) for r in range(5)]
+    publish_trials(app, [(s, QUEUE) for s in specs[:4]])
+    publish_trials(app, [(specs[4], QUEUE)])  # given back: published after the others
+    client = redis.Redis.from_url(redis_url)
+    assert to_front(client, [(specs[4], QUEUE)]) == 1
+    order = [json.loads(m)["headers"]["id"] for m in reversed(client.lrange(QUEUE, 0, -1))]
+    assert order == [specs[4].trial_id, *(s.trial_id for s in specs[:4])]  # taken first
     client.close()

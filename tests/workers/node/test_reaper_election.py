@@ -1,0 +1,62 @@
+"""One reaper at a time, elected through the broker: the lease is taken only when free,
+renewed only by its holder, given up on a clean stop and lapsing on its own when the holder
+dies; and a worker that has not reached the database for a full stale window does not ask."""
+
+from __future__ import annotations
+
+import time
+
+import redis
+
+from mcp_farm.schema import Settings
+from mcp_farm.workers.node.reaper import LEASE_KEY, Reachability, Reaper
+
+
+def ready() -> Reachability:
+    reach = Reachability()
+    reach.reached()
+    reach._since = time.monotonic() - 3600  # reached the database an hour ago
+    return reach
+
+
+def reapers(redis_url: str, *names: str, heartbeat_s: float = 0.2) -> list[Reaper]:
+    settings = Settings(broker_url=redis_url, heartbeat_s=heartbeat_s)
+    return [Reaper(settings, ready(), name) for name in names]
+
+
+def test_only_one_worker_holds_the_lease_and_a_clean_stop_hands_it_on(redis_url: str) -> None:
+    a, b = reapers(redis_url, "a", "b")
+    assert a.holds_lease() is True
+    assert b.holds_lease() is False
+    assert a.holds_lease() is True  # renewed by its holder
+    a.stop()
+    assert b.holds_lease() is True
+    assert redis.Redis.from_url(redis_url).get(LEASE_KEY) == b"b"
+
+
+def test_a_dead_holders_lease_lapses_within_two_heartbeats(redis_url: str) -> None:
+    a, b = reapers(redis_url, "a", "b")
+    assert a.holds_lease() is True  # then `a` dies: it never renews again
+    taken_at = time.monotonic()
+    while not b.holds_lease():
+        assert time.monotonic() - taken_at < 5, "the lease never lapsed"
+        time.sleep(0.05)
+    assert time.monotonic() - taken_at <= 2 * 0.2 + 0.2
+
+
+def test_a_worker_not_yet_ready_leaves_the_lease_alone(redis_url: str) -> None:
+    settings = Settings(broker_url=redis_url, heartbeat_s=0.2)
+    fresh = Reachability()
+    fresh.reached()  # just now: not a full stale window yet
+    assert Reaper(settings, fresh, "fresh").sweep_once() == 0
+    assert Reaper(settings, Reachability(), "unreachable").sweep_once() == 0
+    assert redis.Redis.from_url(redis_url).get(LEASE_KEY) is None
+
+
+def test_reachability_breaks_on_a_lost_heartbeat() -> None:
+    reach = ready()
+    assert reach.for_s() > 3000
+    reach.lost()
+    assert reach.for_s() == 0.0
+    reach.reached()
+    assert 0.0 <= reach.for_s() < 1
