@@ -9,7 +9,7 @@ Tier = Literal["simple", "moderate", "complex"]
 ToolMode = Literal["native", "json", "grammar"]
 """How tools reach the model: OpenAI `tools`, JSON-in-text, or grammar-constrained JSON."""
 
-AdapterName = Literal["openai", "local", "scripted"]
+AdapterName = Literal["openai", "local", "scripted", "replay"]
 
 Transport = Literal["stdio", "http"]
 

@@ -29,6 +29,7 @@ from mcp_farm.scheduler.cli.common import (
     preflight,
     settings_from,
 )
+from mcp_farm.scheduler.cli.replay import replay
 from mcp_farm.scheduler.cli.rescore import rescore
 from mcp_farm.scheduler.cli.scenarios import scenarios_app
 from mcp_farm.scheduler.cli.sweep import sweep_app
@@ -54,6 +55,7 @@ app.add_typer(scenarios_app, name="scenarios")
 app.add_typer(anchors_app, name="anchors")
 app.add_typer(answers_app, name="answers")
 app.command()(rescore)
+app.command()(replay)
 cli_nodes.register(app)
 cli_report.register(app)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import or_, select
 from sqlalchemy.engine import Connection, Engine
@@ -16,6 +17,7 @@ from mcp_farm.schema import JudgeSettings
 from mcp_farm.schema.db import (
     ScoringRow,
     SweepRow,
+    ToolCallRow,
     TrialRow,
     dialect_insert,
     session_scope,
@@ -111,3 +113,52 @@ def runnable_ids(*, engine: Engine, sweep_id: str) -> set[str]:
             ),
         )
         return set(session.execute(stmt).scalars())
+
+
+def sweep_spec_json(*, engine: Engine, sweep_id: str) -> str | None:
+    """The recorded sweep's spec (its SweepSpec as JSON), or None when there is no such sweep."""
+    with session_scope(engine) as session:
+        found = session.execute(
+            select(col(SweepRow.spec_json)).where(col(SweepRow.sweep_id) == sweep_id)
+        ).first()
+        return None if found is None else str(found[0])
+
+
+def recorded_trials(*, engine: Engine, sweep_id: str) -> list[Any]:
+    """A sweep's recorded (done) trials: their keys, outcome, detail and transcript."""
+    with session_scope(engine) as session:
+        return list(
+            session.execute(
+                select(
+                    col(TrialRow.trial_id),
+                    col(TrialRow.model_id),
+                    col(TrialRow.prompt_id),
+                    col(TrialRow.scenario_id),
+                    col(TrialRow.toolset),
+                    col(TrialRow.repetition),
+                    col(TrialRow.variant),
+                    col(TrialRow.outcome),
+                    col(TrialRow.detail),
+                    col(TrialRow.transcript_json),
+                ).where(col(TrialRow.sweep_id) == sweep_id, col(TrialRow.status) == "done")
+            ).all()
+        )
+
+
+def recorded_calls(*, engine: Engine, sweep_id: str) -> dict[str, list[tuple[str, bool, str]]]:
+    """trial id → its tool calls in order: (tool, ok, error)."""
+    found: dict[str, list[tuple[str, bool, str]]] = {}
+    with session_scope(engine) as session:
+        rows = session.execute(
+            select(
+                col(ToolCallRow.trial_id),
+                col(ToolCallRow.tool),
+                col(ToolCallRow.ok),
+                col(ToolCallRow.error),
+            )
+            .where(col(ToolCallRow.sweep_id) == sweep_id)
+            .order_by(col(ToolCallRow.trial_id), col(ToolCallRow.idx))
+        )
+        for trial_id, tool, ok, error in rows:
+            found.setdefault(trial_id, []).append((tool, bool(ok), error or ""))
+    return found

@@ -62,7 +62,10 @@ def test_the_reaper_killed_again_and_again_delays_recovery_by_at_most_a_stale_wi
     fault_farm: Farm, own_redis: OwnRedis, tmp_path: Path
 ) -> None:
     farm = fault_farm
-    sweep_id = farm.submit(farm.sweep_file(tmp_path, slow_sweep(tmp_path, "reaperkill", 16)))
+    # Enough four-second trials to keep three workers busy through three rounds of a few stale
+    # windows each: 30 per second of heartbeat (FARM_FAULT_HEARTBEAT_S=10 measures the default).
+    total = 30 * max(1, round(float(farm.env["FARM_HEARTBEAT_S"])))
+    sweep_id = farm.submit(farm.sweep_file(tmp_path, slow_sweep(tmp_path, "reaperkill", total)))
     names = ["farm-a@test", "farm-b@test", "farm-c@test"]
     procs: dict[str, subprocess.Popen[bytes]] = {
         n: farm.worker("cpu", n, "--concurrency", "2") for n in names
@@ -79,10 +82,10 @@ def test_the_reaper_killed_again_and_again_delays_recovery_by_at_most_a_stale_wi
         wait_until(lambda m=mine, h=holder: not m & taken_by(farm, h), 120, "the orphans requeued")
         took.append(time.monotonic() - killed_at)
         procs[holder] = farm.worker("cpu", holder, "--concurrency", "2")  # it comes back
-    wait_until(lambda: counts(farm, sweep_id) == {"done": 16}, 180, "every trial recorded")
+    wait_until(lambda: counts(farm, sweep_id) == {"done": total}, 600, "every trial recorded")
     print(f"\nthe reaper's own trials ran elsewhere after {', '.join(f'{t:.1f}' for t in took)} s")
     rows = trial_rows(farm, sweep_id)
-    assert len(rows) == 16 and {outcome for outcome, _ in rows.values()} == {"pass"}
-    assert tool_calls(farm, sweep_id) == 16  # no trial recorded twice
+    assert len(rows) == total and {outcome for outcome, _ in rows.values()} == {"pass"}
+    assert tool_calls(farm, sweep_id) == total  # no trial recorded twice
     assert all(rows[t][1] >= 2 for t in orphans)
     wait_until(lambda: unacked(own_redis.url) == 0, 60, "no delivery left unacknowledged")

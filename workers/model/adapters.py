@@ -30,7 +30,18 @@ def _scripted(target: ModelTarget, _cache: Path) -> ModelClient:
     return ScriptedClient(target)
 
 
-ADAPTERS: dict[str, Factory] = {"openai": _openai, "local": _local, "scripted": _scripted}
+def _replay(target: ModelTarget, _cache: Path) -> ModelClient:
+    from mcp_farm.workers.model.replay import ReplayClient
+
+    return ReplayClient(target)
+
+
+ADAPTERS: dict[str, Factory] = {
+    "openai": _openai,
+    "local": _local,
+    "scripted": _scripted,
+    "replay": _replay,
+}
 
 
 def make_client(target: ModelTarget, model_cache_dir: Path) -> ModelClient:

@@ -1,0 +1,191 @@
+"""Replaying a stored sweep's tool calls against the servers as they are defined now.
+
+`farm replay SWEEP_ID` plans a new sweep from the stored one: the same prompt configs,
+scenarios, tool sets and repetitions, each model replaced by a `replay` target whose turns are
+the ones that model recorded for that very trial (workers/model/replay.py). No model runs; the
+calls go, in their recorded order, to today's servers, and the same scenarios grade the result.
+`changes` then says, per trial and per call, what differs from the recording: results (a diff of
+the text, or of the JSON), calls that now fail or now succeed, and outcomes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mcp_farm.scheduler.submission.expand import Plan
+from mcp_farm.schema import FarmError, ModelTarget, SweepSpec, TrialSpec
+
+DIFF_LINES = 12
+"""Lines of a result's diff shown per changed call."""
+
+Key = tuple[str, str, str, str, int, int]
+"""(model, prompt config, scenario, tool set, repetition, wording): a trial's place in a sweep."""
+
+
+def replay_spec(source: SweepSpec, source_id: str) -> SweepSpec:
+    """The sweep that replays `source_id`: its models become `replay` targets of the same ids
+    (so `farm compare` lines the two up), and no judge runs (a replayed answer is the recorded
+    one)."""
+    models = [
+        ModelTarget(id=m.id, adapter="replay", model=source_id, hardware=m.hardware)
+        for m in source.models
+    ]
+    return source.model_copy(
+        update={"name": f"{source.name}-replay", "models": models, "judge": None, "gates": []}
+    )
+
+
+def key_of(row: Any) -> Key:
+    return (
+        row.model_id,
+        row.prompt_id,
+        row.scenario_id,
+        row.toolset,
+        int(row.repetition),
+        int(row.variant),
+    )
+
+
+def spec_key(trial: TrialSpec) -> Key:
+    return (
+        trial.model.id,
+        trial.prompt.id,
+        trial.scenario.id,
+        trial.toolset_id,
+        trial.repetition,
+        trial.variant,
+    )
+
+
+def turns(transcript_json: str) -> list[dict[str, Any]]:
+    """The model's turns of a recorded transcript, as the replay adapter gives them."""
+    found = []
+    for message in json.loads(transcript_json):
+        if message.get("role") != "assistant":
+            continue
+        calls = [
+            {"id": c["id"], "name": c["name"], "arguments": c.get("arguments", {})}
+            for c in message.get("tool_calls") or []
+        ]
+        found.append(
+            {
+                "text": message.get("content", ""),
+                "calls": calls,
+                "undecoded": message.get("undecoded", False),
+            }
+        )
+    return found
+
+
+def with_recordings(plan: Plan, recorded: list[Any], source_id: str) -> Plan:
+    """`plan` with each replay trial's turns filled in from the recorded trial in its place;
+    a trial with no recording is an error before anything runs."""
+    by_key = {key_of(row): row for row in recorded}
+    missing = [t for t in plan.trials if spec_key(t) not in by_key]
+    if missing:
+        shown = ", ".join(
+            f"{t.model.id} · {t.prompt.id} · {t.scenario.id} #{t.repetition}" for t in missing[:5]
+        )
+        raise FarmError(
+            f"sweep {source_id} has no recorded trial for {len(missing)} of the "
+            f"{len(plan.trials)} trials to replay (e.g. {shown}): run it to the end first "
+            f"(`farm sweep resume {source_id}` or `farm run` again)"
+        )
+    trials = []
+    for trial in plan.trials:
+        script = turns(by_key[spec_key(trial)].transcript_json)
+        model = trial.model.model_copy(update={"script": script})
+        spec = trial.model_copy(update={"model": model})
+        trials.append(TrialSpec.model_validate(spec.model_dump() | {"trial_id": ""}))
+    return replace(plan, trials=trials)
+
+
+@dataclass
+class CallChange:
+    index: int
+    tool: str
+    what: str
+    """`result changed`, `now fails`, `now succeeds`, or `not made` / `new`."""
+    diff: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TrialChange:
+    key: Key
+    before: str
+    after: str
+    calls: list[CallChange] = field(default_factory=list)
+
+    @property
+    def outcome_changed(self) -> bool:
+        return self.before != self.after
+
+
+def _tool_results(transcript_json: str) -> list[str]:
+    return [m.get("content", "") for m in json.loads(transcript_json) if m.get("role") == "tool"]
+
+
+def _lines(text: str) -> list[str]:
+    try:
+        return json.dumps(json.loads(text), indent=2, sort_keys=True).splitlines()
+    except ValueError:
+        return text.splitlines()
+
+
+def result_diff(before: str, after: str) -> list[str]:
+    """A unified diff of two results, JSON compared as indented JSON; at most DIFF_LINES."""
+    lines = list(
+        difflib.unified_diff(_lines(before), _lines(after), "recorded", "now", n=1, lineterm="")
+    )
+    return lines[:DIFF_LINES] + (
+        [f"… {len(lines) - DIFF_LINES} more lines"] if len(lines) > DIFF_LINES else []
+    )
+
+
+def changes(
+    source: list[Any],
+    replayed: list[Any],
+    source_calls: dict[str, list[tuple[str, bool, str]]],
+    replayed_calls: dict[str, list[tuple[str, bool, str]]],
+) -> list[TrialChange]:
+    """Every trial whose outcome or whose calls' results differ between the recording and the
+    replay, in the recording's order; empty when the servers answered exactly as before."""
+    after = {key_of(row): row for row in replayed}
+    found = []
+    for row in source:
+        new = after.get(key_of(row))
+        if new is None:
+            continue
+        was_calls, now_calls = (
+            source_calls.get(row.trial_id, []),
+            replayed_calls.get(new.trial_id, []),
+        )
+        was_results, now_results = (
+            _tool_results(row.transcript_json),
+            _tool_results(new.transcript_json),
+        )
+        calls = []
+        for i in range(max(len(was_calls), len(now_calls))):
+            if i >= len(now_calls):
+                calls.append(CallChange(i, was_calls[i][0], "not made"))
+                continue
+            if i >= len(was_calls):
+                calls.append(CallChange(i, now_calls[i][0], "new"))
+                continue
+            (tool, was_ok, _), (_, now_ok, error) = was_calls[i], now_calls[i]
+            if was_ok and not now_ok:
+                calls.append(CallChange(i, tool, f"now fails: {error[:200]}"))
+            elif now_ok and not was_ok:
+                calls.append(CallChange(i, tool, "now succeeds"))
+            if i < len(was_results) and i < len(now_results) and was_results[i] != now_results[i]:
+                calls.append(
+                    CallChange(
+                        i, tool, "result changed", result_diff(was_results[i], now_results[i])
+                    )
+                )
+        if calls or row.outcome != new.outcome:
+            found.append(TrialChange(key_of(row), row.outcome or "", new.outcome or "", calls))
+    return found
