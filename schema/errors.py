@@ -9,6 +9,8 @@ recorded as `harness_error` with its traceback, never retried, and shown in red.
     │   └── ScenarioError            mcp_farm.scenarios.catalog: a scenario or suite is invalid
     ├── StoreError                   the results database could not be reached or written
     ├── MessageError                 a task payload or result does not fit its task
+    ├── PatternTimeout               mcp_farm.schema.parse.regexes: a scenario's or server's
+    │                                regex ran past its time budget (the worker: InfraError)
     ├── CodeRepoError                mcp_farm.scenarios.coderepo: a pinned checkout failed
     ├── RoutingError                 mcp_farm.scheduler.submission.routing: no queue serves a model
     ├── PreflightError               mcp_farm.scheduler.submission.preflight: an endpoint is unusable

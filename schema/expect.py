@@ -12,10 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from mcp_farm.schema.parse.patterns import (
-    checked_regex,
-    json_schema_problem,
-)
+from mcp_farm.schema.parse.patterns import json_schema_problem
+from mcp_farm.schema.parse.regexes import checked_regex
 from mcp_farm.schema.parse.strict import Strict
 
 MATCHER_KINDS = (

@@ -21,8 +21,13 @@ from urllib.parse import urlsplit
 MASK = "***"
 
 MASK_MIN_CHARS = 4
-"""Secret values shorter than this are not masked: a `1` or a `no` is no secret, and replacing
-every occurrence of it would garble the text."""
+"""In a message about one server, its environment values shorter than this are not masked: a
+`1` or a `no` is no secret, and replacing it would garble the message."""
+
+REMEMBER_MIN_CHARS = 8
+"""Secrets shorter than this are not masked everywhere: a short password (`farm`, `test`) is
+also a word of ordinary text, ids and paths, and masking every occurrence of it would garble
+what is stored. Give the farm's services longer secrets."""
 
 _KNOWN: set[str] = set()
 _KNOWN_LOCK = threading.Lock()
@@ -56,7 +61,7 @@ def has_credentials(url: str) -> bool:
 def remember_secret(value: str | None) -> None:
     """Mask `value` from now on, in this process, wherever `mask_secrets` runs."""
     global _known_pattern
-    if not value or len(value) < MASK_MIN_CHARS or value in _KNOWN:
+    if not value or len(value) < REMEMBER_MIN_CHARS or value in _KNOWN:
         return
     with _KNOWN_LOCK:
         _KNOWN.add(value)

@@ -17,7 +17,7 @@ from mcp_farm.schema.expect import ExpectedCall as ExpectedCall
 from mcp_farm.schema.expect import ParamMatcher as ParamMatcher
 from mcp_farm.schema.expect import Route
 from mcp_farm.schema.ids import digest
-from mcp_farm.schema.parse.patterns import checked_regex
+from mcp_farm.schema.parse.regexes import checked_regex
 from mcp_farm.schema.parse.strict import Strict
 from mcp_farm.schema.redact import has_credentials
 from mcp_farm.schema.vocab import (
@@ -392,7 +392,9 @@ class ModelTarget(Strict):
     """What changes results and must be recorded: chat template, tool parser, quantisation."""
     script: list[dict[str, Any]] | None = None
     """Only for the `scripted` adapter: the replies to give, in order (`think_s` on a reply:
-    seconds to wait before giving it, as a slow model would)."""
+    seconds to wait before giving it, as a slow model would). For `replay` (whose `model` is
+    the id of the sweep replayed), the farm fills it in per trial with that sweep's recorded
+    turns; a sweep file leaves it out."""
 
     stream: bool = Field(default=False, exclude_if=lambda on: on is False)
     """`openai` only: ask for a streamed reply (server-sent events) and record the time to

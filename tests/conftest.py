@@ -78,3 +78,14 @@ def redis_url() -> Iterator[str]:
     finally:
         client.flushdb()
         client.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_secrets_between_tests() -> Iterator[None]:
+    """Secrets the farm remembers (schema/redact.py) live for a process; a test starts with
+    none, so one test's key is never masked in another's results."""
+    from mcp_farm.schema.redact import forget_secrets
+
+    forget_secrets()
+    yield
+    forget_secrets()

@@ -1,13 +1,12 @@
-"""Checks for the patterns a scenario carries: regular expressions and JSON schemas.
+"""Checks for the JSON schemas a scenario carries (its regular expressions: `regexes`).
 
-A scenario is loaded long before it is graded. An expression or schema that cannot be applied
-must fail the load, naming the file and the field, instead of stopping a sweep half-way with a
-traceback when the first trial is graded.
+A scenario is loaded long before it is graded. A schema that cannot be applied must fail the
+load, naming the file and the field, instead of stopping a sweep half-way with a traceback when
+the first trial is graded.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from jsonschema import (
@@ -23,6 +22,8 @@ from jsonschema.validators import validator_for
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable  # jsonschema's own dependency (>= 4.18)
 from referencing.jsonschema import DRAFT202012
+
+from mcp_farm.schema.parse.regexes import regex_problem
 
 # Values a schema is tried on at load time: a schema that refers to itself without ever
 # constraining anything (`{"$ref": "#"}`) recurses forever on the first of them.
@@ -43,33 +44,12 @@ _DRAFTS = {
 }
 
 
-def regex_problem(pattern: str) -> str | None:
-    """Why `pattern` is not a usable regular expression, or None when it is."""
-    try:
-        re.compile(pattern, re.IGNORECASE | re.DOTALL)
-    except re.error as exc:
-        return f"invalid regular expression: {exc}"
-    except (OverflowError, RecursionError) as exc:
-        # A repeat count past the engine's limit, or groups nested past Python's stack.
-        return f"invalid regular expression: {type(exc).__name__}: {exc}"
-    return None
-
-
-def checked_regex(pattern: str | None) -> str | None:
-    """`pattern` unchanged when it compiles (or is absent); ValueError naming the problem
-    otherwise. The one body of every validator of a regex field."""
-    problem = regex_problem(pattern) if pattern is not None else None
-    if problem:
-        raise ValueError(problem)
-    return pattern
-
-
 def json_schema_problem(schema: dict[str, Any]) -> str | None:
     """Why `schema` is not a JSON schema the matchers can apply, or None when it is.
 
     Checked: the schema against its draft's metaschema (which also compiles its `pattern`s),
-    every `$ref` resolves inside the schema (nothing is fetched), and it does not recurse
-    without end.
+    every `$ref` resolves inside the schema (nothing is fetched), it does not recurse
+    without end, and no `pattern` in it holds a repeat inside a repeat (see `regexes`).
     """
     dialect = schema.get("$schema")
     if dialect is not None and (not isinstance(dialect, str) or dialect.rstrip("#") not in _DRAFTS):
@@ -91,7 +71,33 @@ def json_schema_problem(schema: dict[str, Any]) -> str | None:
         return "invalid JSON schema: it refers to itself without end"
     except OverflowError as exc:  # a `pattern` whose repeat count is past the engine's limit
         return f"invalid JSON schema: {exc}"
+    for pattern in _patterns(schema):
+        problem = regex_problem(pattern)
+        if problem:
+            return f"invalid JSON schema: pattern {pattern!r}: {problem}"
     return None
+
+
+_DATA = frozenset({"const", "enum", "default", "examples"})
+"""Keywords whose values are data, not schemas: a `pattern` key inside them is no pattern."""
+
+
+def _patterns(schema: Any) -> list[str]:
+    """Every `pattern` and `patternProperties` name in a schema, at any depth."""
+    found: list[str] = []
+    stack = [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            pattern, named = item.get("pattern"), item.get("patternProperties")
+            if isinstance(pattern, str):
+                found.append(pattern)
+            if isinstance(named, dict):
+                found.extend(str(k) for k in named)
+            stack.extend(v for k, v in item.items() if k not in _DATA)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
 
 
 def _refs(schema: Any) -> list[str]:

@@ -5,6 +5,7 @@ every trial recorded exactly once, nothing run twice that did not have to be."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -220,6 +221,10 @@ def test_a_broker_failing_mid_submit_is_resumed_with_each_trial_published_once(
     assert "sweep resume" in failed.stderr
     queued = client.llen("farm.hw.cpu")
     assert 0 < queued < total
+    # The count it gives is what the broker confirmed: exactly what its queue holds.
+    said = re.search(r"it had confirmed (\d+) of them", " ".join(failed.stderr.split()))
+    assert said is not None, failed.stderr
+    assert int(said.group(1)) == queued
 
     client.config_set("maxmemory", 0)
     sweep_id = farm.rows("select sweep_id from sweep")[0][0]

@@ -30,7 +30,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_farm.schema import ToolCallRecord
+from mcp_farm.schema import (
+    ToolCallRecord,
+    budgeted_finditer,
+    compiled_pattern,
+)
 from mcp_farm.workers.grading.normal import normalize_path
 from mcp_farm.workers.model.safejson import (
     UnreadableJson,
@@ -113,8 +117,9 @@ def _selected(result: str, key: str) -> list[Any]:
 
 def _captured(result: str, pattern: str) -> list[str]:
     """What `from_regex` captures in a result's text: group 1 of every match, or the match."""
-    compiled = re.compile(pattern)
-    return [m.group(1) if compiled.groups else m.group() for m in compiled.finditer(result)]
+    grouped = compiled_pattern(pattern, field="from_regex").groups > 0
+    found = budgeted_finditer(pattern, result, field="from_regex")
+    return [m.group(1) if grouped else m.group() for m in found]
 
 
 def _leaves(value: Any) -> Iterator[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,12 +12,13 @@ from referencing.exceptions import Unresolvable  # jsonschema's own dependency (
 from mcp_farm.schema import (
     OUTCOMES,
     Outcome,
+    PatternTimeout,
     Scenario,
     StopReason,
     ToolCallRecord,
+    budgeted_search,
 )
 from mcp_farm.workers.errors import InfraError
-from mcp_farm.workers.grading.matchers import answer_pattern
 from mcp_farm.workers.grading.schemacheck import schema_error
 from mcp_farm.workers.grading.steps import find
 from mcp_farm.workers.model.safejson import (
@@ -138,9 +140,14 @@ def _loop_or_answer(
         return Graded("tool_loop", loop or "repeated identical calls")
     if stop_reason != "answer" or final_answer is None:
         return Graded("output_mismatch", f"no final answer within {scenario.max_turns} turns")
-    if scenario.final_answer and not answer_pattern(scenario.final_answer).search(final_answer):
+    if scenario.final_answer and not _mentions(scenario.final_answer, final_answer):
         return Graded("output_mismatch", f"the answer does not mention /{scenario.final_answer}/")
     return Graded("pass", "")
+
+
+def _mentions(pattern: str, answer: str) -> bool:
+    """Whether the answer holds the scenario's `final_answer` pattern (case-insensitive)."""
+    return budgeted_search(pattern, answer, field="final_answer", flags=re.IGNORECASE) is not None
 
 
 def grade(
@@ -151,7 +158,24 @@ def grade(
     schemas: dict[str, dict[str, Any]],
     problem: str = "",
 ) -> Graded:
-    """The first outcome of the taxonomy that applies, in the order of `Outcome` (schema/vocab.py)."""
+    """The first outcome of the taxonomy that applies, in the order of `Outcome` (schema/vocab.py).
+
+    A pattern of the scenario that runs past its time budget raises InfraError naming the
+    scenario and the field: the trial cannot be graded, which is not the model's doing."""
+    try:
+        return _graded(scenario, calls, final_answer, stop_reason, schemas, problem)
+    except PatternTimeout as exc:
+        raise InfraError(f"scenario {scenario.id}: {exc}") from None
+
+
+def _graded(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    final_answer: str | None,
+    stop_reason: StopReason,
+    schemas: dict[str, dict[str, Any]],
+    problem: str,
+) -> Graded:
     if stop_reason in ("harness_error", "infra_error"):
         return Graded(stop_reason, problem)
     if stop_reason == "time_limit":

@@ -15,6 +15,7 @@ from referencing.exceptions import Unresolvable  # jsonschema's own dependency (
 from mcp_farm.schema import (
     ParamMatcher,
     SpecError,
+    budgeted_fullmatch,
 )
 from mcp_farm.workers.grading.chained import (
     Chain,
@@ -44,20 +45,6 @@ def _within(value: Any, target: float, tolerance: float) -> bool:
         return abs(float(value) - target) <= tolerance
     except OverflowError:  # an integer too large for a float is not near any number
         return False
-
-
-def _pattern(pattern: str, flags: int, field: str) -> re.Pattern[str]:
-    """A scenario's regular expression, compiled. Loading rejects invalid ones; one that still
-    fails here (a file changed under a running sweep) is the scenario's fault: SpecError."""
-    try:
-        return re.compile(pattern, flags)
-    except (re.error, OverflowError, RecursionError) as exc:
-        raise SpecError("scenario", field, f"invalid regular expression: {exc}") from None
-
-
-def answer_pattern(pattern: str) -> re.Pattern[str]:
-    """The compiled `final_answer` pattern (searched, case-insensitive)."""
-    return _pattern(pattern, re.IGNORECASE, "final_answer")
 
 
 def located(where: str, reason: str) -> str:
@@ -171,8 +158,8 @@ def _check_text(matcher: ParamMatcher, kind: str, value: str) -> str | None:
         ok = normalize(value) == normalize(matcher.normalized or "")
         return None if ok else f"expected {matcher.normalized!r}, got {shorten(value)}"
     if kind == "regex":
-        pattern = _pattern(matcher.regex or "", re.IGNORECASE | re.DOTALL, "regex")
-        ok = pattern.fullmatch(value) is not None
+        flags = re.IGNORECASE | re.DOTALL
+        ok = budgeted_fullmatch(matcher.regex or "", value, field="regex", flags=flags) is not None
         return None if ok else f"{shorten(value)} does not match /{matcher.regex}/"
     assert kind == "path", kind
     ok = normalize_path(value) == normalize_path(matcher.path or "")

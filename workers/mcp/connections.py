@@ -12,7 +12,12 @@ from typing import Any
 
 from mcp import ClientSession
 
-from mcp_farm.schema import DEFAULT_RESULT_CHARS, ServerDef
+from mcp_farm.schema import (
+    DEFAULT_RESULT_CHARS,
+    PatternTimeout,
+    ServerDef,
+    budgeted_search,
+)
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.pool import (
     LiveServer,
@@ -46,10 +51,17 @@ class Connected:
         return found.result_chars if found else DEFAULT_RESULT_CHARS
 
     def reported_error(self, server: str, text: str) -> bool:
-        """Whether a result the server did not flag is a failure by its `error_pattern`."""
+        """Whether a result the server did not flag is a failure by its `error_pattern`;
+        InfraError when the pattern runs past its time budget on the text."""
         found = self.servers.get(server)
         pattern = found.error_pattern if found else None
-        return pattern is not None and re.search(pattern, text, re.MULTILINE) is not None
+        if pattern is None:
+            return False
+        try:
+            hit = budgeted_search(pattern, text, field="error_pattern", flags=re.MULTILINE)
+        except PatternTimeout as exc:
+            raise InfraError(f"server {server}: {exc}") from None
+        return hit is not None
 
 
 def shown_name(server: str, tool: str, naming: str) -> str:
