@@ -69,16 +69,11 @@ def endpoint_judge(
     before anything is judged (the endpoint answers and serves the model)."""
     import os
 
+    from mcp_farm.scheduler.submission.expand import endpoint_target
     from mcp_farm.scheduler.submission.preflight import check_endpoints
-    from mcp_farm.schema import ModelTarget, get_settings
+    from mcp_farm.schema import get_settings
 
-    target = ModelTarget(
-        id=f"openai-{model}".replace("/", "-"),
-        adapter="openai",
-        model=model,
-        endpoint=endpoint,
-        api_key_env=api_key_env,
-    )
+    target = endpoint_target(endpoint, model, api_key_env=api_key_env)
     timeout_s = get_settings().preflight_timeout_s
     for note in check_endpoints([target], timeout_s=timeout_s, env=os.environ):
         console.print(f"[yellow]warning:[/yellow] {note}", highlight=False)

@@ -41,16 +41,23 @@ def load_sweep(path: Path) -> SweepSpec:
     return sweep
 
 
-def with_endpoint(sweep: SweepSpec, endpoint: str, model: str, hardware: str) -> SweepSpec:
-    """The same sweep, but served by one OpenAI-compatible endpoint instead of its models."""
-    target = ModelTarget(
+def endpoint_target(
+    endpoint: str, model: str, hardware: str = "cpu", api_key_env: str | None = None
+) -> ModelTarget:
+    """The model `model` at an OpenAI-compatible endpoint, named `openai-<model>`."""
+    return ModelTarget(
         id=f"openai-{model}".replace("/", "-"),
         adapter="openai",
         model=model,
         endpoint=endpoint,
         hardware=hardware,
+        api_key_env=api_key_env,
     )
-    return sweep.model_copy(update={"models": [target]})
+
+
+def with_endpoint(sweep: SweepSpec, endpoint: str, model: str, hardware: str) -> SweepSpec:
+    """The same sweep, but served by one OpenAI-compatible endpoint instead of its models."""
+    return sweep.model_copy(update={"models": [endpoint_target(endpoint, model, hardware)]})
 
 
 def wordings(sweep: SweepSpec, scenario: Scenario) -> list[tuple[int, int]]:
