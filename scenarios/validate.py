@@ -2,12 +2,17 @@
 
 Loading a suite for a sweep stops at the first error; a person fixing a file wants all of them:
 schema errors, duplicate ids, unknown servers, chained arguments that point forward, examples
-that do not match their own answer pattern, tools never given an example, and answer citations
-that do not exist in the suite's pinned tree.
+that do not match their own answer pattern, tools never given an example, answer citations
+that do not exist in the suite's pinned tree, and placeholders in server definitions that the
+farm does not fill in. Each problem names its line where the file has the field.
+
+What needs the workers' code (the steps' matchers, started servers) is checked by the task
+`farm.check_calls`, which checks the tools' names and schemas with `tool_checks`.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,17 +21,23 @@ from pydantic import ValidationError
 
 from mcp_farm.scenarios.catalog import (
     FIXTURES_DIR,
+    SERVERS_FILE,
     SUITES_DIR,
     is_file,
+    server_catalog,
     structural_problems,
     with_sandbox_paths,
 )
 from mcp_farm.schema import (
+    FILLED_BY_FIELD,
     Scenario,
+    ServerDef,
     SpecError,
     Suite,
     read_yaml,
     spec_errors,
+    unknown_placeholders,
+    with_lines,
 )
 
 
@@ -142,8 +153,58 @@ def _answer_problems(suite: Suite, source: str) -> list[SpecError]:
     return problems
 
 
+def _texts(server: ServerDef) -> list[tuple[str, str, str]]:
+    """(field, FILLED_BY_FIELD key, text) for every text of `server` that may hold placeholders."""
+    texts = [(f"command[{k}]", "command", a) for k, a in enumerate(server.command or [])]
+    texts += [(f"env.{k}", "env", v) for k, v in server.env.items()]
+    texts += [("url", "url", server.url)] if server.url else []
+    if server.shared is not None:
+        shared = server.shared
+        texts += [
+            (f"shared.command[{k}]", "shared.command", a) for k, a in enumerate(shared.command)
+        ]
+        texts += [("shared.url", "shared.url", shared.url)]
+        texts += [(f"shared.headers.{k}", "shared.headers", v) for k, v in shared.headers.items()]
+    return texts
+
+
+def _placeholder_problems(server: ServerDef, source: str, where: str) -> list[SpecError]:
+    """Each `{...}` in the server's definition that the farm does not fill in there: it would
+    reach the server as written. `where` is the server's field (`servers[2]`)."""
+    problems = []
+    for field, kind, text in _texts(server):
+        known = [f"{{{name}}}" for name in sorted(FILLED_BY_FIELD[kind])] + ["{env:VAR}"]
+        for written in unknown_placeholders(text, kind):
+            close = difflib.get_close_matches(written, known, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            problems.append(
+                SpecError(
+                    source,
+                    f"{where}.{field}",
+                    f"server {server.name!r}: {written} is not a placeholder the farm fills in "
+                    f"here, so the server would get it as written ({hint}known: {', '.join(known)})",
+                )
+            )
+    return problems
+
+
+def _server_problems(suite: Suite, source: str) -> list[SpecError]:
+    """Placeholder problems of the suite's own servers and of the catalogue servers its
+    scenarios attach (those named in the catalogue's file)."""
+    problems = []
+    for i, server in enumerate(suite.servers):
+        problems += _placeholder_problems(server, source, f"servers[{i}]")
+    own = {s.name for s in suite.servers}
+    attached = {name for s in suite.scenarios for name in s.servers}
+    for i, (name, server) in enumerate(server_catalog().items()):
+        if name in attached - own:
+            problems += _placeholder_problems(server, str(SERVERS_FILE), f"servers[{i}]")
+    return problems
+
+
 def check_file(path: Path) -> tuple[Suite | None, list[SpecError]]:
-    """The parsed suite (None if it does not parse) and every problem found in it."""
+    """The parsed suite (None if it does not parse) and every problem found in it that needs
+    no server started and no matcher applied, each with its line where the file has it."""
     source = str(path)
     try:
         data = read_yaml(path)
@@ -154,6 +215,7 @@ def check_file(path: Path) -> tuple[Suite | None, list[SpecError]]:
     try:
         suite = with_sandbox_paths(Suite.model_validate(data), path)
     except ValidationError as exc:
-        return None, spec_errors(exc, source)
+        return None, with_lines(spec_errors(exc, source))
     problems = structural_problems(suite, source) + _lint_problems(suite, source)
-    return suite, problems + _answer_problems(suite, source)
+    problems += _answer_problems(suite, source) + _server_problems(suite, source)
+    return suite, with_lines(problems)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         canonical_json,
         digest,
     )
+    from mcp_farm.schema.parse.lines import with_lines
     from mcp_farm.schema.parse.loading import (
         load_yaml_model,
         read_yaml,
@@ -59,6 +60,12 @@ if TYPE_CHECKING:
         budgeted_search,
         compiled_pattern,
     )
+    from mcp_farm.schema.placeholders import (
+        ENV_PLACEHOLDER,
+        FILLED_BY_FIELD,
+        fill_placeholders,
+        unknown_placeholders,
+    )
     from mcp_farm.schema.redact import (
         has_credentials,
         mask_known,
@@ -73,7 +80,6 @@ if TYPE_CHECKING:
     )
     from mcp_farm.schema.specs import (
         DEFAULT_RESULT_CHARS,
-        ENV_PLACEHOLDER,
         GRADER_VERSION,
         LOCAL_MODELS,
         ExpectedCall,
@@ -144,6 +150,7 @@ _HOMES: dict[str, str] = {
     "order_problems": "mcp_farm.schema.expect",
     "canonical_json": "mcp_farm.schema.ids",
     "digest": "mcp_farm.schema.ids",
+    "with_lines": "mcp_farm.schema.parse.lines",
     "load_yaml_model": "mcp_farm.schema.parse.loading",
     "read_yaml": "mcp_farm.schema.parse.loading",
     "require_unique": "mcp_farm.schema.parse.loading",
@@ -155,6 +162,10 @@ _HOMES: dict[str, str] = {
     "budgeted_fullmatch": "mcp_farm.schema.parse.regexes",
     "budgeted_search": "mcp_farm.schema.parse.regexes",
     "compiled_pattern": "mcp_farm.schema.parse.regexes",
+    "ENV_PLACEHOLDER": "mcp_farm.schema.placeholders",
+    "FILLED_BY_FIELD": "mcp_farm.schema.placeholders",
+    "fill_placeholders": "mcp_farm.schema.placeholders",
+    "unknown_placeholders": "mcp_farm.schema.placeholders",
     "has_credentials": "mcp_farm.schema.redact",
     "mask_known": "mcp_farm.schema.redact",
     "mask_secrets": "mcp_farm.schema.redact",
@@ -164,7 +175,6 @@ _HOMES: dict[str, str] = {
     "Settings": "mcp_farm.schema.settings",
     "get_settings": "mcp_farm.schema.settings",
     "DEFAULT_RESULT_CHARS": "mcp_farm.schema.specs",
-    "ENV_PLACEHOLDER": "mcp_farm.schema.specs",
     "ExpectedCall": "mcp_farm.schema.specs",
     "FewShot": "mcp_farm.schema.specs",
     "GRADER_VERSION": "mcp_farm.schema.specs",
@@ -209,6 +219,7 @@ _HOMES: dict[str, str] = {
 __all__ = [
     "DEFAULT_RESULT_CHARS",
     "ENV_PLACEHOLDER",
+    "FILLED_BY_FIELD",
     "GRADER_VERSION",
     "GROUNDINGS",
     "LOCAL_MODELS",
@@ -275,6 +286,7 @@ __all__ = [
     "canonical_json",
     "compiled_pattern",
     "digest",
+    "fill_placeholders",
     "get_settings",
     "has_credentials",
     "load_task",
@@ -288,7 +300,9 @@ __all__ = [
     "remember_url_password",
     "require_unique",
     "spec_errors",
+    "unknown_placeholders",
     "validate",
+    "with_lines",
 ]
 
 

@@ -29,13 +29,16 @@ class FarmError(Exception):
 
 
 class SpecError(FarmError):
-    """A YAML file or a spec value is invalid. The message names the file and the field."""
+    """A YAML file or a spec value is invalid. The message names the file and the field, and
+    the line where it is known (`file:line: field: problem`)."""
 
-    def __init__(self, source: str, field: str, problem: str) -> None:
+    def __init__(self, source: str, field: str, problem: str, line: int | None = None) -> None:
         self.source = source
         self.field = field
         self.problem = problem
-        where = f"{source}: {field}" if field else source
+        self.line = line  # 1-based, in `source`; given where the field was located
+        at = f"{source}:{line}" if line is not None else source
+        where = f"{at}: {field}" if field else at
         super().__init__(f"{where}: {problem}")
 
 

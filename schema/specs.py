@@ -19,6 +19,7 @@ from mcp_farm.schema.expect import Route
 from mcp_farm.schema.ids import digest
 from mcp_farm.schema.parse.regexes import checked_regex
 from mcp_farm.schema.parse.strict import Strict
+from mcp_farm.schema.placeholders import ENV_PLACEHOLDER as ENV_PLACEHOLDER
 from mcp_farm.schema.redact import has_credentials
 from mcp_farm.schema.vocab import (
     AdapterName,
@@ -32,9 +33,6 @@ ToolNaming = Literal["plain", "server_prefixed"]
 CallCounting = Literal["lenient", "strict"]
 """`lenient`: calls of an expected tool that match no step are allowed (a retry, a look);
 `strict`: each such call is `wrong_params`, and a repeated identical call a `tool_loop`."""
-
-ENV_PLACEHOLDER = re.compile(r"\{env:([^{}]*)\}")
-"""`{env:VAR}` in a server definition: VAR from the worker's environment at start time."""
 
 ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -29,7 +29,10 @@ from mcp_farm.scenarios.servers._sdk import (
     ToolError,
     serve,
 )
-from mcp_farm.schema import ServerDef
+from mcp_farm.schema import (
+    ServerDef,
+    fill_placeholders,
+)
 
 logger = logging.getLogger(__name__)
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -52,13 +55,13 @@ async def probe(server: ServerDef, attached: list[str]) -> list[Tool]:
                     await session.initialize()
                     return list((await session.list_tools()).tools)
             # The same placeholders the farm's server pool expands (workers/mcp/pool.py).
-            argv = [
-                a.replace("{python}", sys.executable)
-                .replace("{root}", str(ROOT.parent))
-                .replace("{sandbox}", str(sandbox))
-                .replace("{attached}", ",".join(attached))
-                for a in server.command or []
-            ]
+            values = {
+                "python": sys.executable,
+                "root": str(ROOT.parent),
+                "sandbox": str(sandbox),
+                "attached": ",".join(attached),
+            }
+            argv = [fill_placeholders(a, values) for a in server.command or []]
             params = StdioServerParameters(
                 command=argv[0], args=argv[1:], env=dict(server.env) or None, cwd=ROOT.parent
             )

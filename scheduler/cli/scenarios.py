@@ -11,10 +11,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mcp_farm.scheduler.cli.common import console
+from mcp_farm.scheduler.cli.common import (
+    DataDirOption,
+    console,
+    settings_from,
+)
 
 if TYPE_CHECKING:
-    from mcp_farm.schema import Scenario
+    from mcp_farm.schema import Scenario, Settings, SpecError
+    from mcp_farm.schema.tasks.messages import SuiteToCheck
 from mcp_farm.schema import Tier
 
 scenarios_app = typer.Typer(no_args_is_help=True, help="The scenario suites.")
@@ -114,24 +119,61 @@ def validate(
     paths: Annotated[
         list[Path] | None, typer.Argument(help="Suite files or folders; default: the bundled ones")
     ] = None,
+    servers: Annotated[
+        bool,
+        typer.Option(
+            "--servers/--no-servers",
+            help="Start the servers the suites attach (once each) and check every tool a "
+            "scenario names, and the shape of its matchers, against what they list",
+        ),
+    ] = True,
+    data_dir: DataDirOption = None,
 ) -> None:
-    """Check every suite file and print every problem; exit 1 if there is any."""
+    """Check every suite file and print every problem, with its line; exit 1 if there is any."""
     from mcp_farm.scenarios.validate import check_file, suite_files
+    from mcp_farm.schema.tasks.messages import SuiteToCheck
 
     files = suite_files(paths or [])
-    total = 0
-    scenarios = 0
-    for path in files:
-        suite, problems = check_file(path)
-        scenarios += len(suite.scenarios) if suite else 0
-        for problem in problems:
+    found = {str(path): check_file(path) for path in files}
+    parsed = [SuiteToCheck(source=k, suite=s) for k, (s, _) in found.items() if s is not None]
+    more = _call_problems(parsed, settings_from(data_dir=data_dir), start_servers=servers)
+    printed: set[str] = set()
+    for source, (_suite, problems) in found.items():
+        mine = [*problems, *(p for p in more if p.source == source)]
+        # In the order of the file (a catalogue server's problems after the file's own).
+        for problem in sorted(mine, key=lambda p: (p.source != source, p.line or 0)):
+            if str(problem) in printed:
+                continue  # a catalogue server's problem, met again through another suite
+            printed.add(str(problem))
             # Escaped: a problem quotes the file's values (a pattern like `[a-z]`), not markup.
             console.print(f"[red]✗[/red] {escape(str(problem))}", highlight=False)
-        total += len(problems)
-    if total:
-        console.print(f"[bold red]{total} problem(s)[/bold red] in {len(files)} file(s)")
+    if printed:
+        console.print(f"[bold red]{len(printed)} problem(s)[/bold red] in {len(files)} file(s)")
         raise typer.Exit(1)
+    scenarios = sum(len(s.suite.scenarios) for s in parsed)
     console.print(f"[green]ok[/green]: {len(files)} file(s), {scenarios} scenarios")
+
+
+def _call_problems(
+    suites: list[SuiteToCheck], settings: Settings, *, start_servers: bool
+) -> list[SpecError]:
+    """What the workers' code checks (`farm.check_calls`, found by name: the scheduler never
+    imports the workers): examples against their steps' matchers, and, with `start_servers`,
+    tool names and matcher shapes against what the servers list."""
+    from mcp_farm.schema import SpecError, load_task, with_lines
+    from mcp_farm.schema.tasks.messages import (
+        CallCheckRequest,
+        CallCheckResult,
+        read_result,
+    )
+
+    if not suites:
+        return []
+    request = CallCheckRequest(suites=suites, start_servers=start_servers)
+    with console.status("starting the suites' servers" if start_servers else "checking examples"):
+        reply = load_task("farm.check_calls")(request, settings)
+    result = read_result("farm.check_calls", reply, CallCheckResult)
+    return with_lines(SpecError(p.source, p.field, p.problem) for p in result.problems)
 
 
 def _tools(scenario: Scenario) -> str:

@@ -13,7 +13,10 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from mcp_farm.schema.errors import MessageError
-from mcp_farm.schema.specs import JudgeSettings
+from mcp_farm.schema.specs import (
+    JudgeSettings,
+    Suite,
+)
 from mcp_farm.schema.trial import TrialSpec
 from mcp_farm.schema.vocab import Outcome
 
@@ -53,6 +56,22 @@ class AnchorJudgingRequest(TaskMessage):
     folder: str
     rubric: str | None = None
     judge: JudgeSettings
+
+
+class SuiteToCheck(TaskMessage):
+    """One parsed suite and the file it came from."""
+
+    source: str
+    suite: Suite
+
+
+class CallCheckRequest(TaskMessage):
+    """`farm.check_calls`: check each suite's example calls against the steps' own matchers
+    and, when `start_servers`, its tool names and matcher shapes against the tools its servers
+    list (each server started once, whichever suites use it)."""
+
+    suites: list[SuiteToCheck]
+    start_servers: bool = True
 
 
 # ---- results --------------------------------------------------------------------------------
@@ -132,6 +151,20 @@ class AnchorJudgingResult(TaskMessage):
     judge_s: float
 
 
+class SpecProblem(TaskMessage):
+    """A problem in a spec file, as a `SpecError` names it."""
+
+    source: str
+    field: str
+    problem: str
+
+
+class CallCheckResult(TaskMessage):
+    problems: list[SpecProblem]
+    """Every problem found, suite by suite in the request's order."""
+    servers_started: int
+
+
 # ---- reading --------------------------------------------------------------------------------
 
 PAYLOADS: dict[str, Any] = {
@@ -140,6 +173,7 @@ PAYLOADS: dict[str, Any] = {
     "farm.requeue_orphans": RequeueRequest,
     "farm.rescore_trial": RescoreRequest,
     "farm.judge_anchors": AnchorJudgingRequest,
+    "farm.check_calls": CallCheckRequest,
 }
 RESULTS: dict[str, Any] = {
     "farm.run_trial": TrialSummary,
@@ -147,6 +181,7 @@ RESULTS: dict[str, Any] = {
     "farm.requeue_orphans": RequeueResult,
     "farm.rescore_trial": RescoreResult,
     "farm.judge_anchors": AnchorJudgingResult,
+    "farm.check_calls": CallCheckResult,
 }
 
 M = TypeVar("M")

@@ -38,6 +38,7 @@ from mcp_farm.scenarios import (
 from mcp_farm.schema import (
     ENV_PLACEHOLDER,
     ServerDef,
+    fill_placeholders,
     remember_secret,
 )
 from mcp_farm.schema.redact import MASK, MASK_MIN_CHARS
@@ -77,14 +78,25 @@ class LiveServer:
     `instructions`), shown to the model as real clients show it."""
 
 
-def _expand(arg: str, sandbox: Path | None, attached: list[str], port: int | None = None) -> str:
-    return (
-        arg.replace("{python}", sys.executable)
-        .replace("{root}", str(REPO_ROOT))
-        .replace("{sandbox}", str(sandbox) if sandbox else "")
-        .replace("{attached}", ",".join(attached))
-        .replace("{port}", str(port) if port is not None else "{port}")
-    )
+def _expand(
+    arg: str,
+    sandbox: Path | None,
+    attached: list[str],
+    port: int | None = None,
+    sandboxes: Path | None = None,
+) -> str:
+    values = {
+        "python": sys.executable,
+        "root": str(REPO_ROOT),
+        "sandbox": str(sandbox) if sandbox else "",
+        "attached": ",".join(attached),
+    }
+    # Left as written when not given: `_key` builds keys from the definition as written.
+    if port is not None:
+        values["port"] = str(port)
+    if sandboxes is not None:
+        values["sandboxes"] = str(sandboxes)
+    return fill_placeholders(arg, values)
 
 
 @dataclass(frozen=True)
@@ -115,9 +127,14 @@ class _Filler:
         self.taken: list[str] = []
 
     def __call__(
-        self, text: str, sandbox: Path | None, attached: list[str], port: int | None = None
+        self,
+        text: str,
+        sandbox: Path | None,
+        attached: list[str],
+        port: int | None = None,
+        sandboxes: Path | None = None,
     ) -> str:
-        return ENV_PLACEHOLDER.sub(self._value, _expand(text, sandbox, attached, port))
+        return ENV_PLACEHOLDER.sub(self._value, _expand(text, sandbox, attached, port, sandboxes))
 
     def _value(self, match: re.Match[str]) -> str:
         name = match.group(1)
@@ -156,10 +173,7 @@ def shared_launch(
     and headers, `{sandbox}` and `{attached}` filled in)."""
     assert server.shared is not None
     fill = _Filler(server, environ)
-    argv = [
-        fill(a.replace("{sandboxes}", str(sandboxes)), None, attached, port)
-        for a in server.shared.command
-    ]
+    argv = [fill(a, None, attached, port, sandboxes) for a in server.shared.command]
     env = {k: fill(v, None, attached, port) for k, v in server.env.items()}
     url = fill(server.shared.url, None, attached, port)
     headers = {k: fill(v, sandbox, attached, port) for k, v in server.shared.headers.items()}

@@ -1,0 +1,141 @@
+"""Check a suite against the tools its servers list: every tool a scenario names must be one
+its servers offer, and an array or object matcher must judge an argument the tool takes as one.
+
+Pure: the tool lists come in (`farm scenarios validate` starts the servers to get them);
+a server whose list is missing is not judged here.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from mcp_farm.schema import (
+    ExpectedCall,
+    ParamMatcher,
+    Scenario,
+    SpecError,
+    Suite,
+)
+
+ToolSchemas = Mapping[str, Mapping[str, dict[str, Any]]]
+"""Server name → the tools it lists, by name → each tool's input schema."""
+
+SHAPES = {"items": "array", "contains": "array", "keys": "object"}
+"""The JSON type each matcher kind judges."""
+
+
+def tool_problems(suite: Suite, source: str, tools: ToolSchemas) -> list[SpecError]:
+    """Setup calls, steps (every alternative, every route) and `allowed_extra` tools that no
+    attached server lists, and matchers whose shape the tool's input schema rules out."""
+    problems: list[SpecError] = []
+    for i, scenario in enumerate(suite.scenarios):
+        if scenario.open_tools:  # its servers change with the tool set; no tool is named
+            continue
+        found = _setup_problems(scenario, tools) + _step_problems(scenario, tools)
+        found += [
+            (f"allowed_extra[{k}]", problem)
+            for k, name in enumerate(scenario.allowed_extra)
+            if (problem := _unlisted(name, scenario.servers, tools))
+        ]
+        problems += [SpecError(source, f"scenarios[{i}].{f}", p) for f, p in found]
+    return problems
+
+
+def _setup_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, str]]:
+    found = []
+    for k, call in enumerate(scenario.setup):
+        if call.server is None and len(scenario.servers) > 1:
+            continue  # which server it seeds is a structural problem of its own
+        problem = _unlisted(call.tool, [call.server or scenario.servers[0]], tools)
+        if problem:
+            found.append((f"setup[{k}].tool", problem))
+    return found
+
+
+def _step_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, str]]:
+    found = []
+    for at, steps in scenario.step_lists():
+        for j, step in enumerate(steps):
+            servers = [step.server] if step.server else scenario.servers
+            for n, name in enumerate(step.names):
+                where = f"{at}[{j}].tool" + ("" if isinstance(step.tool, str) else f".one_of[{n}]")
+                problem = _unlisted(name, servers, tools)
+                if problem:
+                    found.append((where, problem))
+                    continue
+                schema = next((tools[s][name] for s in servers if name in tools.get(s, {})), None)
+                if schema is not None:
+                    block = f"{at}[{j}].{_block(step, n, name)}"
+                    found += _shape_problems(step.params_for(name), schema, name, block)
+    return found
+
+
+def _block(step: ExpectedCall, n: int, name: str) -> str:
+    """The field of the params block that judges a call of `name`, alternative n of the step."""
+    own = not isinstance(step.tool, str) and step.tool.own_params(name) is not None
+    return f"tool.one_of[{n}].params" if own else "params"
+
+
+def _unlisted(name: str, servers: list[str], tools: ToolSchemas) -> str | None:
+    """Why `name` is not a tool of any of `servers`, when every one of them has its list."""
+    if any(s not in tools for s in servers):
+        return None  # a server that did not start (reported on its own), or an unknown one
+    offered = sorted({tool for s in servers for tool in tools[s]})
+    if name in offered:
+        return None
+    which = " or ".join(servers)
+    close = difflib.get_close_matches(name, offered, n=3)
+    if close:
+        return f"{name!r} is not a tool of {which}; did you mean {', '.join(map(repr, close))}?"
+    return f"{name!r} is not a tool of {which}, which list{'s' * (len(servers) == 1)}: " + (
+        ", ".join(offered) or "no tools"
+    )
+
+
+def _shape_problems(
+    params: dict[str, ParamMatcher], schema: dict[str, Any], tool: str, block: str
+) -> list[tuple[str, str]]:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return []
+    return [
+        (f"{block}.{arg}{below}", problem)
+        for arg, matcher in params.items()
+        for below, problem in _shape(matcher, properties.get(arg), tool, arg)
+    ]
+
+
+def _shape(
+    matcher: ParamMatcher, schema: Any, tool: str, arg: str, below: str = ""
+) -> list[tuple[str, str]]:
+    """(path below the argument, problem) where a matcher judges an array or an object that
+    the schema says is something else; schemas without a plain `type` are not judged."""
+    while matcher.optional is not None:
+        below, matcher = f"{below}.optional", matcher.optional
+    if not isinstance(schema, dict):
+        return []
+    types = schema.get("type")
+    types = {types} if isinstance(types, str) else set(types) if isinstance(types, list) else None
+    wanted = {SHAPES[k] for k in matcher.kinds if k in SHAPES}
+    if types is not None and wanted and not wanted & types:
+        kinds = "/".join(f"`{k}`" for k in matcher.kinds)
+        said = " or ".join(sorted(str(t) for t in types))
+        return [
+            (
+                below,
+                f"{kinds} judges an {wanted.pop()}, but {tool}'s input schema types "
+                f"{arg}{below} as {said}: no call could meet it",
+            )
+        ]
+    found = []
+    properties = schema.get("properties")
+    for key, child in (matcher.keys or {}).items():
+        inner = properties.get(key) if isinstance(properties, dict) else None
+        found += _shape(child, inner, tool, arg, f"{below}.keys.{key}")
+    for name in ("items", "contains"):
+        child = getattr(matcher, name)
+        if isinstance(child, ParamMatcher):
+            found += _shape(child, schema.get("items"), tool, arg, f"{below}.{name}")
+    return found

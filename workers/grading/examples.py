@@ -1,0 +1,46 @@
+"""Does each step's `example` call meet the step's own matchers? The self-checks replay it as
+the ideal agent's call, so one that does not is a scenario that fails its own grading."""
+
+from __future__ import annotations
+
+from mcp_farm.schema import (
+    ExpectedCall,
+    FarmError,
+    Scenario,
+)
+from mcp_farm.workers.grading.matchers import (
+    absent_problem,
+    check,
+    located,
+)
+
+
+def example_problems(scenario: Scenario, where: str) -> list[tuple[str, str]]:
+    """(field, problem) for each argument of a step's example that its matcher refuses.
+    Arguments derived from an earlier step's result are not judged: no result is at hand."""
+    found = []
+    for at, steps in scenario.step_lists():
+        for j, step in enumerate(steps):
+            if step.example is not None:
+                field = f"{where}.{at}[{j}].example"
+                found += [(field + f, p) for f, p in _step_problems(step, step.example)]
+    return found
+
+
+def _step_problems(step: ExpectedCall, example: dict[str, object]) -> list[tuple[str, str]]:
+    tool = step.names[0]  # the tool the ideal agent calls
+    found = []
+    for arg, matcher in step.params_for(tool).items():
+        if matcher.sources():
+            continue
+        if arg not in example:
+            if absent_problem(matcher):
+                found.append(("", f"leaves out {arg!r}, which the step's matcher requires"))
+            continue
+        try:
+            reason = check(matcher, example[arg])
+        except FarmError as exc:  # a matcher that cannot be applied (a pattern past its budget)
+            reason = str(exc)
+        if reason:
+            found.append((f".{arg}", f"breaks the step's own matcher: {located(arg, reason)}"))
+    return found

@@ -1,0 +1,179 @@
+"""Task `farm.check_calls`: what `farm scenarios validate` cannot check without the workers.
+
+Each step's example call is judged by the step's own matchers (the grader's code), and each
+server the suites attach is started once, the way a trial starts it, to list its tools; the
+suites' tool names and matcher shapes are then checked against those lists
+(mcp_farm.scenarios.tool_checks). A server that cannot start is one problem, not a traceback.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_farm.scenarios import (
+    sandbox_source,
+    server_catalog,
+)
+from mcp_farm.scenarios.tool_checks import tool_problems
+from mcp_farm.schema import (
+    ServerDef,
+    Settings,
+    Suite,
+    fill_placeholders,
+)
+from mcp_farm.schema.tasks.messages import (
+    CallCheckRequest,
+    CallCheckResult,
+    SpecProblem,
+    SuiteToCheck,
+    read_message,
+)
+from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.grading.examples import example_problems
+from mcp_farm.workers.mcp.pool import (
+    REPO_ROOT,
+    ServerPool,
+)
+
+STARTS_AT_ONCE = 4
+"""Servers started side by side: most of a start is waiting on a process's imports."""
+
+THIRD_PARTY = REPO_ROOT / ".tools"
+"""Where `bash scripts/setup.sh --dev` installs the third-party servers."""
+
+SKIP_HINT = "or pass --no-servers to skip starting servers"
+
+
+def check_calls(
+    payload: CallCheckRequest | dict[str, Any], settings: Settings, **_options: Any
+) -> CallCheckResult:
+    """Task `farm.check_calls`. It runs its own event loop: call it outside one (the CLI)."""
+    request = read_message("farm.check_calls", payload, CallCheckRequest)
+    used = [(each, _attached(each.suite)) for each in request.suites]
+    servers: dict[str, ServerDef] = {}
+    if request.start_servers:
+        for _each, attached in used:
+            servers.update({_key(s): s for s in attached.values()})
+    root = settings.data_dir / "validate"
+    tools, failed = anyio.run(_list_all, servers, root, settings.server_start_timeout_s)
+    if not failed:
+        shutil.rmtree(root, ignore_errors=True)  # else its servers.log holds their stderr
+    problems: list[SpecProblem] = []
+    reported: set[str] = set()  # servers whose failure is reported: once, where first used
+    for each, attached in used:
+        problems += [
+            SpecProblem(source=each.source, field=field, problem=problem)
+            for i, scenario in enumerate(each.suite.scenarios)
+            for field, problem in example_problems(scenario, f"scenarios[{i}]")
+        ]
+        if request.start_servers:
+            problems += _tool_problems(each, attached, tools, failed, reported)
+    return CallCheckResult(problems=problems, servers_started=len(tools))
+
+
+def _tool_problems(
+    each: SuiteToCheck,
+    attached: dict[str, ServerDef],
+    tools: dict[str, dict[str, dict[str, Any]]],
+    failed: dict[str, str],
+    reported: set[str],
+) -> list[SpecProblem]:
+    """The suite's servers that did not start (those not reported yet), then its tools and
+    matchers checked against the lists of those that did."""
+    problems = []
+    for name, server in attached.items():
+        key = _key(server)
+        if key in failed and key not in reported:
+            reported.add(key)
+            field = _first_use(each.suite, name)
+            problems.append(SpecProblem(source=each.source, field=field, problem=failed[key]))
+    listed = {name: tools[_key(s)] for name, s in attached.items() if _key(s) in tools}
+    return problems + [
+        SpecProblem(source=p.source, field=p.field, problem=p.problem)
+        for p in tool_problems(each.suite, each.source, listed)
+    ]
+
+
+def _key(server: ServerDef) -> str:
+    return server.model_dump_json()
+
+
+def _attached(suite: Suite) -> dict[str, ServerDef]:
+    """The known servers that the suite's named-tool scenarios attach, by name; not those
+    whose sandbox folder is missing (reported where the suite is loaded)."""
+    known = {**server_catalog(), **{s.name: s for s in suite.servers}}
+    names = {n for s in suite.scenarios if not s.open_tools for n in s.servers if n in known}
+    return {name: known[name] for name in sorted(names) if _startable(known[name])}
+
+
+def _startable(server: ServerDef) -> bool:
+    folder = sandbox_source(server)
+    try:
+        return folder is None or folder.is_dir()
+    except (OSError, ValueError):  # a name the OS refuses
+        return False
+
+
+def _first_use(suite: Suite, name: str) -> str:
+    """Where a server that failed is reported: its definition in the suite, or the first
+    scenario that attaches it."""
+    for k, server in enumerate(suite.servers):
+        if server.name == name:
+            return f"servers[{k}]"
+    for i, scenario in enumerate(suite.scenarios):
+        if name in scenario.servers:
+            return f"scenarios[{i}].servers[{scenario.servers.index(name)}]"
+    return ""
+
+
+def _not_installed(server: ServerDef) -> str | None:
+    """A path under .tools/ that the server's command runs and that is not there."""
+    for arg in server.command or []:
+        path = Path(fill_placeholders(arg, {"root": str(REPO_ROOT)}))
+        if path.is_relative_to(THIRD_PARTY) and not path.exists():
+            return (
+                f"server {server.name!r} is not installed here ({path} is missing): "
+                f"`bash scripts/setup.sh --dev` installs the third-party servers into "
+                f".tools/, {SKIP_HINT}"
+            )
+    return None
+
+
+async def _list_all(
+    servers: dict[str, ServerDef], root: Path, start_timeout_s: float
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, str]]:
+    """Each server's tools (name → input schema), or why it could not be listed, by key."""
+    tools: dict[str, dict[str, dict[str, Any]]] = {}
+    failed: dict[str, str] = {}
+    if not servers:
+        return tools, failed
+    limiter = anyio.CapacityLimiter(STARTS_AT_ONCE)
+    async with anyio.create_task_group() as keepers:
+        pool = ServerPool(keepers, root, start_timeout_s)
+
+        async def list_one(key: str, server: ServerDef) -> None:
+            missing = _not_installed(server)
+            if missing:
+                failed[key] = missing
+                return
+            async with limiter:
+                try:
+                    live = await pool.acquire(server, [server.name])
+                except (InfraError, OSError) as exc:  # OSError: its sandbox could not be copied
+                    said = str(exc) if isinstance(exc, InfraError) else f"{server.name!r}: {exc}"
+                    failed[key] = (
+                        f"{said}; its tools were not checked: fix its definition, {SKIP_HINT}"
+                    )
+                    return
+            tools[key] = {t.name: dict(t.input_schema or {}) for t in live.tools}
+            pool.release(live, healthy=False)  # stopped: nothing else will use it
+
+        async with anyio.create_task_group() as starting:
+            for key, server in servers.items():
+                starting.start_soon(list_one, key, server)
+    pool.close()
+    return tools, failed
