@@ -157,7 +157,8 @@ def changes(
     found = []
     for row in source:
         new = after.get(key_of(row))
-        if new is None:
+        if new is None:  # not recorded by the replay (cancelled, or still running)
+            found.append(TrialChange(key_of(row), row.outcome or "", "not replayed"))
             continue
         was_calls, now_calls = (
             source_calls.get(row.trial_id, []),

@@ -118,3 +118,23 @@ def test_replaying_a_sweep_without_recordings_is_a_clear_error_before_anything_r
         with_recordings(plan, [], "s-1")
     unknown = farm("replay", "no-such-sweep", data=tmp_path / "data")
     assert unknown.returncode == 2 and "no sweep 'no-such-sweep'" in unknown.stderr
+
+
+def test_a_trial_the_replay_did_not_record_is_listed_not_skipped() -> None:
+    from types import SimpleNamespace
+
+    from mcp_farm.scheduler.submission.replay import changes
+
+    row = SimpleNamespace(
+        trial_id="t1",
+        model_id="ideal",
+        prompt_id="native",
+        scenario_id="orders.cancel",
+        toolset="",
+        repetition=0,
+        variant=0,
+        outcome="pass",
+        transcript_json="[]",
+    )
+    [found] = changes([row], [], {}, {})
+    assert (found.before, found.after, found.calls) == ("pass", "not replayed", [])
