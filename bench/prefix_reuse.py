@@ -114,16 +114,13 @@ def _print(
     console.print(table)
     off, on = (sum(t[2] for t in found[r][1].values()) for r in (False, True))
     console.print(f"time in the model: {100 * (1 - on / off):.0f}% less with reuse")
-    same = {k: v[:2] for k, v in found[False][1].items()} == {
-        k: v[:2] for k, v in found[True][1].items()
-    }
-    differ = [
-        k for k in found[False][1] if found[False][1][k][:2] != found[True][1].get(k, ("", ""))[:2]
-    ]
+    before, after = found[False][1], found[True][1]
+    keys = [*before, *(k for k in after if k not in before)]
+    differ = [k for k in keys if before.get(k, ("", ""))[:2] != after.get(k, ("", ""))[:2]]
     console.print(
-        "every trial ended the same way in both runs"
-        if same
-        else f"{len(differ)} trial(s) ended differently: {', '.join(map(str, differ[:10]))}"
+        f"{len(differ)} trial(s) ended differently: {', '.join(map(str, differ[:10]))}"
+        if differ
+        else "every trial ended the same way in both runs"
     )
 
 

@@ -50,22 +50,24 @@ class Listing:
     """Why there is no list, for a warning."""
 
 
-def openai_targets(sweep: SweepSpec) -> list[ModelTarget]:
-    """Every model of the sweep that is reached over HTTP: the agents and the judge."""
+def targets_of(sweep: SweepSpec, adapter: str) -> list[ModelTarget]:
+    """Every model of the sweep served by `adapter`: the agents and the judge."""
     targets = list(sweep.models)
     if sweep.judge is not None and sweep.judge.model is not None:
         targets.append(sweep.judge.model)
-    return [t for t in targets if t.adapter == "openai"]
+    return [t for t in targets if t.adapter == adapter]
+
+
+def openai_targets(sweep: SweepSpec) -> list[ModelTarget]:
+    """Every model of the sweep that is reached over HTTP: the agents and the judge."""
+    return targets_of(sweep, "openai")
 
 
 def local_problems(sweep: SweepSpec) -> list[str]:
     """Why this machine cannot load the sweep's `local` models (agents and judge), one line
     each, naming the command that fixes it; empty when it can. Looks modules up without
     importing them, so it costs nothing when all is well."""
-    targets = list(sweep.models)
-    if sweep.judge is not None and sweep.judge.model is not None:
-        targets.append(sweep.judge.model)
-    local = [t for t in targets if t.adapter == "local"]
+    local = targets_of(sweep, "local")
     if not local:
         return []
     if find_spec("llama_cpp") is None:
