@@ -202,8 +202,8 @@ def requeue_orphans(
 ) -> RequeueResult:
     """Task function (`farm.requeue_orphans`): give every lapsed trial of every active sweep
     back to its queue, and restore pending trials' messages stranded with a dead worker. Run
-    by the control worker every heartbeat; with `{"act": false}` it only counts lapsed trials
-    (the reaper's first look after the database was away)."""
+    every heartbeat by the worker holding the reaper lease (workers/node/reaper.py); with
+    `{"act": false}` it only counts lapsed trials (a first look after the database was away)."""
     request = read_message("farm.requeue_orphans", payload, RequeueRequest)
     engine = make_engine(settings.resolved_database_url())
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from mcp_farm.schema.settings import STALE_AFTER_BEATS
 from tests.distributed.conftest import Farm, wait_until
 from tests.distributed.test_farm import counts
 from tests.faults.conftest import OwnRedis
@@ -84,6 +85,11 @@ def test_the_reaper_killed_again_and_again_delays_recovery_by_at_most_a_stale_wi
         procs[holder] = farm.worker("cpu", holder, "--concurrency", "2")  # it comes back
     wait_until(lambda: counts(farm, sweep_id) == {"done": total}, 600, "every trial recorded")
     print(f"\nthe reaper's own trials ran elsewhere after {', '.join(f'{t:.1f}' for t in took)} s")
+    # Without a kill, recovery takes a stale window and a reaper's beat; killing the reaper may
+    # add at most one more stale window (its lease lapses meanwhile), plus starting slack.
+    beat = float(farm.env["FARM_HEARTBEAT_S"])
+    bound = 2 * STALE_AFTER_BEATS * beat + 2 * beat + 10
+    assert max(took) <= bound, f"recovery took {max(took):.1f} s, over {bound:.0f} s"
     rows = trial_rows(farm, sweep_id)
     assert len(rows) == total and {outcome for outcome, _ in rows.values()} == {"pass"}
     assert tool_calls(farm, sweep_id) == total  # no trial recorded twice

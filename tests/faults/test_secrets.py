@@ -32,6 +32,7 @@ pytestmark = pytest.mark.faults
 API_KEY = "sk-echo-7d3a91c2"
 TOKEN = "tok-leak-5e8b20"
 DB_PASSWORD = "pg-secret-31c9"  # at least REMEMBER_MIN_CHARS long, as every secret here
+BROKER_PASSWORD = "rd-secret-84f2"
 ENVINFO = Path(__file__).resolve().parents[1] / "servers" / "envinfo.py"
 
 
@@ -136,3 +137,29 @@ def test_short_values_are_not_secrets_and_urls_are_masked_when_shown() -> None:
     assert mask_secrets("mcp-farm run") == "mcp-farm run"
     shown = mask_secrets("redis://:hunter22@head:6379/0 and ?api_key=abc")
     assert "hunter22" not in shown and "abc" not in shown
+
+
+def test_the_broker_password_is_masked_when_logged_stored_or_shown(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mcp_farm.scheduler.cli import app as cli
+    from mcp_farm.schema.tasks.broker import make_celery
+
+    make_celery(Settings(broker_url=f"redis://:{BROKER_PASSWORD}@127.0.0.1:1/0"))  # not connected
+    said = f"NOAUTH: password {BROKER_PASSWORD} refused"
+    with caplog.at_level(logging.WARNING):
+        logging.getLogger("mcp_farm.test").warning("publish failed: %s", said)
+    assert BROKER_PASSWORD not in caplog.text and "password *** refused" in caplog.text
+    assert storable({"detail": said}) == {"detail": "NOAUTH: password *** refused"}
+
+    def refused() -> None:  # the command's own error, as `farm sweep submit` would raise it
+        raise StoreError(said)
+
+    monkeypatch.setattr(cli, "app", refused)
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    assert exited.value.code == 2
+    shown = capsys.readouterr().err
+    assert BROKER_PASSWORD not in shown and "password *** refused" in shown

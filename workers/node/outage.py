@@ -1,4 +1,4 @@
-"""An expected outage (the results database away) in the log as an admin wants it: one line
+"""An expected outage (the results database or the broker away) in the log as an admin wants it: one line
 when it starts, a summary with counts every `SUMMARY_S` while it lasts, one line when it ends.
 
 Heartbeats, lease renewals, the reaper's checks and trial saves all meet the same outage; each
@@ -84,3 +84,6 @@ class Outage:
 
 DATABASE = Outage("the results database is")
 """The outage every database step of a worker process reports to."""
+
+BROKER = Outage("the broker (Redis) is")
+"""The outage the reaper's lease checks report to when Redis does not answer."""

@@ -22,11 +22,12 @@ import time
 from typing import Any
 
 import redis
+from kombu.exceptions import OperationalError as KombuError
 from sqlalchemy.exc import SQLAlchemyError
 
 from mcp_farm.schema import Settings, StoreError, load_task
 from mcp_farm.schema.tasks.messages import RequeueRequest, RequeueResult, read_result
-from mcp_farm.workers.node.outage import DATABASE
+from mcp_farm.workers.node.outage import BROKER, DATABASE
 
 logger = logging.getLogger(__name__)
 
@@ -112,14 +113,23 @@ class Reaper:
         if self.reach.for_s() < self.settings.stale_after_s():
             return 0  # not ready: leave the lease to a worker that is
         try:
-            if not self.holds_lease():
-                return 0
+            held = self.holds_lease()
+        except redis.RedisError as exc:  # the broker is away: expected, said quietly
+            BROKER.failed("reaper lease", exc)
+            return 0
+        BROKER.ok()
+        if not held:
+            return 0
+        try:
             task = load_task("farm.requeue_orphans")
             done = read_result(
                 "farm.requeue_orphans", task(RequeueRequest(act=True), self.settings), RequeueResult
             )
         except (SQLAlchemyError, StoreError) as exc:  # the database is away: expected
             DATABASE.failed("reaper check", exc)
+            return 0
+        except (redis.RedisError, KombuError) as exc:  # the broker went away mid-pass
+            BROKER.failed("reaper requeue", exc)
             return 0
         except Exception:  # a boundary: the reaper must outlive any outage
             logger.warning("could not look for abandoned trials", exc_info=True)

@@ -4,11 +4,15 @@ dies; and a worker that has not reached the database for a full stale window doe
 
 from __future__ import annotations
 
+import logging
 import time
 
+import pytest
 import redis
 
 from mcp_farm.schema import Settings
+from mcp_farm.workers.mcp.shared import free_port
+from mcp_farm.workers.node.outage import BROKER
 from mcp_farm.workers.node.reaper import LEASE_KEY, Reachability, Reaper
 
 
@@ -60,3 +64,21 @@ def test_reachability_breaks_on_a_lost_heartbeat() -> None:
     assert reach.for_s() == 0.0
     reach.reached()
     assert 0.0 <= reach.for_s() < 1
+
+
+def test_a_broker_outage_is_one_line_for_the_reaper_not_a_traceback_a_beat(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = Settings(broker_url=f"redis://127.0.0.1:{free_port()}/0", heartbeat_s=0.2)
+    reaper = Reaper(settings, ready(), "cut-off")
+    caplog.set_level(logging.INFO)
+    try:
+        assert [reaper.sweep_once() for _ in range(20)] == [0] * 20
+    finally:
+        BROKER.ok()  # this test's outage ends here, not in the next test
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith("the broker (Redis) is unreachable (reaper lease: ConnectionError")
+    assert lines[-1].startswith("the broker (Redis) is reachable again after ")
+    assert "20 reaper lease failed" in lines[-1]
+    assert len(lines) == 2, lines
+    assert not any(r.exc_info for r in caplog.records)
