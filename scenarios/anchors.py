@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ ANCHORS_DIR = ROOT / "anchors"
 LOCKFILE = "anchors.lock"
 GOLD = "gold.yaml"
 MIN_ANCHORS = 3
+HEX = re.compile(r"[0-9a-f]*")
 THRESHOLD = 0.85
 """Spearman's ρ between the judge's and the gold scores that a rubric/judge must reach, unless
 the lock was written with another."""
@@ -188,18 +190,71 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _hash(value: Any) -> str:
+    """A hash as written in the lock, for comparing: case and surrounding spaces aside."""
+    return str(value).strip().lower() if value is not None else ""
+
+
 def _apart(a: str, b: str) -> tuple[str, str]:
     """Two different hashes shortened to where they differ (12 characters at least), so
-    they never print alike."""
+    they never print alike; anything but lowercase hex digits is shown escaped (`ascii`), so
+    a space or a look-alike letter cannot pass for the digit beside it."""
     first = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
     n = max(12, (min(len(a), len(b)) if first is None else first) + 4)
-    return a[:n], b[:n]
+    shown = a[:n], b[:n]
+    if all(HEX.fullmatch(x) for x in shown):
+        return shown
+    return ascii(shown[0]), ascii(shown[1])
+
+
+def _which(names: list[str], rest: str) -> str:
+    """`a.json, which is …` or `a.json and b.json, which are …`."""
+    listed = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
+    return f"{listed}, which {'are' if len(names) > 1 else 'is'}{' ' + rest if rest else ''}"
+
+
+def _renamed(old: dict[str, Any], new: dict[str, str]) -> dict[str, str]:
+    """Locked name → name on disk, for a file on disk under another name that has the very
+    hash locked for the first."""
+    missing = {_hash(old[n]): n for n in old if n not in new}
+    return {missing[h]: n for n, h in new.items() if n not in old and h in missing}
+
+
+def _transcript_problems(old: dict[str, Any], new: dict[str, str], edited: bool) -> list[str]:
+    """Transcripts that differ from the lock. With the lock edited, names that do not match
+    are put on the lock (an id edited there) as much as on the files, never on the files
+    alone; with the lock as written, the files were added, removed or renamed."""
+    since = "differs from the lock" if edited else "changed since the lock"
+    problems = [
+        f"anchor transcript {name} {since}"
+        for name in sorted(old.keys() & new.keys())
+        if _hash(old[name]) != _hash(new[name])
+    ]
+    gone, extra = sorted(old.keys() - new.keys()), sorted(new.keys() - old.keys())
+    moved = _renamed(old, new)
+    if edited and (gone or extra):
+        said = [f"names {_which(gone, 'not on disk')}"] if gone else []
+        said += [f"does not name {_which(extra, '' if gone else 'on disk')}"] if extra else []
+        same = "; ".join(f"{disk} has the hash locked for {was}" for was, disk in moved.items())
+        why = f" ({same})" if same else ""
+        problems.append(
+            f"{LOCKFILE} {', and '.join(said)}: the lock was edited or the files renamed{why}; "
+            "re-lock once the anchors are right"
+        )
+        return problems
+    problems += [
+        f"anchor transcript {was} renamed {disk} since the lock" for was, disk in moved.items()
+    ]
+    problems += [f"anchor transcript {n} removed since the lock" for n in gone if n not in moved]
+    taken = set(moved.values())
+    problems += [f"anchor transcript {n} added since the lock" for n in extra if n not in taken]
+    return problems
 
 
 def lock_problems(anchors: AnchorSet) -> list[str]:
     """Every way the folder differs from its lock, in words; empty when it matches. When the
     lock itself was edited (its seal does not match), that is said first, and entries that
-    differ are not blamed on the files."""
+    differ are not blamed on the files. Hashes compare case and surrounding spaces aside."""
     locked = read_lock(anchors.folder)
     if locked is None:
         return [f"{anchors.folder / LOCKFILE} is missing: run `farm anchors lock` first"]
@@ -218,15 +273,10 @@ def lock_problems(anchors: AnchorSet) -> list[str]:
             f"the lock names rubric {rubric.get('id')!r}, the gold file uses "
             f"{now['rubric']['id']!r}"
         )
-    if rubric.get("sha256") != now["rubric"]["sha256"]:
-        ours, theirs = _apart(now["rubric"]["sha256"], str(rubric.get("sha256", "")))
+    if _hash(rubric.get("sha256")) != now["rubric"]["sha256"]:
+        ours, theirs = _apart(now["rubric"]["sha256"], _hash(rubric.get("sha256")))
         problems.append(f"rubric {now['rubric']['id']} {since}: sha256 {ours} ≠ locked {theirs}")
-    if locked.get("gold") != now["gold"]:
+    if _hash(locked.get("gold")) != now["gold"]:
         problems.append(f"gold scores {GOLD} {since}")
     old: dict[str, Any] = _mapping(locked.get("transcripts"))
-    new = now["transcripts"]
-    for name in sorted(old.keys() | new.keys()):
-        if old.get(name) != new.get(name):
-            state = "added" if name not in old else "removed" if name not in new else since
-            problems.append(f"anchor transcript {name} {state}")
-    return problems
+    return problems + _transcript_problems(old, now["transcripts"], edited)

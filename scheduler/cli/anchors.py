@@ -63,10 +63,16 @@ def lock_cmd(
 
 
 def endpoint_judge(
-    judge: JudgeSettings, endpoint: str, model: str, api_key_env: str | None
+    judge: JudgeSettings,
+    endpoint: str,
+    model: str,
+    api_key_env: str | None,
+    *,
+    check: bool = True,
 ) -> JudgeSettings:
     """The same judge settings, with the judge served by an OpenAI-compatible endpoint, checked
-    before anything is judged (the endpoint answers and serves the model)."""
+    before anything is judged (the endpoint answers and serves the model) unless `check` is
+    off: nothing will be judged, and the endpoint is not asked."""
     import os
 
     from mcp_farm.scheduler.submission.expand import endpoint_target
@@ -75,7 +81,8 @@ def endpoint_judge(
 
     target = endpoint_target(endpoint, model, api_key_env=api_key_env)
     timeout_s = get_settings().preflight_timeout_s
-    for note in check_endpoints([target], timeout_s=timeout_s, env=os.environ):
+    notes = check_endpoints([target], timeout_s=timeout_s, env=os.environ) if check else []
+    for note in notes:
         console.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
     return judge.model_copy(update={"model": target})
 
@@ -105,6 +112,7 @@ def verify_cmd(
         load_anchors,
         lock_problems,
         lock_threshold,
+        read_lock,
     )
     from mcp_farm.schema import load_task
     from mcp_farm.schema.tasks.messages import (
@@ -114,12 +122,15 @@ def verify_cmd(
     )
 
     settings = settings_from(db, data_dir)
+    # The lock first, then the files against it, both local and cheap: a broken or mismatched
+    # lock is reported without asking the endpoint anything.
+    read_lock(anchor_folder(folder))
     anchors = load_anchors(anchor_folder(folder))
-    judge = judge_settings(judge_from)
-    if endpoint:
-        judge = endpoint_judge(judge, endpoint, endpoint_model, api_key_env)
     problems = lock_problems(anchors)
     threshold = lock_threshold(anchors.folder)
+    judge = judge_settings(judge_from)
+    if endpoint:
+        judge = endpoint_judge(judge, endpoint, endpoint_model, api_key_env, check=not problems)
     rho: float | None = None
     if not problems:
         request = AnchorJudgingRequest(

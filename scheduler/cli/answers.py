@@ -1,5 +1,5 @@
-"""`farm answers plan`: how many judge runs (or scenarios) a difference needs, from a sweep's
-measured judge variance."""
+"""`farm answers plan`: how many judge runs per transcript, and how many scenarios, a
+difference needs, from a sweep's measured judge variance."""
 
 from __future__ import annotations
 
@@ -33,12 +33,13 @@ def plan_cmd(
     db: DbOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """From the sweep's judge σ (scenario level), the judge runs per mean, or the scenarios
-    at the sweep's runs, that resolve DIFFERENCE at a two-sided 95% test with POWER."""
+    """From the sweep's judge σ (scenario level): the judge runs per transcript, and the
+    scenarios at the sweep's runs, that resolve DIFFERENCE between two configurations' means,
+    at the two-sided 95% threshold and with POWER."""
     from mcp_farm.scheduler.operations.progress import latest_sweep_id
     from mcp_farm.scheduler.operations.queries import check_sweep
     from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
-    from mcp_farm.scheduler.statistics.judge_variance import detectable, runs_needed
+    from mcp_farm.scheduler.statistics.judge_variance import plan
 
     if not 0 < difference <= 1:
         raise SpecError("--difference", str(difference), "must lie in (0, 1]")
@@ -48,35 +49,46 @@ def plan_cmd(
     sweep_id = sweep_id or latest_sweep_id(engine=engine)
     check_sweep(engine=engine, sweep_id=sweep_id)
     card = scorecard_of(engine=engine, sweep_id=sweep_id)
-    judges = [j for j in (card.answers.judges if card.answers else []) if j.sigma_scenario]
+    judges = [
+        j
+        for j in (card.answers.judges if card.answers else [])
+        if j.sigma_scenario is not None and j.runs > 0
+    ]
     if not judges:
         raise SpecError(
             sweep_id, "judge", "no judge variance measured (a judge with runs ≥ 2 is needed)"
         )
-    scenarios = len({r.key for r in card.answers.of("scenario")}) if card.answers else 0
+    scenarios = max(1, len({r.key for r in card.answers.of("scenario")}) if card.answers else 0)
     table = Table(header_style="bold", pad_edge=False)
-    heads = ["judge", "rubric", "σ scenario", "runs now", f"Δ at {power:.0%} power now"]
-    heads += ["runs per scenario mean", f"runs for a config mean ({scenarios} scenarios)"]
+    heads = ["judge", "rubric", "σ scenario", "runs now", "to reach", "Δ now"]
+    heads += ["runs, one scenario", f"runs per transcript ({scenarios} scenarios)"]
+    heads += ["scenarios at runs now"]
     for head in heads:
         table.add_column(head, overflow="fold")
+    powers = dict.fromkeys([0.5, power])  # the threshold, then the power asked for
     for j in judges:
         assert j.sigma_scenario is not None
-        need = runs_needed(j.sigma_scenario, difference, power)
-        per_config = -(-need // max(scenarios, 1))
-        table.add_row(
-            j.judge,
-            j.rubric_id,
-            f"{j.sigma_scenario:.3f}",
-            str(j.runs),
-            f"{detectable(j.sigma_scenario, j.runs, power):.3f}" if j.runs else "–",
-            str(need),
-            str(max(2, per_config)),
-        )
+        for p in powers:
+            made = plan(j.sigma_scenario, j.runs, scenarios, difference, p)
+            table.add_row(
+                j.judge,
+                j.rubric_id,
+                f"{j.sigma_scenario:.3f}",
+                str(j.runs),
+                "95% threshold" if p == 0.5 else f"{p:.0%} power",
+                f"{made.detectable_now:.3f}",
+                str(made.runs_one_scenario),
+                str(made.runs_per_transcript),
+                str(made.scenarios),
+            )
     console.print(
-        f"To resolve Δ = {difference:g} (two-sided 95%, {power:.0%} power) in sweep {sweep_id}:"
+        f"To resolve Δ = {difference:g} between two configurations' means (two-sided 95%) in "
+        f"sweep {sweep_id}, {scenarios} scenarios:"
     )
     console.print(table)
     console.print(
-        "[dim]A scenario mean over R runs carries judge error σ/√R; a configuration's mean over "
-        "S scenarios, σ/√(R·S) (judge noise only, not the spread between scenarios).[/dim]"
+        "[dim]Judge noise only, not the spread between scenarios. A configuration's mean over S "
+        "scenarios of R judge runs each carries judge error σ/√(R·S): R·S must reach the runs "
+        "one scenario needs. Δ now: what the sweep resolves today. At the 95% threshold a true "
+        "Δ is found half the time; plan by the power row.[/dim]"
     )

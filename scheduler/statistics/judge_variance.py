@@ -222,6 +222,38 @@ def runs_needed(sigma: float, difference: float, power: float) -> int:
     return max(1, math.ceil(2 * ((Z95 + NormalDist().inv_cdf(power)) * sigma / difference) ** 2))
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What resolving a difference of configuration means takes, for one judge at one power
+    (0.5 is the 95% threshold itself: a true difference of that size is found half the time)."""
+
+    power: float
+    detectable_now: float
+    """The difference a configuration's mean resolves now, over the sweep's scenarios and
+    judge runs: `detectable(σ, runs × scenarios, power)`."""
+    runs_one_scenario: int
+    """Judge runs per transcript for one scenario's mean to resolve the difference."""
+    runs_per_transcript: int
+    """Judge runs per transcript for a configuration's mean over the sweep's scenarios (at
+    least 2, so the judge's variance stays measurable)."""
+    scenarios: int
+    """Scenarios a configuration's mean needs at the sweep's judge runs per transcript."""
+
+
+def plan(sigma: float, runs: int, scenarios: int, difference: float, power: float) -> Plan:
+    """Judge runs and scenarios for a difference of configuration means, from the judge's
+    scenario-level σ: a mean over S scenarios of R runs each carries judge error σ/√(R·S), so
+    R·S must reach `runs_needed` (judge noise only, not the spread between scenarios)."""
+    need = runs_needed(sigma, difference, power)
+    return Plan(
+        power=power,
+        detectable_now=detectable(sigma, runs * scenarios, power),
+        runs_one_scenario=need,
+        runs_per_transcript=max(2, math.ceil(need / scenarios)),
+        scenarios=math.ceil(need / runs),
+    )
+
+
 def _average_ranks(values: Floats) -> Floats:
     """Ranks 1..n, tied values sharing the mean of the ranks they span."""
     _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)

@@ -4,7 +4,8 @@ checkout of the pinned commit.
 `grounded`: the file exists, the lines are in range and a symbol named beside the citation is
 defined there (the cited lines touch its definition, give or take `tolerance` lines) or used
 there (its name appears within `tolerance` lines); `unresolved`: no such path in the commit;
-`hallucinated`: the file exists but a line is past its end, or the symbol is too far away.
+`hallucinated`: the file exists but a line is past its end or what was written as a line
+cannot be read as one (`99999a`), or the symbol is too far away.
 """
 
 from __future__ import annotations
@@ -22,19 +23,29 @@ from mcp_farm.schema import (
 )
 
 EXTENSIONS = "py|pyi|md|rst|txt|toml|cfg|ini|json|ya?ml|js|ts|c|h|rs|go|java|sh"
-# A path: relative, absolute, or with a drive letter; `/` or `\` between its parts. Its line
-# may follow the path's closing backtick (`path`:12), and comes as `:12`, `#L12`, `(line 12)`
-# or `, line 12`, each with an optional range. Digits are taken however many there are, so a
-# number too long to be a line is read as a line that cannot be (never as a bare path).
+# A path: relative, absolute, or with a drive letter; `/` or `\` between its parts. Not
+# followed by `(`: `response.json()` is a call, not a file.
 CITE = re.compile(
     r"(?<![\w/\\.-])(?P<path>(?:[A-Za-z]:[/\\]|\.{1,2}[/\\]|/)?(?:[\w.-]+[/\\])*"
     rf"[\w.-]*\w\.(?:{EXTENSIONS}))"
-    r"(?:`?(?::|#L)(?P<start>\d+)(?:\s*[-–]\s*L?(?P<end>\d+))?"
-    r"|`?\s*\(\s*(?i:lines?)\s+(?P<pstart>\d+)(?:\s*[-–]\s*(?P<pend>\d+))?\s*\)"
-    r"|`?,\s*(?i:lines?)\s+(?P<cstart>\d+)(?:\s*[-–]\s*(?P<cend>\d+))?)?"
-    # Not followed by `(`: `response.json()` is a call, not a file.
     r"(?![\w/(])"
 )
+# A number right after a path is its line, however it is joined to it: past a closing
+# backtick, spaces (never a line break), one of `:` `#` `(` `,`, then `at`/`on`, then a line
+# word (`line`, `lines`, `ln`, `l.`, `L`), each optional; a second number after `-`, `–`, `—`,
+# `..`, `to`, `through` or `and` ends a range. Every form reads its number, so a line past
+# the end fails whatever the form, instead of leaving a bare path that a file grounds.
+_H = r"[^\S\n]*"
+_WORD = r"(?i:lines?|ln\.?|l\.?)"
+LINE = re.compile(
+    rf"`?{_H}(?:(?:[:#,]|(?P<open>\())?{_H})?(?:(?i:at|on)(?=\s){_H})?"
+    rf"(?:{_WORD}{_H})?(?P<start>\d+)"
+    rf"(?:{_H}(?:[-–—]|\.\.|(?i:to|through|and)(?=\s)){_H}(?:{_WORD}{_H})?(?P<end>\d+))?"
+)
+# What makes the number no line: glued to a letter, `_` or a decimal part (`99999a`, `12行`,
+# `12.5`). Such a citation is never grounded. A `:` after it (`12:5`, a column) is no glue.
+GLUED = re.compile(r"(?:\.\d|\w)[\w.]*")
+CLOSE = re.compile(rf"{_H}\)")
 LINE_DIGITS = 9
 """Longer line numbers are no line of any file: such a citation is never grounded."""
 DRIVE = re.compile(r"^[A-Za-z]:/")
@@ -56,7 +67,8 @@ class CitationRef:
     line_end: int | None = None
     symbol: str | None = None
     bad_line: str | None = None
-    """A cited line that cannot be read as one (too many digits)."""
+    """What was written as a line but cannot be read as one: too many digits, or digits glued
+    to a letter (`99999a`), `_` or a decimal part."""
 
 
 def _names(text: str, offset: int, taken: set[int]) -> list[tuple[int, str]]:
@@ -95,34 +107,42 @@ def _symbol_near(prose: str, start: int, end: int, taken: set[int]) -> str | Non
     return names[0][1]
 
 
-def _lines(m: re.Match[str]) -> tuple[int | None, int | None, str | None]:
-    """The cited lines, in order (a range written backwards names the same lines), or the
-    digits that cannot be a line."""
-    first = m.group("start") or m.group("pstart") or m.group("cstart")
-    last = m.group("end") or m.group("pend") or m.group("cend") or first
-    if first is None or last is None:
-        return None, None, None
+def _lines(prose: str, at: int) -> tuple[int, int | None, int | None, str | None]:
+    """Where the citation whose path ends at `at` ends, and its lines in order (a range
+    written backwards names the same lines), or the text that was meant as a line but cannot
+    be read as one (too many digits, or glued to what follows)."""
+    m = LINE.match(prose, at)
+    if m is None:
+        return at, None, None, None
+    first, last = m.group("start"), m.group("end") or m.group("start")
+    glued = GLUED.match(prose, m.end())
+    if glued is not None:
+        return glued.end(), None, None, prose[m.start("start") : glued.end()]
+    end = m.end()
+    if m.group("open"):
+        close = CLOSE.match(prose, end)
+        end = close.end() if close else end
     for digits in (first, last):
         if len(digits.lstrip("0")) > LINE_DIGITS:
-            return None, None, digits
-    return min(int(first), int(last)), max(int(first), int(last)), None
+            return end, None, None, digits
+    return end, min(int(first), int(last)), max(int(first), int(last)), None
 
 
 def extract(prose: str) -> list[CitationRef]:
-    """Every distinct `path`, `path:line`, `path:start-end`, `path#Lnn[-Lmm]`,
-    `path (line n)`, `path (lines n-m)` or `path, line n` in the prose, with the symbol named
-    beside it. A citation repeated word for word (same path, lines and symbol) counts once.
-    `\\` in a path reads as `/`."""
+    """Every distinct `path` with the line or lines written after it (`path:12`, `path:L12`,
+    `path#L12-L20`, `path (line 12)`, `path, lines 1 to 9`, `path at line 12`, … see `LINE`),
+    and the symbol named beside it. A citation repeated word for word (same path, lines and
+    symbol) counts once. `\\` in a path reads as `/`."""
     found: dict[tuple[str, int | None, int | None, str | None, str | None], CitationRef] = {}
     taken: set[int] = set()
     for m in CITE.finditer(prose):
         path = m.group("path").replace("\\", "/")
         while path.startswith("./"):
             path = path[2:]
-        start, end, bad = _lines(m)
-        symbol = _symbol_near(prose, m.start(), m.end(), taken)
-        key = (path, start, end, symbol, bad)
-        found.setdefault(key, CitationRef(m.group(0), path, start, end, symbol, bad))
+        end, start, last, bad = _lines(prose, m.end())
+        symbol = _symbol_near(prose, m.start(), end, taken)
+        key = (path, start, last, symbol, bad)
+        found.setdefault(key, CitationRef(prose[m.start() : end], path, start, last, symbol, bad))
     return list(found.values())
 
 

@@ -183,7 +183,9 @@ def test_an_id_or_hash_edited_in_the_lock_is_the_locks_change_not_the_files(
     def edit(lock: dict[str, Any]) -> dict[str, Any]:
         sha = lock["rubric"]["sha256"]
         lock["rubric"]["sha256"] = sha[:20] + ("0" if sha[20] != "0" else "1") + sha[21:]
-        lock["transcripts"]["anchor-2.json"] = "0" * 64
+        lock["transcripts"]["anchor-3.json"] = "0" * 64
+        # An id edited in the lock: anchor-2.json is locked under another name.
+        lock["transcripts"]["anchor-9.json"] = lock["transcripts"].pop("anchor-2.json")
         return lock
 
     _edit_lock(anchors, edit)
@@ -192,10 +194,108 @@ def test_an_id_or_hash_edited_in_the_lock_is_the_locks_change_not_the_files(
     out = " ".join(result.output.split())
     assert result.exit_code == 1
     assert "anchors.lock was edited" in out
-    assert "anchor-2.json differs from the lock" in out and "changed since" not in out
+    assert "anchor-3.json differs from the lock" in out and "changed since" not in out
+    assert (
+        "anchors.lock names anchor-9.json, which is not on disk, and does not name "
+        "anchor-2.json, which is: the lock was edited or the files renamed (anchor-2.json has "
+        "the hash locked for anchor-9.json)"
+    ) in out
+    # The transcripts are as they were: nothing blames them as added or removed.
+    assert " added" not in out and " removed" not in out
     # The two rubric hashes are shown up to where they differ, never alike.
     shown = re.search(r"sha256 (\w+) ≠ locked (\w+)", out)
     assert shown is not None and shown.group(1) != shown.group(2)
+
+
+def test_files_renamed_added_or_removed_under_an_intact_lock_are_the_files_change(
+    anchors: Path, tmp_path: Path
+) -> None:
+    lock(anchors)
+    (anchors / "anchor-2.json").rename(anchors / "anchor-9.json")
+    (anchors / "anchor-4.json").unlink()
+    shutil.copy(anchors / "anchor-1.json", anchors / "anchor-5.json")
+    (anchors / "anchor-5.json").write_text(
+        (anchors / "anchor-1.json").read_text(encoding="utf-8") + "\n", encoding="utf-8"
+    )
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    out = " ".join(result.output.split())
+    assert result.exit_code == 1
+    assert "anchor transcript anchor-2.json renamed anchor-9.json since the lock" in out
+    assert "anchor transcript anchor-4.json removed since the lock" in out
+    assert "anchor transcript anchor-5.json added since the lock" in out
+    assert "anchors.lock" not in out and "anchor-9.json added" not in out
+
+
+def test_a_locked_hash_differing_only_in_case_or_spaces_is_the_same_hash(
+    anchors: Path, tmp_path: Path
+) -> None:
+    lock(anchors)
+
+    def edit(lock: dict[str, Any]) -> dict[str, Any]:
+        lock["rubric"]["sha256"] = lock["rubric"]["sha256"].upper()
+        lock["transcripts"]["anchor-2.json"] = f" {lock['transcripts']['anchor-2.json']}\n"
+        lock["gold"] = lock["gold"].upper() + " "
+        return lock
+
+    _edit_lock(anchors, edit)
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    out = " ".join(result.output.split())
+    # The lock was edited (its seal says so), but no entry is shown as a mismatch.
+    assert result.exit_code == 1 and "anchors.lock was edited" in out
+    assert "≠" not in out and "differs" not in out and "gold scores" not in out
+
+
+def test_a_look_alike_character_in_a_locked_hash_is_shown_escaped(
+    anchors: Path, tmp_path: Path
+) -> None:
+    lock(anchors)
+    cyrillic = {"a": "\u0430", "c": "\u0441", "e": "\u0435"}
+
+    def edit(lock: dict[str, Any]) -> dict[str, Any]:
+        sha = lock["rubric"]["sha256"]
+        at = next(i for i, ch in enumerate(sha) if ch in cyrillic)
+        lock["rubric"]["sha256"] = sha[:at] + cyrillic[sha[at]] + sha[at + 1 :]
+        return lock
+
+    _edit_lock(anchors, edit)
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    out = " ".join(result.output.split())
+    shown = re.search(r"sha256 (\S+) ≠ locked (\S+)", out)
+    assert shown is not None, out
+    assert shown.group(2).isascii() and "\\u04" in shown.group(2)
+    assert shown.group(1) != shown.group(2)
+
+
+def test_verify_reports_the_lock_before_asking_the_endpoint(anchors: Path, tmp_path: Path) -> None:
+    from mcp_farm.scenarios import ScenarioError
+    from tests.helpers import free_port
+
+    sweep = judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors))
+    # Nothing listens here: asking it would stop verify with "nothing answers".
+    args = ["--endpoint", f"http://127.0.0.1:{free_port()}/v1", "--endpoint-model", "judge"]
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+
+    def run() -> Any:
+        command = ["anchors", "verify", str(anchors), "--judge-from", str(sweep), "--db", db]
+        return CliRunner().invoke(app, [*command, *args])
+
+    # No lock: said to lock first.
+    result = run()
+    assert result.exit_code == 1 and "farm anchors lock" in result.output
+    # A lock that does not match: named, and the gate fails.
+    lock(anchors)
+    _edit_lock(anchors, lambda lock: lock | {"threshold": 0.5})
+    result = run()
+    assert result.exit_code == 1 and "anchors.lock was edited" in result.output
+    assert "nothing answers" not in result.output
+    # A lock that cannot be read: its one-line error, not the endpoint's.
+    (anchors / "anchors.lock").write_text("[]", encoding="utf-8")
+    result = run()
+    assert isinstance(result.exception, ScenarioError), result.output
+    assert "anchors.lock" in str(result.exception)
 
 
 @pytest.mark.parametrize("content", ["[]", '{"rubric": ', "", "42"])

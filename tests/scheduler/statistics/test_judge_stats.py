@@ -21,6 +21,7 @@ from mcp_farm.scheduler.statistics.judge_variance import (
     compare_means,
     detectable,
     judge_variance,
+    plan,
     runs_needed,
     spearman,
 )
@@ -147,6 +148,39 @@ def test_runs_needed_is_the_fewest_runs_whose_detectable_difference_is_small_eno
     assert detectable(sigma, n, 0.5) == pytest.approx(
         1.959963984540054 * math.sqrt(2) * sigma / math.sqrt(n)
     )
+
+
+@pytest.mark.parametrize("scenarios", [1, 3, 10, 40])
+@pytest.mark.parametrize("power", [0.5, 0.8, 0.95])
+def test_a_plan_over_several_scenarios_takes_the_fewest_runs_and_scenarios_that_resolve(
+    scenarios: int, power: float
+) -> None:
+    sigma, runs, difference = 0.18, 3, 0.05
+    made = plan(sigma, runs, scenarios, difference, power)
+    z = float(sps.norm.ppf(0.975) + sps.norm.ppf(power))
+    # Now: a configuration's mean over S scenarios of R runs has judge error σ/√(R·S).
+    assert made.detectable_now == pytest.approx(
+        z * math.sqrt(2) * sigma / math.sqrt(runs * scenarios)
+    )
+    assert made.runs_one_scenario == runs_needed(sigma, difference, power)
+    # The runs per transcript over these scenarios reach the difference; one fewer does not
+    # (2 at least, to keep measuring the judge).
+    per = made.runs_per_transcript
+    assert detectable(sigma, per * scenarios, power) <= difference * (1 + 1e-9)
+    assert per == 2 or detectable(sigma, (per - 1) * scenarios, power) > difference
+    # The scenarios at the sweep's runs reach it too; one fewer does not.
+    assert detectable(sigma, runs * made.scenarios, power) <= difference * (1 + 1e-9)
+    assert made.scenarios == 1 or detectable(sigma, runs * (made.scenarios - 1), power) > difference
+
+
+def test_a_plan_gives_the_hand_worked_numbers_for_three_scenarios() -> None:
+    sigma = 0.25 / math.sqrt(2)  # two runs 0.25 apart on every scenario
+    threshold, powered = plan(sigma, 2, 3, 0.05, 0.5), plan(sigma, 2, 3, 0.05, 0.8)
+    # ⌈2·(1.96·0.1768/0.05)²⌉ = 97 and ⌈2·(2.802·0.1768/0.05)²⌉ = 197 runs in all.
+    assert (threshold.runs_one_scenario, powered.runs_one_scenario) == (97, 197)
+    assert (threshold.runs_per_transcript, powered.runs_per_transcript) == (33, 66)
+    assert (threshold.scenarios, powered.scenarios) == (49, 99)
+    assert threshold.detectable_now == pytest.approx(1.959964 * 0.25 / math.sqrt(6), abs=1e-6)
 
 
 def simulated(noise: float, seed: int = 7) -> dict[str, Any]:

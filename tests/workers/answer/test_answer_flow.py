@@ -154,9 +154,10 @@ def test_a_scripted_judge_with_known_noise_gives_the_expected_sigma(
 
 
 def test_the_anchor_verdict_shown_is_the_latest_gate_run_not_the_stored_one(
-    ran: tuple[Engine, str],
+    ran: tuple[Engine, str], settings: Settings
 ) -> None:
     engine, sweep_id = ran
+    db = settings.resolved_database_url()
     stored = scorecard_of(engine=engine, sweep_id=sweep_id)  # built and stored: unverified
     assert stored.answers is not None and stored.answers.judges[0].anchors == "unverified"
     judge = stored.answers.judges[0]
@@ -178,10 +179,20 @@ def test_the_anchor_verdict_shown_is_the_latest_gate_run_not_the_stored_one(
         assert now.anchor_checked_at is not None
         shown.append((now.anchors, now.anchor_rho, card.answers.verified))
         # Every format reads the same verdict, with the time of its gate run.
+        cell = f"{now.anchors} ρ={rho:.2f} ({now.anchor_checked_at:%Y-%m-%d %H:%M} UTC)"
         md = to_markdown(card)
-        assert f"{now.anchors} ρ={rho:.2f} ({now.anchor_checked_at:%Y-%m-%d %H:%M} UTC)" in md
+        assert cell in md
         assert ("Unverified ranking" in md) == (not passed)
         assert json.loads(card.model_dump_json())["answers"]["judges"][0]["anchors"] == now.anchors
+        # `farm report` as people read it: the terminal tables and the HTML page.
+        said = CliRunner().invoke(app, ["report", sweep_id, "--db", db], env={"COLUMNS": "400"})
+        assert said.exit_code == 0, said.output
+        assert cell in said.output
+        assert ("ranking unverified" in said.output) == (not passed)
+        page = CliRunner().invoke(app, ["report", sweep_id, "--format", "html", "--db", db])
+        assert page.exit_code == 0, page.output
+        assert f">{cell}<" in page.output
+        assert ('id="unverified"' in page.output) == (not passed)
     assert shown == [("verified", 0.91, True), ("failed", 0.42, False), ("verified", 0.88, True)]
 
 
@@ -277,18 +288,57 @@ def test_compare_answers_pairs_scenario_means_and_calls_small_criterion_gaps_noi
         assert "noise" in line and "finding" not in line
 
 
+def plan_rows(output: str) -> dict[str, list[str]]:
+    """`farm answers plan`'s rows for the scripted judge, by what they reach, from σ on."""
+    rows = [line for line in output.splitlines() if "scripted-judge" in line]
+    cells = [[c.strip() for c in row.split("│") if c.strip()] for row in rows]
+    return {row[4]: row[2:] for row in cells}
+
+
 def test_plan_says_how_many_judge_runs_a_difference_needs(
     ran: tuple[Engine, str], settings: Settings
 ) -> None:
     _engine, sweep_id = ran
     db = settings.resolved_database_url()
     args = ["answers", "plan", sweep_id, "--difference", "0.05", "--db", db]
-    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
     assert result.exit_code == 0, result.output
     # σ_scenario = 0.25/√2 over 2 runs (the scripted judge's known noise), one scenario:
-    # ⌈2·((1.960 + 0.842)·0.1768/0.05)²⌉ = 197 runs; at 80% power today Δ = 2.802·0.25/√2.
-    row = next(line for line in result.output.splitlines() if "scripted-judge" in line)
-    cells = [c.strip() for c in row.split("│") if c.strip()]
-    assert cells[2:] == ["0.177", "2", "0.495", "197", "197"]
+    # ⌈2·((1.960 + 0.842)·0.1768/0.05)²⌉ = 197 runs at 80% power, ⌈2·(1.960·0.1768/0.05)²⌉ = 97
+    # at the threshold; today Δ = 2.802·0.25/√2 and 1.960·0.25/√2.
+    assert plan_rows(result.output) == {
+        "95% threshold": ["0.177", "2", "95% threshold", "0.346", "97", "97", "49"],
+        "80% power": ["0.177", "2", "80% power", "0.495", "197", "197", "99"],
+    }
     bad = CliRunner().invoke(app, [*args[:3], "--power", "0.3", "--db", db])
     assert bad.exit_code != 0
+
+
+def test_plan_over_several_scenarios_says_the_runs_per_transcript_and_the_scenarios(
+    settings: Settings,
+) -> None:
+    engine = make_engine(settings.resolved_database_url())
+    init_db(engine)
+    ids = ["code.where.keep-alive", "code.where.sentinels", "code.why.missing-host"]
+    sweep = code_sweep(agent_script()).model_copy(
+        update={
+            "scenarios": ScenarioSelection(suites=["code"], ids=ids),
+            "toolsets": ["symbols"],
+            "repetitions": 1,
+        }
+    )
+    plan = expand(sweep, "test")
+    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    args = ["answers", "plan", plan.sweep_id, "--difference", "0.05", "--power", "0.9"]
+    db = settings.resolved_database_url()
+    result = CliRunner().invoke(app, [*args, "--db", db], env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    assert "3 scenarios" in result.output
+    # Three scenarios of 2 runs: a configuration's mean has judge error σ/√6 today. In all,
+    # 97 runs reach the threshold and ⌈2·((1.960 + 1.282)·0.1768/0.05)²⌉ = 263 reach 90%
+    # power: ⌈97/3⌉ = 33 and ⌈263/3⌉ = 88 runs per transcript over these 3 scenarios, or
+    # ⌈97/2⌉ = 49 and ⌈263/2⌉ = 132 scenarios at today's 2 runs.
+    assert plan_rows(result.output) == {
+        "95% threshold": ["0.177", "2", "95% threshold", "0.200", "97", "33", "49"],
+        "90% power": ["0.177", "2", "90% power", "0.331", "263", "88", "132"],
+    }

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
+import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_farm.schema import Message
+from mcp_farm.scenarios import find_scenario
+from mcp_farm.schema import JudgeSettings, Message
 from mcp_farm.workers.answer import (
     counts,
     coverage,
@@ -17,6 +20,7 @@ from mcp_farm.workers.answer import (
     partition,
     verify,
 )
+from mcp_farm.workers.answer.scoring import Transcript, score_answer
 
 # Line numbers matter: `first` is defined on line 4, `CONSTANT` on line 1, `Box.open` on 9.
 SOURCE = """CONSTANT = 1
@@ -145,6 +149,50 @@ def test_a_call_the_decoder_could_not_read_is_audit_not_prose(repo: Path) -> Non
     # Prose said before the broken call still counts.
     said = [*opening, Message(role="assistant", content="`first` is pkg/mod.py:4."), stored[-1]]
     assert partition(said, format_error=True).prose == "`first` is pkg/mod.py:4."
+
+
+@pytest.mark.parametrize(("outcome", "said"), [("format_error", False), ("output_mismatch", True)])
+def test_scoring_a_format_error_trial_takes_its_unmarked_last_reply_as_audit(
+    outcome: str, said: bool, tmp_path: Path
+) -> None:
+    # A transcript stored before broken replies were marked `undecoded`: only the trial's
+    # outcome says the last reply was a call the decoder could not read.
+    scenario = find_scenario("code", "code.where.keep-alive")
+    assert scenario.answer is not None and scenario.example_answer
+    trial = Transcript(
+        trial_id="t",
+        sweep_id="s",
+        outcome=outcome,
+        transcript=[
+            Message(role="system", content="You answer questions about code."),
+            Message(role="user", content=scenario.prompt),
+            Message(role="assistant", content=scenario.example_answer),
+        ],
+        calls=[],
+        latency_s=1.0,
+        tokens_prompt=0,
+        tokens_completion=0,
+        final_answer=None,
+        seed=0,
+    )
+    score = anyio.run(
+        partial(
+            score_answer,
+            trial=trial,
+            scenario=scenario,
+            suite="code",
+            toolset=None,
+            settings=JudgeSettings(),
+            judge=None,
+            repos=tmp_path / "repos",
+            scoring="s",
+        )
+    )
+    if said:  # the very same words, from a trial that did not end on a broken call, count
+        assert score.keyword_coverage == 1.0 and score.grounding_rate == 1.0
+    else:
+        assert score.keyword_coverage == 0.0 and score.citations == []
+        assert score.grounding_rate is None
 
 
 def test_few_shot_examples_before_the_request_are_not_the_agents_prose() -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_farm.workers.answer import (
     extract,
@@ -48,6 +50,17 @@ def statuses(prose: str, repo: Path) -> list[str]:
         "see `pkg/conn.py`, line 400",
         "see pkg/conn.py:12345678901",
         "see pkg/conn.py#L400",
+        "see pkg/conn.py line 99999",
+        "see `pkg/conn.py`: 99999",
+        "see pkg/conn.py:L99999",
+        "see pkg/conn.py: line 99999",
+        "see pkg/conn.py at line 99999",
+        "see pkg/conn.py on line 99999",
+        "see pkg/conn.py (L99999)",
+        "see pkg/conn.py 99999",
+        "see pkg/conn.py, ln 99999",
+        "see pkg/conn.py:99999a",
+        "see pkg/conn.py:99999行",
     ],
 )
 def test_a_line_past_the_end_is_never_grounded_whatever_the_form(prose: str, repo: Path) -> None:
@@ -56,12 +69,145 @@ def test_a_line_past_the_end_is_never_grounded_whatever_the_form(prose: str, rep
 
 @pytest.mark.parametrize(
     ("prose", "line"),
-    [("`pkg/conn.py`:2", 2), ("`pkg/conn.py` (line 5)", 5), ("pkg/conn.py, line 6", 6)],
+    [
+        ("`pkg/conn.py`:2", 2),
+        ("`pkg/conn.py` (line 5)", 5),
+        ("pkg/conn.py, line 6", 6),
+        ("pkg/conn.py line 6", 6),
+        ("`pkg/conn.py`: 6", 6),
+        ("pkg/conn.py:L6", 6),
+        ("pkg/conn.py: line 6", 6),
+        ("pkg/conn.py at line 6", 6),
+        ("pkg/conn.py (L6)", 6),
+        ("pkg/conn.py#6", 6),
+        ("pkg/conn.py 6", 6),
+        ("pkg/conn.py, l. 6.", 6),
+    ],
 )
 def test_the_same_forms_keep_their_line_when_it_exists(prose: str, line: int, repo: Path) -> None:
     (ref,) = extract(prose)
-    assert (ref.path, ref.line_start) == ("pkg/conn.py", line)
+    assert (ref.path, ref.line_start, ref.line_end) == ("pkg/conn.py", line, line)
     assert statuses(prose, repo) == ["grounded"]
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "pkg/conn.py, lines {} to {}",
+        "pkg/conn.py lines {}-{}",
+        "pkg/conn.py L{}-L{}",
+        "pkg/conn.py:{}-{}",
+        "pkg/conn.py#L{}-L{}",
+        "pkg/conn.py (lines {} – {})",
+        "pkg/conn.py:{}..{}",
+        "pkg/conn.py, lines {} and {}",
+        "pkg/conn.py line {} through line {}",
+    ],
+)
+def test_a_range_is_grounded_only_when_both_ends_are_in_the_file(written: str, repo: Path) -> None:
+    (ref,) = extract(written.format(1, 99999))
+    assert (ref.line_start, ref.line_end) == (1, 99999)
+    assert statuses(written.format(1, 99999), repo) == ["hallucinated"]
+    assert statuses(written.format(99999, 1), repo) == ["hallucinated"]
+    assert statuses(written.format(2, 6), repo) == ["grounded"]
+
+
+@pytest.mark.parametrize("glued", ["2a", "2行", "2.5", "2_0", "1-2b", "L2nd"])
+def test_a_line_glued_to_what_follows_cannot_be_read_and_is_never_grounded(
+    glued: str, repo: Path
+) -> None:
+    # Line 2 exists, but `2a` is not line 2: what the answer meant cannot be known.
+    (ref,) = extract(f"see pkg/conn.py:{glued} here")
+    assert (ref.line_start, ref.bad_line) == (None, glued.removeprefix("L"))
+    assert statuses(f"see pkg/conn.py:{glued} here", repo) == ["hallucinated"]
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "pkg/conn.py:send",
+        "pkg/conn.py::Connection",
+        "pkg/conn.py, last line",
+        "pkg/conn.py at least",
+        "pkg/conn.py\n\n2. The next item",
+        "pkg/conn.py (see above)",
+    ],
+)
+def test_text_after_a_path_with_no_number_leaves_a_bare_path(prose: str, repo: Path) -> None:
+    (ref,) = extract(prose)
+    assert (ref.text, ref.line_start, ref.bad_line) == ("pkg/conn.py", None, None)
+    assert statuses(prose, repo) == ["grounded"]
+
+
+PAST_END = st.integers(min_value=len(CONN.splitlines()) + 1, max_value=10**12)
+JOINS = st.tuples(
+    st.sampled_from(["", " "]),
+    st.sampled_from(["", ":", "#", "(", ","]),
+    st.sampled_from(["", " "]),
+    st.sampled_from(["", "at ", "on ", "At "]),
+    st.sampled_from(["", "line ", "lines ", "Line", "L", "l. ", "ln "]),
+)
+RANGE = st.sampled_from(["-", " - ", "–", "..", " to ", " through ", " and ", "-L", " to line "])
+GLUE = st.text(alphabet="abzLZ_行號ñ", min_size=1, max_size=3) | st.sampled_from([".5", "0x"])
+
+
+def joined(backtick: bool, joins: tuple[str, ...]) -> str:
+    """The path and what joins a number to it; unquoted, a path needs a space or a mark other
+    than `(` after it (a letter there would make it another file's name, and `(` a call)."""
+    join = "".join(joins)
+    if backtick:
+        return f"`pkg/conn.py`{join}"
+    return f"pkg/conn.py{join if join[:1] in (' ', ':', '#', ',') else ' ' + join}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    backtick=st.booleans(),
+    joins=JOINS,
+    past=PAST_END,
+    other=st.none() | st.tuples(RANGE, st.integers(min_value=0, max_value=10**4), st.booleans()),
+    glue=st.none() | GLUE,
+)
+def test_a_line_past_the_end_is_never_grounded_whatever_joins_it_to_its_path(
+    repo: Path,
+    backtick: bool,
+    joins: tuple[str, ...],
+    past: int,
+    other: tuple[str, int, bool] | None,
+    glue: str | None,
+) -> None:
+    numbers = f"{past}"
+    if other is not None:
+        way, end, first = other
+        numbers = f"{end}{way}{past}" if first else f"{past}{way}{end}"
+    prose = f"see {joined(backtick, joins)}{numbers}{glue or ''} then more."
+    cited = verify(extract(prose), repo, tolerance=1)
+    assert [c.status for c in cited] == ["hallucinated"], prose
+
+
+@settings(max_examples=200, deadline=None)
+@given(backtick=st.booleans(), joins=JOINS, line=st.integers(1, 11), glue=GLUE)
+def test_a_line_in_the_file_glued_to_what_follows_is_never_grounded(
+    repo: Path, backtick: bool, joins: tuple[str, ...], line: int, glue: str
+) -> None:
+    prose = f"see {joined(backtick, joins)}{line}{glue} then more."
+    assert statuses(prose, repo) == ["hallucinated"], prose
+
+
+def test_a_path_with_a_bracket_right_after_it_is_a_call_not_a_citation() -> None:
+    assert extract("`resp.json()` and `pkg/conn.py(99999)`") == []
+
+
+def test_a_name_is_the_citations_symbol_up_to_100_characters_before_it() -> None:
+    # The name's opening backtick may be at most 100 characters before the path.
+    near = "`send`" + " " * 94 + "pkg/conn.py:2"
+    far = "`send`" + " " * 95 + "pkg/conn.py:2"
+    assert near.index("pkg") == 100
+    assert [r.symbol for r in extract(near)] == ["send"]
+    assert [r.symbol for r in extract(far)] == [None]
+    # After the citation, the whole name must be written within 30 characters of its end.
+    assert [r.symbol for r in extract("pkg/conn.py:2" + " " * 24 + "`send`")] == ["send"]
+    assert [r.symbol for r in extract("pkg/conn.py:2" + " " * 25 + "`send`")] == [None]
 
 
 def test_class_dot_method_must_be_that_class_at_the_line(repo: Path) -> None:
