@@ -6,6 +6,7 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 
+from mcp_farm.scenarios.cassette.tape import load_cassette
 from mcp_farm.schema import (
     PromptConfig,
     Rubric,
@@ -75,14 +76,17 @@ RELATIVE = ("./", "../")
 
 
 def _resolved(server: ServerDef, base: Path) -> ServerDef:
+    if server.replay is not None:
+        # A cassette is always a path: relative ones are beside the defining file.
+        return server.model_copy(update={"replay": str((base / server.replay).resolve())})
     if server.sandbox is None or not server.sandbox.startswith(RELATIVE):
         return server
     return server.model_copy(update={"sandbox": str((base / server.sandbox).resolve())})
 
 
 def with_sandbox_paths(suite: Suite, path: Path) -> Suite:
-    """The suite with each relative `sandbox:` path made absolute against the suite file's
-    folder, so a worker finds it whatever its working folder."""
+    """The suite with each relative `sandbox:` and `replay:` path made absolute against the
+    suite file's folder, so a worker finds it whatever its working folder."""
     base = path.resolve().parent
     return suite.model_copy(update={"servers": [_resolved(s, base) for s in suite.servers]})
 
@@ -103,10 +107,15 @@ def _is_dir(path: Path) -> bool:
 
 
 def _server_problems(suite: Suite, source: str) -> list[SpecError]:
-    """Sandbox folders that do not exist (checked where the suite is loaded: every worker that
-    runs its trials needs the same folder)."""
+    """Sandbox folders that do not exist and cassettes that cannot be served (checked where
+    the suite is loaded: every worker that runs its trials needs the same files)."""
     problems: list[SpecError] = []
     for i, server in enumerate(suite.servers):
+        if server.replay is not None:
+            try:
+                load_cassette(Path(server.replay))
+            except SpecError as exc:
+                problems.append(ScenarioError(source, f"servers[{i}].replay", str(exc)))
         folder = sandbox_source(server)
         if folder is not None and not _is_dir(folder):
             problems.append(
@@ -155,8 +164,8 @@ def _setup_problems(
 def _unresettable(server: ServerDef) -> str | None:
     """Why state seeded into `server` would reach the next trial, if it would: the farm must
     restart it, copy its sandbox back, or have its definition say how it is reset."""
-    if server.reset is not None or server.sandbox is not None:
-        return None
+    if server.reset is not None or server.sandbox is not None or server.replay is not None:
+        return None  # a cassette keeps no state: each trial's session replays it afresh
     if server.transport == "http":
         return (
             "an HTTP server the farm does not start or restart, so the next trial would see "

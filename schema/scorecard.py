@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 6
+SCORECARD_VERSION = 7
 
 Dimension = Literal["config", "tool", "tier", "scenario", "phrasing"]
 DIMENSIONS: tuple[Dimension, ...] = ("config", "tool", "tier", "scenario", "phrasing")
@@ -83,6 +83,9 @@ class ConfigExtras(Frozen):
     """Timed-out trials by the limit that ended them: `scenario_clock` (tools, servers and
     setup past the scenario's `time_limit_s`) and `model_reply` (one reply past the model's
     `request_timeout_s` × `time_scale`); empty when none timed out."""
+    left_cassette: int = 0
+    """Trials that called a server replayed from a cassette with a call it never recorded
+    (counted in the rows above unless the card's `left_cassette` is `exclude`)."""
 
 
 class ToolCalls(Frozen):
@@ -232,6 +235,10 @@ class Scorecard(Frozen):
     provenance: Provenance
     answers: AnswerQuality | None = None
     """Answer quality (fairness, adoption, grounding, judge variance) for sweeps that score it."""
+    left_cassette: Literal["count", "exclude"] = "count"
+    """How trials that left their cassette are counted (the sweep's `left_cassette`): `count`
+    like any trial, or `exclude`d from every row's rates, outcomes and latency; how many there
+    were is each config's `ConfigExtras.left_cassette` either way."""
 
     def of(self, dimension: Dimension) -> list[Row]:
         return [r for r in self.rows if r.dimension == dimension]

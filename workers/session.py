@@ -26,6 +26,7 @@ from mcp_farm.schema import (
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.grade import repeats_allowed
+from mcp_farm.workers.mcp.capture import left_cassette
 from mcp_farm.workers.mcp.connections import (
     Connected,
     result_text,
@@ -64,6 +65,8 @@ class SessionState:
     """The scenario's wall-clock limit (`time_limit_s`), stopped while the model replies."""
     limit_detail: str = ""
     """Which limit ended the session, in words, when the model's did."""
+    left_cassette: bool = False
+    """A call got a cassette server's answer for a call it never recorded."""
 
 
 @contextmanager
@@ -147,7 +150,12 @@ def recorded(
     conn: Connected,
 ) -> ToolCallRecord:
     """One executed call as the trial records it. A result the server flagged, or whose text
-    its `error_pattern` marks, is a failed call."""
+    its `error_pattern` marks, is a failed call. The whole result goes to the trial's capture,
+    if it has one; a cassette's answer to a call it never recorded marks the trial."""
+    if conn.capture is not None:
+        conn.capture.called(server, tool, arguments, result, latency)
+    if left_cassette(result):
+        conn.left_cassette = True
     text = result_text(result)
     failed = bool(result.is_error) or conn.reported_error(server, text)
     shown = shown_text(text, conn.limit(server))
@@ -261,6 +269,9 @@ async def run_session(
             state.limit_detail = (
                 f"the model gave no reply within {reply_limit_s:g} s (turn {turn + 1})"
             )
+            return
+        if reply.stop is not None:
+            state.stop_reason, state.limit_detail = reply.stop, reply.text
             return
         state.tokens = state.tokens.add(reply.tokens)
         if state.first_token_s is None:

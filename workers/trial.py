@@ -10,10 +10,7 @@ from typing import Any
 
 import anyio
 
-from mcp_farm.scenarios import (
-    find_scenario,
-    servers_for,
-)
+from mcp_farm.scenarios import servers_for
 from mcp_farm.schema import (
     UNGRADED,
     AnswerScore,
@@ -38,7 +35,9 @@ from mcp_farm.workers.errors import InfraError, harness_detail
 from mcp_farm.workers.grading.grade import (
     Graded,
     grade,
+    scenario_of,
 )
+from mcp_farm.workers.mcp.capture import Capture
 from mcp_farm.workers.mcp.connections import connect
 from mcp_farm.workers.mcp.pool import ServerPool
 from mcp_farm.workers.model.adapters import (
@@ -80,16 +79,26 @@ async def _converse(
     scenario: Scenario,
     client: ModelClient,
     pool: ServerPool,
+    capture: Capture | None = None,
 ) -> dict[str, dict[str, Any]]:
     schemas: dict[str, dict[str, Any]] = {}
     servers = attached(spec, scenario)
-    async with connect(servers, pool, spec.prompt.tool_naming, spec.result_chars) as conn:
-        schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
-        await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
-        reply_limit_s = spec.model.request_timeout_s * spec.model.time_scale
-        await run_session(
-            state, scenario, spec.prompt, client, conn, spec.seed, spec.variant, reply_limit_s
-        )
+    naming, chars = spec.prompt.tool_naming, spec.result_chars
+    try:
+        async with connect(servers, pool, naming, chars, capture) as conn:
+            try:
+                schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
+                await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
+                limit_s = spec.model.request_timeout_s * spec.model.time_scale
+                prompt, seed, variant = spec.prompt, spec.seed, spec.variant
+                await run_session(state, scenario, prompt, client, conn, seed, variant, limit_s)
+            finally:
+                state.left_cassette = conn.left_cassette
+    finally:
+        if capture is not None:
+            # What was exchanged before a timeout or a failure was exchanged all the same.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(capture.save)
     return schemas
 
 
@@ -115,9 +124,7 @@ async def execute_trial(
 async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> TrialResult:
     """Run one trial. Model failures become outcomes; infrastructure failures become infra_error;
     an exception from the farm's own code (a bug) becomes harness_error, with its traceback."""
-    scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
-    if spec.calls is not None:  # the sweep's override
-        scenario = scenario.model_copy(update={"calls": spec.calls})
+    scenario = scenario_of(spec)  # with the sweep's overrides, as `farm rescore` grades it
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     state = SessionState()
@@ -130,7 +137,8 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         # model replies (each reply has the model's own limit).
         with anyio.CancelScope(deadline=anyio.current_time() + scenario.time_limit_s) as clock:
             state.clock = clock
-            schemas = await _converse(state, spec, scenario, client, pool)
+            capture = Capture(settings.capture_dir) if settings.capture_dir else None
+            schemas = await _converse(state, spec, scenario, client, pool, capture)
         if clock.cancelled_caught:
             state.stop_reason = "time_limit"
     except BaseException as exc:  # classify: timeout / infra / harness; the rest is re-raised
@@ -191,6 +199,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         transcript=state.transcript,
         tool_calls=state.calls,
         setup_calls=state.setup_calls,
+        left_cassette=state.left_cassette,
         provenance=provenance(spec, settings, client.pins if client else {}),
     )
     if spec.judge is not None and scenario.answer is not None and verdict.outcome not in UNGRADED:

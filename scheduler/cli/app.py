@@ -80,11 +80,19 @@ def run(
     endpoint_model: Annotated[str, typer.Option(help="Model name at --endpoint")] = "default",
     rerun: Annotated[bool, typer.Option(help="Run trials again even if already recorded")] = False,
     check: PreflightOption = None,
+    capture: Annotated[
+        Path | None,
+        typer.Option(
+            help="Record every MCP exchange of the trials run now into cassettes in this "
+            "folder, one file per server, to serve later with `replay:` [env: FARM_CAPTURE_DIR]",
+        ),
+    ] = None,
 ) -> None:
     """Run a sweep embedded, in this process, and print its scorecard.
 
     Exits 2 before recording anything when a model endpoint is unreachable or does not serve
-    the model, or a local model cannot be loaded here, and 1 when every trial of some model × prompt configuration ended as an
+    the model, a local model cannot be loaded here, or a replay target's recorded sweep lacks a
+    trial to replay, and 1 when every trial of some model × prompt configuration ended as an
     infrastructure error, or when any trial hit a bug in the farm itself (harness_error).
     """
     from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
@@ -92,10 +100,13 @@ def run(
     from mcp_farm.scheduler.submission.embedded import run_embedded
     from mcp_farm.scheduler.submission.expand import expand, load_sweep, with_endpoint
     from mcp_farm.scheduler.submission.preflight import PreflightError, local_problems
+    from mcp_farm.scheduler.submission.replay import resolve_replays
     from mcp_farm.scheduler.submission.submit import plan_summary
     from mcp_farm.schema import mask_url
 
     settings = settings_from(db, data_dir)
+    if capture:
+        settings = settings.model_copy(update={"capture_dir": capture.resolve()})
     sweep = load_sweep(sweep_file)
     if endpoint:
         sweep = with_endpoint(sweep, endpoint, endpoint_model, "cpu")
@@ -105,8 +116,11 @@ def run(
         raise PreflightError("; ".join(missing))
     preflight(plan.sweep, settings, check)
     engine = engine_from(settings)
+    plan = resolve_replays(plan, engine)  # a replay target's turns, or the error, come first
     console.print(f"[bold]{plan.sweep_id}[/bold]: {plan_summary(plan)}")
     console.print(f"[dim]results: {mask_url(settings.resolved_database_url())}[/dim]")
+    if settings.capture_dir:
+        console.print(f"[dim]capturing MCP exchanges into {settings.capture_dir}[/dim]")
     run_embedded(plan=plan, settings=settings, engine=engine, console=console, rerun=rerun)
     # The run ended with the aggregate task, which built and stored the card: print that one.
     card = scorecard_of(engine=engine, sweep_id=plan.sweep_id)

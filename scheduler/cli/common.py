@@ -108,3 +108,15 @@ def preflight(sweep: SweepSpec, settings: Settings, enabled: bool | None) -> Non
     notes = check_endpoints(targets, timeout_s=settings.preflight_timeout_s, env=os.environ)
     for note in notes:
         console.print(f"[yellow]warning:[/yellow] {escape(note)}", highlight=False)
+
+
+def print_replay_note(engine: Engine, sweep_id: str, out: Console) -> None:
+    """Say which sweep a replay replays, and that it measures the servers; nothing for a sweep
+    that replays nothing."""
+    from mcp_farm.scheduler.submission.queries import sweep_spec_json
+    from mcp_farm.scheduler.submission.replay import replay_note
+
+    stored = sweep_spec_json(engine=engine, sweep_id=sweep_id)
+    note = None if stored is None else replay_note(stored)
+    if note:
+        out.print(f"[cyan]{escape(note)}[/cyan]", highlight=False)

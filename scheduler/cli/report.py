@@ -7,7 +7,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -19,6 +19,7 @@ from mcp_farm.scheduler.cli.common import (
     DbOption,
     console,
     engine_from,
+    print_replay_note,
     settings_from,
 )
 
@@ -27,6 +28,18 @@ if TYPE_CHECKING:
     from mcp_farm.schema.scorecard import Scorecard
 
     pass
+
+
+class Counting(StrEnum):
+    # Upper-case members: `count` would shadow str.count.
+    COUNT = "count"
+    EXCLUDE = "exclude"
+
+
+COUNTING: dict[Counting, Literal["count", "exclude"]] = {
+    Counting.COUNT: "count",
+    Counting.EXCLUDE: "exclude",
+}
 
 
 class Format(StrEnum):
@@ -62,6 +75,15 @@ def report(
         str | None,
         typer.Option(help="Answer quality from this scoring pass (default: the newest)"),
     ] = None,
+    left_cassette: Annotated[
+        Counting | None,
+        typer.Option(
+            "--left-cassette",
+            help="Trials that called a replayed server off its cassette: count them, or "
+            "exclude them from every rate, for this report (default: the sweep's "
+            "`left_cassette`)",
+        ),
+    ] = None,
     db: DbOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
@@ -80,15 +102,22 @@ def report(
     engine = engine_from(settings_from(db, data_dir))
     sweep_id = sweep_id or latest_sweep_id(engine=engine)
     check_sweep(engine=engine, sweep_id=sweep_id)
-    if scoring:
-        # An older scoring pass is shown, not stored: the stored card stays the newest.
-        card = build_scorecard(engine=engine, sweep_id=sweep_id, scoring=scoring)
-        if card.answers is None:
+    if scoring or left_cassette:
+        # An older scoring pass, or another way of counting, is shown, not stored: the stored
+        # card stays the newest, as the sweep defines it.
+        card = build_scorecard(
+            engine=engine,
+            sweep_id=sweep_id,
+            scoring=scoring,
+            left_cassette=None if left_cassette is None else COUNTING[left_cassette],
+        )
+        if scoring and card.answers is None:
             raise SpecError("--scoring", scoring, f"no scoring pass with scores in {sweep_id}")
     else:
         card = scorecard_of(engine=engine, sweep_id=sweep_id, rebuild=rebuild)
     # When the report itself goes to stdout, everything said about it goes to stderr.
     notes = console if fmt == Format.table or output is not None else Console(stderr=True)
+    print_replay_note(engine, sweep_id, notes)
     if card.done < card.total:
         notes.print(f"[dim]{card.done}/{card.total} trials recorded so far[/dim]")
     if fmt == Format.table and output is None:

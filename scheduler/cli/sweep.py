@@ -18,6 +18,7 @@ from mcp_farm.scheduler.cli.common import (
     console,
     engine_from,
     preflight,
+    print_replay_note,
     settings_from,
 )
 
@@ -46,10 +47,12 @@ def submit_cmd(
 ) -> None:
     """Expand a sweep, record its trials as pending and publish one task per trial.
 
-    First checks that every openai model's endpoint answers from here and serves the model
-    (exit 2, nothing recorded, when one does not).
+    First checks that every openai model's endpoint answers from here and serves the model,
+    and that every replay target's recorded sweep holds each trial to replay (exit 2, nothing
+    recorded, when one does not).
     """
     from mcp_farm.scheduler.submission.expand import expand, load_sweep
+    from mcp_farm.scheduler.submission.replay import resolve_replays
     from mcp_farm.scheduler.submission.submit import per_queue, plan_summary, route, submit
     from mcp_farm.schema.tasks.broker import make_celery
 
@@ -69,6 +72,7 @@ def submit_cmd(
     warn_if_local(settings.resolved_database_url(), Console(stderr=True))
     preflight(plan.sweep, settings, check)
     engine = engine_from(settings)
+    plan = resolve_replays(plan, engine)  # a replay target's turns, or the error, come first
     started = time.perf_counter()
     with console.status("recording and publishing trials…"):
         result = submit(plan=plan, settings=settings, engine=engine, app=make_celery(settings))
@@ -118,6 +122,7 @@ def status_cmd(
     engine = engine_from(settings_from(db))
     sweep_id = sweep_id or latest_sweep_id(engine=engine)
     progress = sweep_progress(engine=engine, sweep_id=sweep_id)
+    print_replay_note(engine, sweep_id, console)
     if not watch:
         console.print(progress_view(progress))
         return

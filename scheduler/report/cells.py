@@ -61,3 +61,20 @@ def harness_note(card: Scorecard) -> str:
         f"{n} trial(s) hit a bug in the farm itself (outcome harness_error): they are in no "
         "rate and were not retried. Each trial's detail holds the traceback; please report it."
     )
+
+
+def cassette_note(card: Scorecard) -> str:
+    """What a report says about trials that called a replayed server off its cassette, per
+    model × prompt config that had any; empty when none did."""
+    left = [f"{x.model} × {x.prompt}: {x.left_cassette}" for x in card.extras if x.left_cassette]
+    if not left:
+        return ""
+    how = (
+        "left out of every rate, outcome count and latency (`left_cassette: exclude`)"
+        if card.left_cassette == "exclude"
+        else "counted like any trial (a sweep's `left_cassette: exclude` leaves them out)"
+    )
+    return (
+        "trials that left their cassette (a call the recording never made, answered with a "
+        f"tool error): {'; '.join(left)}. They are {how}."
+    )

@@ -14,6 +14,7 @@ from mcp_farm.scheduler.report.answer_tables import (
     unverified_note,
 )
 from mcp_farm.scheduler.report.cells import (
+    cassette_note,
     dash_note,
     harness_note,
     interval,
@@ -81,6 +82,8 @@ def to_markdown(card: Scorecard) -> str:
     note = dash_note(card, speed=False)
     if note:
         lines += [f"_{note}_", ""]
+    if cassette := cassette_note(card):
+        lines += [f"> {cassette}", ""]
     outcomes = outcome_columns(card)
     lines += ["## Outcomes", ""]
     lines += _md_table(

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_farm.scheduler.scorecard.answers import answer_quality
 from mcp_farm.scheduler.scorecard.latency import (
@@ -27,6 +27,7 @@ from mcp_farm.scheduler.scorecard.latency import (
 from mcp_farm.scheduler.scorecard.queries.parallel import run_queries
 from mcp_farm.scheduler.scorecard.queries.provenance import (
     provenance_samples,
+    skips_left_cassette,
     sweep_record,
 )
 from mcp_farm.scheduler.scorecard.queries.scan import (
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
 TIERS = ("simple", "moderate", "complex")
-AGGREGATOR_VERSION = "3"
+AGGREGATOR_VERSION = "4"
 
 
 @dataclass
@@ -109,14 +110,27 @@ def _order(row: Row) -> tuple[Any, ...]:
     return (row.dimension, row.model, row.prompt, tier, row.key)
 
 
-def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None) -> Scorecard:
-    """Compute the scorecard of one sweep from its stored trials (rates exclude infra errors)."""
+def build_scorecard(
+    *,
+    engine: Engine,
+    sweep_id: str,
+    scoring: str | None = None,
+    left_cassette: Literal["count", "exclude"] | None = None,
+) -> Scorecard:
+    """Compute the scorecard of one sweep from its stored trials. Rates exclude infra errors,
+    and trials that left their cassette when `left_cassette` (by default the sweep's own
+    setting) says `exclude`."""
+    if left_cassette is None:
+        with engine.connect() as conn:
+            skip_left = skips_left_cassette(conn, sweep_id)
+    else:
+        skip_left = left_cassette == "exclude"
     # The queries are independent: on PostgreSQL they run side by side on their own
     # connections (one scan of the trials, one of the tool calls); SQLite runs them in turn.
     parts = run_queries(
         engine,
         {
-            "trials": lambda c: _trials(c, sweep_id),
+            "trials": lambda c: _trials(c, sweep_id, skip_left),
             "calls": lambda c: tool_calls(c, sweep_id),
             "provenance": lambda c: _provenance(c, sweep_id),
             "answers": lambda c: answer_quality(c, sweep_id, scoring),
@@ -130,10 +144,20 @@ def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None
     groups: dict[Key, _Group] = defaultdict(_Group)
     tokens: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
     timeouts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    left: Counter[tuple[str, str]] = Counter()
     done = 0
     for r in counts:
         done += r.n
         m, p = r.model_id, r.prompt_id
+        sums = tokens[(m, p)]
+        sums[0] += r.tokens_prompt or 0
+        sums[1] += r.tokens_completion or 0
+        sums[2] += r.timed_tokens or 0
+        sums[3] += float(r.timed_s or 0.0)
+        if r.left_cassette:
+            left[(m, p)] += r.n
+            if skip_left:
+                continue
         tools = json.loads(r.expected_tools)
         for key in row_keys(m, p, r.tier, r.scenario_id, r.paraphrased, tools):
             groups[key].add(
@@ -143,11 +167,6 @@ def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None
             by_model = int(r.model_timeouts or 0)
             timeouts[(m, p)]["model_reply"] += by_model
             timeouts[(m, p)]["scenario_clock"] += r.n - by_model
-        sums = tokens[(m, p)]
-        sums[0] += r.tokens_prompt or 0
-        sums[1] += r.tokens_completion or 0
-        sums[2] += r.timed_tokens or 0
-        sums[3] += float(r.timed_s or 0.0)
 
     call_latency = {(c.model, c.prompt, c.tool): c.latency for c in calls}
     rows = []
@@ -167,6 +186,7 @@ def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None
             tokens_completion=int(sums[1]),
             histogram=hist.get((m, p), [0] * (len(LATENCY_BINS) + 1)),
             timeouts={k: n for k, n in sorted(timeouts[(m, p)].items()) if n},
+            left_cassette=left[(m, p)],
         )
         for (m, p), sums in sorted(tokens.items())
     ]
@@ -181,11 +201,12 @@ def build_scorecard(*, engine: Engine, sweep_id: str, scoring: str | None = None
         latency_bins=list(LATENCY_BINS),
         provenance=provenance,
         answers=parts["answers"],
+        left_cassette="exclude" if skip_left else "count",
     )
 
 
-def _trials(conn: Connection, sweep_id: str) -> tuple[TrialScan, LatencyParts]:
-    scan = scan_trials(conn, sweep_id)
+def _trials(conn: Connection, sweep_id: str, skip_left: bool) -> tuple[TrialScan, LatencyParts]:
+    scan = scan_trials(conn, sweep_id, skip_left=skip_left)
     # Percentiles here, on this query's thread, overlap the tool calls' query still running.
     return scan, trial_latency(scan.samples)
 

@@ -101,10 +101,10 @@ def toolsets_for(sweep: SweepSpec, suite: str, source: str) -> list[ToolSet | No
 
 
 def _identity(sweep: SweepSpec) -> dict[str, object]:
-    """The sweep as its id sees it: gates never count; the answer-quality fields only when set,
-    so sweeps written before they existed keep their ids."""
+    """The sweep as its id sees it: gates and how off-cassette trials count never do; the
+    answer-quality fields only when set, so sweeps written before they existed keep their ids."""
     unset = {name for name in SweepSpec.OPTIONAL_AXES if not getattr(sweep, name)}
-    return sweep.model_dump(mode="json", exclude={"gates", *unset})
+    return sweep.model_dump(mode="json", exclude={"gates", "left_cassette", *unset})
 
 
 def expand(sweep: SweepSpec, source: str) -> Plan:

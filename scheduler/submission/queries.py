@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import col
 
@@ -115,6 +115,26 @@ def runnable_ids(*, engine: Engine, sweep_id: str) -> set[str]:
         return set(session.execute(stmt).scalars())
 
 
+def reopen_for_rerun(*, engine: Engine, plan: Plan, queues: dict[str, str]) -> None:
+    """Make every trial of a recorded plan pending again, on its model's queue, and its sweep
+    active, in one transaction: a distributed re-run (`farm replay --rerun --submit`). Each
+    trial keeps its last result until a worker records the new one."""
+    by_queue: dict[str, list[str]] = {}
+    for t in plan.trials:
+        by_queue.setdefault(queues[t.model.id], []).append(t.trial_id)
+    with engine.begin() as conn:
+        conn.execute(
+            update(SweepRow).where(col(SweepRow.sweep_id) == plan.sweep_id).values(status="active")
+        )
+        for queue, ids in by_queue.items():
+            for start in range(0, len(ids), BATCH):
+                conn.execute(
+                    update(TrialRow)
+                    .where(col(TrialRow.trial_id).in_(ids[start : start + BATCH]))
+                    .values(status="pending", queue=queue)
+                )
+
+
 def sweep_spec_json(*, engine: Engine, sweep_id: str) -> str | None:
     """The recorded sweep's spec (its SweepSpec as JSON), or None when there is no such sweep."""
     with session_scope(engine) as session:
@@ -125,7 +145,8 @@ def sweep_spec_json(*, engine: Engine, sweep_id: str) -> str | None:
 
 
 def recorded_trials(*, engine: Engine, sweep_id: str) -> list[Any]:
-    """A sweep's recorded (done) trials: their keys, outcome, detail and transcript."""
+    """A sweep's recorded (done) trials: their keys, outcome, stop reason, detail and
+    transcript."""
     with session_scope(engine) as session:
         return list(
             session.execute(
@@ -138,6 +159,7 @@ def recorded_trials(*, engine: Engine, sweep_id: str) -> list[Any]:
                     col(TrialRow.repetition),
                     col(TrialRow.variant),
                     col(TrialRow.outcome),
+                    col(TrialRow.stop_reason),
                     col(TrialRow.detail),
                     col(TrialRow.transcript_json),
                 ).where(col(TrialRow.sweep_id) == sweep_id, col(TrialRow.status) == "done")

@@ -82,6 +82,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "alternative routes: the route a trial of a routed scenario took (trial route)",
         ["ALTER TABLE trial ADD COLUMN route VARCHAR"],
     ),
+    (
+        10,
+        "cassettes: whether a trial called a replayed server off its recording (trial "
+        "left_cassette)",
+        ["ALTER TABLE trial ADD COLUMN left_cassette BOOLEAN NOT NULL DEFAULT FALSE"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Index
+from sqlalchemy import Index, false
 from sqlmodel import Field, SQLModel
 
 
@@ -57,6 +57,8 @@ class TrialRow(SQLModel, table=True):
     route: str | None = None
     """The scenario route the trial passed by, or was judged by; NULL for a scenario without
     routes."""
+    left_cassette: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    """A server replayed from a cassette got a call the cassette never recorded."""
     stop_reason: str | None = None
     detail: str = ""
     latency_s: float | None = None

@@ -16,7 +16,10 @@ from mcp_farm.schema import (
     ParamMatcher,
     Scenario,
 )
-from mcp_farm.workers.grading.matchers import check
+from mcp_farm.workers.grading.matchers import (
+    absent_problem,
+    check,
+)
 from tests.helpers import ideal_script
 
 Script = list[dict[str, Any]]
@@ -24,10 +27,22 @@ Mistake = tuple[str, Script, str]
 
 # Calls an agent may make instead of a step's first tool, and should pass with: the same step
 # done through another of its `tool: {one_of: [...]}` names (arguments differ between tools, so
-# they are given here rather than guessed).
-ALTERNATE_CALLS: dict[str, tuple[int, str, dict[str, Any]]] = {
-    "ref.fs.raise-timeout": (0, "read_file", {"path": "webapp/src/session.js"}),
-    "mail.marco-and-priya": (0, "search_email", {"query": "Marco"}),
+# they are given here rather than guessed). Per scenario: (route, or None without routes; step;
+# tool; arguments). Every alternative that carries its own `params` in a bundled scenario is
+# listed, so each is called at least once (test_selfcheck holds this).
+Alternate = tuple[str | None, int, str, dict[str, Any]]
+ALTERNATE_CALLS: dict[str, list[Alternate]] = {
+    "ref.fs.raise-timeout": [(None, 0, "read_file", {"path": "webapp/src/session.js"})],
+    "mail.marco-and-priya": [(None, 0, "search_email", {"query": "Marco"})],
+    "ref.fs.readme-version": [(None, 0, "read_multiple_files", {"paths": ["webapp/README.md"]})],
+    "ref.memory.tea": [
+        ("look-then-add", 0, "open_nodes", {"names": ["Ada Lovelace"]}),
+        ("look-then-add", 0, "read_graph", {}),
+    ],
+    "ref.memory.colleague-dinner": [
+        (None, 0, "search_nodes", {"query": "Ada Lovelace"}),
+        (None, 0, "read_graph", {}),
+    ],
 }
 
 
@@ -196,16 +211,59 @@ def _shape_changes(matcher: ParamMatcher, value: Any) -> Iterator[tuple[str, Any
         yield "adds-a-key", value | {"zz": 1}
 
 
+def _refuses(step: ExpectedCall, tool: str, arguments: dict[str, Any]) -> bool:
+    """Whether the alternative `tool`'s own params refuse `arguments` (one missing, or one
+    given a value its matcher refuses); chained values are not judged here."""
+    own = step.params_for(tool)
+    for arg, matcher in own.items():
+        if matcher.sources():
+            continue
+        if arg not in arguments:
+            if absent_problem(matcher) is not None:
+                return True
+        elif check(matcher, arguments[arg]) is not None:
+            return True
+    return False
+
+
 def alternate_mistakes(scenario: Scenario) -> Iterator[Mistake]:
-    """Another accepted tool for a step (a pass)."""
-    if scenario.id not in ALTERNATE_CALLS:
+    """Each listed alternative of a step called instead of its first tool (a pass, on the
+    route it belongs to); and, for an alternative with params of its own, that tool called
+    with the first tool's arguments where its own params refuse them (wrong_params)."""
+    ways = dict(scenario.ways())
+    for route, j, tool, arguments in ALTERNATE_CALLS.get(scenario.id, []):
+        way = ways[route]
+        step: ExpectedCall = way.expect[j]
+        assert tool in step.names[1:], f"{scenario.id}: {tool} is not an alternative of step {j}"
+        at = "" if route is None else f"@{route}"
+        script = ideal_script(way)
+        first = script[j]["call"]["arguments"]
+        script[j] = _call(tool, arguments)
+        yield f"uses-{tool}-instead{at}", script, "pass"
+        if _refuses(step, tool, first):
+            mixed = copy.deepcopy(script)
+            mixed[j] = _call(tool, first)
+            yield f"calls-{tool}-with-the-first-tools-arguments{at}", mixed, "wrong_params"
+
+
+def strict_mistakes(scenario: Scenario) -> Iterator[Mistake]:
+    """Under `calls: strict`, a wrong call of the first step's tool (its first argument
+    changed) before the right calls, and one after them: each wrong_params, where lenient
+    counting would let both pass. On a scenario with routes, they are made on each route."""
+    if scenario.calls != "strict" or scenario.routes or not scenario.expect:
         return
-    j, tool, arguments = ALTERNATE_CALLS[scenario.id]
-    step: ExpectedCall = scenario.expect[j]
-    assert tool in step.names[1:], f"{scenario.id}: {tool} is not an alternative of step {j}"
     script = ideal_script(scenario)
-    script[j] = _call(tool, arguments)
-    yield "uses-another-accepted-tool", script, "pass"
+    call = script[0]["call"]
+    if not call["arguments"]:
+        return
+    name = next(iter(call["arguments"]))
+    wrong = _call(call["name"], call["arguments"] | {name: _wrong(call["arguments"][name])})
+    yield "makes-a-wrong-call-before-the-right-ones", [wrong, *script], "wrong_params"
+    yield (
+        "makes-a-wrong-call-after-the-right-ones",
+        [*script[:-1], wrong, script[-1]],
+        "wrong_params",
+    )
 
 
 # Per scenario with routes: a wrong route (steps of two routes mixed, or one left half done),
@@ -287,6 +345,53 @@ ROUTE_MISTAKES["ref.sql.ada-orders"] = [
 
 # Per scenario: a mistake only that scenario's server or matchers can show, and its outcome.
 SCENARIO_MISTAKES: dict[str, list[Mistake]] = {
+    # A read that works, of a file no step asks for, after the right read: strict calls fail it.
+    "ref.fs.readme-version": [
+        (
+            "reads-another-file-after-the-readme",
+            [
+                _call("read_text_file", {"path": "webapp/README.md"}),
+                _call("read_text_file", {"path": "webapp/package.json"}),
+                {"answer": "The README says the current version is 2.4.1."},
+            ],
+            "wrong_params",
+        )
+    ],
+    # The colleague taken from the relation's `from` (Ada herself), not its `to`: a whole
+    # value of the look-up's result, which only `from_key: to` refuses.
+    "ref.memory.colleague-dinner": [
+        (
+            "takes-the-name-from-the-wrong-key",
+            [
+                _call("open_nodes", {"names": ["Ada Lovelace"]}),
+                _call(
+                    "add_observations",
+                    {
+                        "observations": [
+                            {
+                                "entityName": "Ada Lovelace",
+                                "contents": ["Invited to Friday's dinner"],
+                            }
+                        ]
+                    },
+                ),
+                {"answer": "Noted: Charles Babbage is invited to Friday's dinner."},
+            ],
+            "wrong_params",
+        )
+    ],
+    # Another id of the same listing: a whole value of it, but not the plumber's line.
+    "todo.plumber-done": [
+        (
+            "ticks-off-another-listed-reminder",
+            [
+                _call("list_reminders", {}),
+                _call("complete_reminder", {"reminder_id": "r1"}),
+                {"answer": "Done: the plumber reminder is ticked off."},
+            ],
+            "wrong_params",
+        )
+    ],
     # The server answers "Database error: no such column: town" as ordinary text; its
     # error_pattern makes that a failed call, which does not do the step.
     "ref.sql.lyon-customers": [
@@ -334,6 +439,6 @@ def form_mistakes(scenario: Scenario) -> list[Mistake]:
         *optional_mistakes(scenario),
         *chain_mistakes(scenario),
         *shape_mistakes(scenario),
-        *alternate_mistakes(scenario),
+        *strict_mistakes(scenario),
         *scenario_mistakes(scenario),
     ]

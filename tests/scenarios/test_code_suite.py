@@ -251,7 +251,8 @@ def test_the_anchors_are_distinct_scenarios_graded_on_every_criterion() -> None:
 
 
 def _argv(name: str, repo: Path) -> list[str]:
-    return [sys.executable, "-m", f"mcp_farm.scenarios.servers.{name}", "--repo", str(repo)]
+    module = f"mcp_farm.scenarios.servers.code.{name.removeprefix('code_')}"
+    return [sys.executable, "-m", module, "--repo", str(repo)]
 
 
 @asynccontextmanager

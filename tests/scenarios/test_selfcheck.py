@@ -33,6 +33,8 @@ from tests.helpers import (
 )
 from tests.scenarios.leaks import leak_problem
 from tests.scenarios.mistakes import (
+    ALTERNATE_CALLS,
+    alternate_mistakes,
     form_mistakes,
     route_mistakes,
 )
@@ -44,9 +46,12 @@ INVENTED = {"call": {"name": "open_portal", "arguments": {}}}
 WRONG_ANSWER = {"answer": "Sorry, I could not find that."}
 
 
-def mistakes(scenario: Scenario) -> list[tuple[str, list[dict[str, Any]], str]]:
+def mistakes(
+    scenario: Scenario, route: str | None = None
+) -> list[tuple[str, list[dict[str, Any]], str]]:
     """(name, script, outcome it must get) for each mistake that applies to the scenario; on a
-    scenario with routes, each route's own mistakes and a wrong route."""
+    scenario with routes, each route's own mistakes (`route` names the one judged), a wrong
+    route, and the listed alternatives on their routes."""
     if scenario.routes:
         # A mistake on one route may be another route done right (a look-up left out where
         # a route without it exists): that one passes.
@@ -54,8 +59,8 @@ def mistakes(scenario: Scenario) -> list[tuple[str, list[dict[str, Any]], str]]:
         return [
             (f"{name}@{route}", script, "pass" if script in done else outcome)
             for route, way in scenario.ways()
-            for name, script, outcome in mistakes(way)
-        ] + route_mistakes(scenario)
+            for name, script, outcome in mistakes(way, route)
+        ] + [*route_mistakes(scenario), *alternate_mistakes(scenario)]
     ideal = ideal_script(scenario)
     calls, answer = ideal[:-1], ideal[-1]
     if not scenario.expect:
@@ -78,7 +83,8 @@ def mistakes(scenario: Scenario) -> list[tuple[str, list[dict[str, Any]], str]]:
             found.append(("skips-the-first-step", [*calls[1:], answer], "wrong_sequence"))
     if scenario.final_answer and not _matches(scenario.final_answer, WRONG_ANSWER["answer"]):
         found.append(("gives-a-wrong-answer", [*calls, WRONG_ANSWER], "output_mismatch"))
-    return found + form_mistakes(scenario)
+    alternates = [] if route is not None else list(alternate_mistakes(scenario))
+    return found + form_mistakes(scenario) + alternates
 
 
 def _matches(pattern: str, text: str) -> bool:
@@ -122,6 +128,28 @@ def test_the_bundled_suites_are_the_size_and_shape_promised() -> None:
     assert len(load_suite("thirdparty").scenarios) >= 8
     assert sum(1 for s in first_party if not s.expect and not s.routes) >= 2
     assert SEEDED, "no bundled scenario has setup: the leak probe would check nothing"
+
+
+def test_every_alternative_with_params_of_its_own_is_called_by_some_self_check() -> None:
+    # The ideal agent calls each step's first tool only: an alternative judged by its own
+    # params is shown to work only if a listed call makes it.
+    listed = {
+        (sid, route, j, tool)
+        for sid, calls in ALTERNATE_CALLS.items()
+        for route, j, tool, _a in calls
+    }
+    unlisted = [
+        (s.id, route, j, tool)
+        for suite in SUITES
+        for s in load_suite(suite).scenarios
+        for route, way in s.ways()
+        for j, step in enumerate(way.expect)
+        for tool in step.names[1:]
+        if not isinstance(step.tool, str)
+        and step.tool.own_params(tool) is not None
+        and (s.id, route, j, tool) not in listed
+    ]
+    assert unlisted == []
 
 
 @pytest.mark.parametrize(("suite", "scenario", "name", "script", "outcome"), CASES)

@@ -25,7 +25,11 @@ NOTES_HTTP = [sys.executable, "-m", "mcp_farm.scenarios.servers.notes", "--trans
 """The README's command, less the port (a free one is picked)."""
 SERVERS_DIR = REPO / "scenarios" / "servers"
 # Wrappers that start third-party servers live in scenarios/launchers, not here.
-NAMES = sorted(p.stem for p in SERVERS_DIR.glob("*.py") if not p.stem.startswith("_"))
+NAMES = sorted(
+    ".".join(p.relative_to(SERVERS_DIR).with_suffix("").parts)
+    for p in SERVERS_DIR.rglob("*.py")
+    if not p.stem.startswith("_") and "__pycache__" not in p.parts
+)
 
 
 def _text(result: Any) -> str:

@@ -99,6 +99,17 @@ SERVERS: dict[str, tuple[str | None, list[str], dict[str, tuple[dict[str, Any], 
             "draft_reply": ({"email_id": "msg-1040", "body": "13:30?"}, "not sent"),
         },
     ),
+    # One session, calls in this order: the list lives in the process's memory.
+    "reminders": (
+        None,
+        [],
+        {
+            "add_reminder": ({"text": "Buy stamps", "due": "2026-03-12"}, "r1  [ ] Buy stamps"),
+            "list_reminders": ({}, "(due 2026-03-12)"),
+            "complete_reminder": ({"reminder_id": "r1"}, "done: r1  [x]"),
+            "clear_reminders": ({}, "all reminders deleted"),
+        },
+    ),
     "gaia": (
         None,
         ["--attached", "gaia,notes"],
@@ -116,6 +127,7 @@ READ_ONLY = {
     "calendar": {"list_events", "find_free_slot", "find_meeting_time"},
     "email": {"list_inbox", "read_email", "search_email"},
     "gaia": {"list_mcp_servers", "server_status", "list_tools", "list_available_servers"},
+    "reminders": {"list_reminders"},
 }
 DISTRACTORS = {"search_news", "fetch_cached", "update_note", "find_meeting_time", "draft_reply"}
 DISTRACTORS |= {"list_available_servers"}

@@ -26,6 +26,7 @@ from tests.scenarios.leaks import leak_problem
 
 pytestmark = pytest.mark.integration
 MEMO_SERVER = Path(__file__).resolve().parent.parent / "servers" / "memo.py"
+SESSION_MEMO_SERVER = MEMO_SERVER.with_name("session_memo.py")
 MEMORY_SERVER = REPO_ROOT / ".tools/node/node_modules/.bin/mcp-server-memory"
 SEEDED = """
   - id: memo.seeded
@@ -43,22 +44,33 @@ SEEDED = """
 LISTING = [{"call": {"name": "list_notes", "arguments": {}}}, {"answer": "done"}]
 
 
-@pytest.fixture(scope="module")
-def memo_url() -> Iterator[str]:
-    """The memo server over streamable HTTP, started by hand: the farm only connects to it."""
+def _served(script: Path) -> Iterator[str]:
+    """A test server over streamable HTTP, started by hand: the farm only connects to it."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, str(MEMO_SERVER), "--transport", "http", "--port", str(port)],
+        [sys.executable, str(script), "--transport", "http", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        wait_until_serving(url, proc, 30, "memo server")
+        wait_until_serving(url, proc, 30, script.stem)
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def memo_url() -> Iterator[str]:
+    """The memo server: one list of memos for every session."""
+    yield from _served(MEMO_SERVER)
+
+
+@pytest.fixture(scope="module")
+def session_memo_url() -> Iterator[str]:
+    """The session-memo server: each MCP session's memos kept apart."""
+    yield from _served(SESSION_MEMO_SERVER)
 
 
 @pytest.fixture
@@ -122,6 +134,36 @@ def test_the_leak_probe_catches_a_server_that_only_claims_to_reset(
     assert problem is not None
     assert "a trial after a seeded one got a different answer from list_notes" in problem
     assert "call the plumber" in problem
+
+
+def test_a_server_that_keeps_sessions_apart_gets_a_new_session_for_every_trial(
+    tmp_path: Path, session_memo_url: str, runtime: Runtime, settings: Settings
+) -> None:
+    # The session-memo server keeps each MCP session's memos apart, so `reset: session` is an
+    # honest claim, kept only if the pool opens a new session per trial instead of lending
+    # the seeded trial's session to the next.
+    suite = _suite(tmp_path, _http(session_memo_url, "session"))
+    scenario = load_suite(suite).scenarios[0]
+    assert leak_problem(suite, scenario, runtime, settings, tmp_path) is None
+    again = runtime.run(trial(scenario, LISTING, suite=suite, repetition=7), settings)
+    assert again.outcome == "pass", again.detail
+    assert [c.tool for c in again.setup_calls] == ["add_memo"]
+    assert again.tool_calls[0].result_text == "1. call the plumber"
+
+
+def test_a_stdio_server_with_reset_session_is_a_new_process_for_every_trial(
+    tmp_path: Path, runtime: Runtime, settings: Settings
+) -> None:
+    # Over stdio the process is the session: a new session is a new process.
+    server = (
+        f'  - name: memo\n    command: ["{sys.executable}", "{SESSION_MEMO_SERVER}"]\n'
+        "    reset: session\n"
+    )
+    suite = _suite(tmp_path, server)
+    scenario = load_suite(suite).scenarios[0]
+    started = runtime.pool.started
+    assert leak_problem(suite, scenario, runtime, settings, tmp_path) is None
+    assert runtime.pool.started - started == 3
 
 
 def _memory(env: str, sandbox: str = "", reuse: str = "") -> str:

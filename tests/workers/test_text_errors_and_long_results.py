@@ -11,10 +11,15 @@ import pytest
 
 from mcp_farm.scenarios import load_suite
 from mcp_farm.schema import (
+    ModelTarget,
     Settings,
     TrialResult,
 )
 from mcp_farm.workers.trial import execute_trial
+from tests.fake_openai import (
+    Behaviour,
+    fake_openai,
+)
 from tests.helpers import trial
 
 pytestmark = pytest.mark.integration
@@ -152,7 +157,7 @@ def test_strict_call_counts_refuse_a_wrong_attempt_and_a_repeat(
     assert clean.outcome == "pass" and clean.first_try is True
 
 
-@pytest.mark.parametrize("mode", ["native", "json"])
+@pytest.mark.parametrize("mode", ["native", "json", "grammar"])
 def test_what_the_server_says_about_itself_reaches_the_model(
     tmp_path: Path, settings: Settings, mode: str
 ) -> None:
@@ -169,4 +174,24 @@ def test_what_the_server_says_about_itself_reaches_the_model(
         "About the servers:\n- textual: Keys are lower-case names; every value is stored as "
         "text.\n  alpha is the production key;\n  beta is for tests." in system
     )
-    assert ("Tools:" in system) == (mode == "json")
+    assert ("Tools:" in system) == (mode != "native")
+
+
+def test_in_grammar_mode_an_endpoint_is_sent_what_the_server_says_about_itself(
+    tmp_path: Path, settings: Settings
+) -> None:
+    # Through the openai adapter to a real HTTP endpoint: the system message it receives.
+    told = '    instructions: "alpha is the production key."'
+    suite = _suite(tmp_path, extra=told)
+    scenario = load_suite(suite).scenarios[0]
+    behaviour = Behaviour(models=["m"], answer='{"answer": "42"}')
+    with fake_openai(behaviour) as endpoint:
+        target = ModelTarget(id="fake", adapter="openai", model="m", endpoint=endpoint.url)
+        spec = trial(scenario, [], suite=suite, prompt="grammar")
+        spec = spec.model_copy(update={"model": target})
+        result = anyio.run(execute_trial, spec, settings)
+    assert result.outcome != "infra_error", result.detail
+    (system,) = behaviour.seen_systems
+    assert "About the servers:\n- textual: Keys are lower-case names" in system
+    assert "alpha is the production key." in system
+    assert behaviour.seen_formats == ["json_schema"]

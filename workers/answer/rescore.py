@@ -3,14 +3,18 @@
 A rescore re-grades the deterministic outcome from the recorded calls (the tools' schemas are
 listed again from the servers; no model is asked), re-checks citations and keywords, and judges
 again, writing new rows under a new scoring id. Nothing recorded before is changed.
+
+The outcome is graded as the live trial was (`scenario_of`: the sweep's `calls:` included).
+Results are stored as the model was shown them, cut at `result_chars`; the whole text is not
+kept, so chained values are looked for in the shown text only (without the cut notice).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
-from mcp_farm.scenarios import find_scenario
 from mcp_farm.scenarios.anchors import (
     anchor_folder,
     load_anchors,
@@ -36,7 +40,10 @@ from mcp_farm.workers.answer.scoring import (
     score_answer,
     shown_to_judge,
 )
-from mcp_farm.workers.grading.grade import grade
+from mcp_farm.workers.grading.grade import (
+    grade,
+    scenario_of,
+)
 from mcp_farm.workers.mcp.connections import connect
 from mcp_farm.workers.mcp.pool import ServerPool
 from mcp_farm.workers.node.runtime import get_runtime
@@ -51,9 +58,14 @@ if TYPE_CHECKING:
     from mcp_farm.schema.db import ToolCallRow
 
 
+CUT_NOTICE = re.compile(r"\n\[result cut: \d+ more characters not shown\]\Z")
+"""The line `shown_text` (workers/session.py) adds to a cut result: not part of the result."""
+
+
 def _calls(rows: list[ToolCallRow], transcript: list[Message]) -> list[ToolCallRecord]:
-    """The recorded calls with the result text the model saw (the i-th tool message)."""
-    results = [m.content for m in transcript if m.role == "tool"]
+    """The recorded calls with the result text the model saw (the i-th tool message), less the
+    notice of a cut, whose count would otherwise pass for a number in the result."""
+    results = [CUT_NOTICE.sub("", m.content) for m in transcript if m.role == "tool"]
     calls = []
     for row in rows:
         shown = results[row.idx] if row.idx < len(results) else ""
@@ -84,7 +96,7 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
     judge = request.judge
     trial, call_rows = recorded_trial(engine, request.trial_id)
     spec = TrialSpec.model_validate_json(trial.payload_json)
-    scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
+    scenario = scenario_of(spec)  # the sweep's `calls:` too, as the trial was graded
     transcript = [Message.model_validate(m) for m in json.loads(trial.transcript_json)]
     calls = _calls(call_rows, transcript)
     schemas = await _schemas(spec, scenario, pool)

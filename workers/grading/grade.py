@@ -9,6 +9,7 @@ from typing import Any
 import jsonschema
 from referencing.exceptions import Unresolvable  # jsonschema's own dependency (>= 4.18)
 
+from mcp_farm.scenarios import find_scenario
 from mcp_farm.schema import (
     OUTCOMES,
     Outcome,
@@ -16,6 +17,7 @@ from mcp_farm.schema import (
     Scenario,
     StopReason,
     ToolCallRecord,
+    TrialSpec,
     budgeted_search,
 )
 from mcp_farm.workers.errors import InfraError
@@ -83,6 +85,17 @@ def _match_steps(
     if found.failed:
         return Graded("wrong_params", found.failed), missed
     return None, missed
+
+
+def scenario_of(spec: TrialSpec) -> Scenario:
+    """The scenario of a trial as it is run and graded, live or rescored: the stored version,
+    with the sweep's override of how calls are counted (`calls:`). The sweep's other settings
+    (`result_chars`, `tool_naming`) change what the model was shown, which the trial records;
+    grading reads the tools' own names and the results as recorded, so they need nothing here."""
+    scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
+    if spec.calls is not None:
+        scenario = scenario.model_copy(update={"calls": spec.calls})
+    return scenario
 
 
 def repeats_allowed(scenario: Scenario) -> int:

@@ -19,6 +19,7 @@ from mcp_farm.schema import (
     budgeted_search,
 )
 from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.mcp.capture import Capture
 from mcp_farm.workers.mcp.pool import (
     LiveServer,
     ServerPool,
@@ -42,6 +43,10 @@ class Connected:
     instructions: dict[str, str] = field(default_factory=dict)
     """Per attached server, what the model is told about it: the server's own initialize
     instructions, then its definition's `instructions`; servers with neither are left out."""
+    capture: Capture | None = None
+    """Where the trial's exchanges are recorded into cassettes; None: nowhere."""
+    left_cassette: bool = False
+    """Whether a call got a cassette server's answer for a call it never recorded."""
 
     def limit(self, server: str) -> int:
         """Characters of a result of `server` the model is shown."""
@@ -79,10 +84,15 @@ def _clash(name: str, first: str, second: str) -> InfraError:
 
 @asynccontextmanager
 async def connect(
-    servers: list[ServerDef], pool: ServerPool, naming: str, result_chars: int | None = None
+    servers: list[ServerDef],
+    pool: ServerPool,
+    naming: str,
+    result_chars: int | None = None,
+    capture: Capture | None = None,
 ) -> AsyncIterator[Connected]:
     """Borrow every server the trial needs; give them back healthy only if the trial ended
-    without an exception (a timeout, a crash or a cancellation stops them instead)."""
+    without an exception (a timeout, a crash or a cancellation stops them instead). With a
+    `capture`, what each server lists and answers is recorded."""
     attached = [s.name for s in servers]
     lent: list[LiveServer] = []
     healthy = False
@@ -91,12 +101,15 @@ async def connect(
         tools={},
         servers={s.name: s for s in servers},
         result_chars=result_chars,
+        capture=capture,
     )
     try:
         for server in servers:
             lent.append(await pool.acquire(server, attached))
         for live in lent:
             connected.sessions[live.server.name] = live.session
+            if capture is not None:
+                capture.listed(live.server, live.tools, live.instructions)
             told = "\n".join(t for t in (live.instructions, live.server.instructions.strip()) if t)
             if told:
                 connected.instructions[live.server.name] = told

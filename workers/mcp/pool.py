@@ -4,7 +4,9 @@ Starting a stdio server costs about half a second; a call on a live session abou
 millisecond. So each worker process keeps the servers it has started, lends one to a trial at
 a time, and before lending it again resets its sandbox folder in place (the server reads the
 folder on every call). A server that failed, hung or belongs to a trial that ended badly is
-stopped, not lent again; a server declared `reuse: false` is started fresh for every trial.
+stopped, not lent again; a server declared `reuse: false` is started fresh for every trial, and
+one declared `reset: session` gets a new MCP session for every trial (over HTTP a new connection
+and session to the same server; over stdio, where the process is the session, a new process).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from mcp_farm.scenarios import (
     FIXTURES_DIR,
     sandbox_source,
 )
+from mcp_farm.scenarios.cassette import replay_definition
 from mcp_farm.schema import (
     ENV_PLACEHOLDER,
     ServerDef,
@@ -251,6 +254,7 @@ class ServerPool:
 
     async def acquire(self, server: ServerDef, attached: list[str]) -> LiveServer:
         """A started, initialised server for one trial, its sandbox fresh; InfraError if not."""
+        server = replay_definition(server)  # a `replay:` server is the farm's cassette server
         key = _key(server, attached)
         for live in self._idle:
             if live.key == key:
@@ -271,7 +275,10 @@ class ServerPool:
         """Take a server back after a trial; stop it unless it can safely serve the next one.
         `dirty`: the trial may have changed its sandbox, so reset it before lending it again."""
         on_dead_process = live.process is not None and not live.process.alive
-        if not healthy or not live.server.reuse or on_dead_process:
+        # `reset: session` promises only that a new session starts clean: lending this one to
+        # the next trial would hand it the state this trial left.
+        new_session = live.server.reset == "session"
+        if not healthy or not live.server.reuse or on_dead_process or new_session:
             live.stop.set()
             return
         live.dirty = live.dirty or (dirty and live.sandbox is not None)
@@ -294,7 +301,9 @@ class ServerPool:
         self._count += 1
         sandbox = self.root / f"{server.name}-{self._count}" if server.sandbox else None
         process: SharedProcess | None = None
-        if self.share and server.shared is not None:
+        # A cassette declared `transport: http` is served over HTTP even with one session.
+        over_http = self.share or (server.replay is not None and server.transport == "http")
+        if over_http and server.shared is not None:
             process = await self._process(server, attached)
             _, how = shared_launch(server, sandbox, attached, self.environ, process.port, self.root)
         else:

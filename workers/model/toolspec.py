@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_farm.schema import TokenCounts
+from mcp_farm.schema import StopReason, TokenCounts
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,9 @@ class ModelReply:
     format_error: str | None = None
     """Set when the reply could not be decoded into calls or an answer."""
     first_token_s: float | None = None
+    stop: StopReason | None = None
+    """Set by an adapter that ends the session instead of replying: a replay asked for a turn
+    its recording does not have ends as the recording did (`text` then says why)."""
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,7 @@ def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
         "outcome": result.outcome,
         "first_try": result.first_try,
         "route": result.route,
+        "left_cassette": result.left_cassette,
         "stop_reason": result.stop_reason,
         "detail": result.detail,
         "latency_s": result.latency_s,

@@ -18,6 +18,7 @@ from importlib.resources import files
 from typing import Any
 
 from mcp_farm.scheduler.report.cells import (
+    cassette_note,
     dash_note,
     harness_note,
     interval,
@@ -139,6 +140,8 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
     footnote = f'<p class="muted">{html.escape(note)}</p>' if note else ""
     harness = harness_note(card)
     banner = f'\n<p class="harness">{html.escape(harness)}</p>' if harness else ""
+    if cassette := cassette_note(card):
+        banner += f'\n<p class="muted">{html.escape(cassette)}</p>'
     title = html.escape(f"Scorecard {card.sweep_id}")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>

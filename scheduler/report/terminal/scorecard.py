@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mcp_farm.scheduler.report.cells import (
+    cassette_note,
     dash_note,
     harness_note,
     interval,
@@ -90,6 +91,8 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
     console.print(modes)
     for line in timeout_lines(card):
         console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+    if cassette := cassette_note(card):
+        console.print(f"[yellow]{escape(cassette)}[/yellow]", highlight=False)
     if card.tool_calls:
         calls = _table(
             "Tool calls as executed (MCP latency)",

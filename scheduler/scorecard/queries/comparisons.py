@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from mcp_farm.scheduler.scorecard.queries.answers import SCORING_SQL
 from mcp_farm.scheduler.scorecard.queries.columns import config_prompt
+from mcp_farm.scheduler.scorecard.queries.provenance import skips_left_cassette
 from mcp_farm.scheduler.scorecard.queries.scan import COUNTS_SQL
 
 KNOWN_SQL = "select 1 from sweep where sweep_id = :s"
@@ -28,13 +29,17 @@ group by a.model_id, {config_prompt("a")}, j.criterion
 
 
 def trial_counts(engine: Engine, sweep_id: str) -> Sequence[Any] | None:
-    """The sweep's done trials counted per group (COUNTS_SQL's rows); None when there is no
-    such sweep."""
+    """The sweep's done trials counted per group (COUNTS_SQL's rows), without the trials that
+    left their cassette when the sweep excludes them (as its scorecard does); None when there
+    is no such sweep."""
     with engine.connect() as conn:
         known = conn.execute(text(KNOWN_SQL), {"s": sweep_id}).first()
         if known is None:
             return None
-        return conn.execute(text(COUNTS_SQL), {"sweep": sweep_id}).all()
+        rows = conn.execute(text(COUNTS_SQL), {"sweep": sweep_id}).all()
+        if skips_left_cassette(conn, sweep_id):
+            return [r for r in rows if not r.left_cassette]
+        return rows
 
 
 def newest_answer_scores(

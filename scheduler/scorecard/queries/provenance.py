@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +23,15 @@ PROVENANCE_SQL = (
 def sweep_record(conn: Connection, sweep_id: str) -> Any | None:
     """The sweep's `name` and `spec_json`, or None when there is no such sweep."""
     return conn.execute(text(SWEEP_SQL), {"sweep": sweep_id}).first()
+
+
+def skips_left_cassette(conn: Connection, sweep_id: str) -> bool:
+    """Whether the sweep leaves trials that left their cassette out of its rates (its
+    `left_cassette: exclude`; sweeps recorded before the option count them)."""
+    sweep = sweep_record(conn, sweep_id)
+    if sweep is None:
+        return False
+    return bool(json.loads(sweep.spec_json).get("left_cassette") == "exclude")
 
 
 def provenance_samples(conn: Connection, sweep_id: str) -> Sequence[Any]:

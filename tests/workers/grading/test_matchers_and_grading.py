@@ -205,6 +205,35 @@ def test_types_are_held_at_every_depth(matcher: dict[str, Any], value: Any, ok: 
     assert (check(m(matcher), value) is None) is ok
 
 
+@pytest.mark.parametrize(
+    ("matcher", "sent", "graded"),
+    [
+        (5, 5, "pass"),
+        (5, 5.0, "wrong_params"),
+        ({"number": 5}, 5.0, "pass"),
+        ({"number": 5}, 5, "pass"),
+    ],
+)
+def test_exact_holds_the_type_even_where_the_tools_schema_says_number(
+    matcher: Any, sent: float, graded: str
+) -> None:
+    # README, Decisions: the tool takes any JSON number, yet `exact: 5` still means the
+    # integer 5; `number: 5` is how a scenario says "equal to 5".
+    scenario = Scenario.model_validate(
+        {
+            "id": "t.five",
+            "version": 1,
+            "tier": "simple",
+            "prompt": "Rate it five.",
+            "servers": ["s"],
+            "expect": [{"tool": "rate", "params": {"stars": matcher}}],
+        }
+    )
+    schemas = {"rate": {"type": "object", "properties": {"stars": {"type": "number"}}}}
+    calls = [call(0, "rate", {"stars": sent}, "rated")]
+    assert grade(scenario, calls, "Rated.", "answer", schemas).outcome == graded
+
+
 def _source(text: str) -> Chain:
     return Chain(
         {

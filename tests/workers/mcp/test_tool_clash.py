@@ -23,7 +23,9 @@ pytestmark = pytest.mark.integration
 MEMO_SERVER = Path(__file__).resolve().parents[2] / "servers" / "memo.py"
 
 
-def _run(tmp_path: Path, settings: Settings, naming: str, call: str) -> TrialResult:
+def _run(
+    tmp_path: Path, settings: Settings, naming: str | None, call: str, config: str = "native"
+) -> TrialResult:
     # The notes fixture server and the memo test server both list `list_notes`.
     path = tmp_path / "clash.yaml"
     path.write_text(f"""
@@ -39,7 +41,9 @@ scenarios:
     servers: [notes, memo]
     open_tools: true
 """)
-    prompt = load_prompt("native").model_copy(update={"tool_naming": naming})
+    prompt = load_prompt(config)
+    if naming is not None:
+        prompt = prompt.model_copy(update={"tool_naming": naming})
     scenario = load_suite(str(path)).scenarios[0]
     script = [{"call": {"name": call, "arguments": {}}}, {"answer": "done"}]
     return anyio.run(
@@ -64,3 +68,18 @@ def test_prefixed_tool_names_keep_both_clashing_tools_reachable(
     assert result.outcome == "pass", result.detail
     assert [(c.server, c.tool, c.ok) for c in result.tool_calls] == [("memo", "list_notes", True)]
     assert result.tool_calls[0].result_text == "no memos yet"
+
+
+def test_the_shipped_native_prefixed_config_loads_and_reaches_both_clashing_tools(
+    tmp_path: Path, settings: Settings
+) -> None:
+    # The config the clash error names: native mode, tools shown as server__tool.
+    config = load_prompt("native-prefixed")
+    assert (config.id, config.mode, config.tool_naming) == (
+        "native-prefixed",
+        "native",
+        "server_prefixed",
+    )
+    result = _run(tmp_path, settings, None, "notes__list_notes", config="native-prefixed")
+    assert result.outcome == "pass", result.detail
+    assert [(c.server, c.tool, c.ok) for c in result.tool_calls] == [("notes", "list_notes", True)]

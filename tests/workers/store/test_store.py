@@ -61,6 +61,29 @@ def test_saving_a_trial_twice_keeps_one_row_on_sqlite(tmp_path: Path) -> None:
     _check_idempotent(make_engine(f"sqlite:///{tmp_path / 'x' / 'farm.sqlite'}"))
 
 
+def test_the_route_a_trial_took_is_stored_on_its_row_and_replaced_on_redelivery(
+    tmp_path: Path,
+) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'route.sqlite'}")
+    init_db(engine)
+    spec = trial(SCENARIO, ideal_script(SCENARIO))
+    result = listing_result(SCENARIO, spec.trial_id, spec.sweep_id, [0])
+
+    def stored() -> tuple[str | None, bool | None]:
+        with session_scope(engine) as session:
+            row = session.get(TrialRow, spec.trial_id)
+            assert row is not None
+            return row.route, row.first_try
+
+    save_trial(engine=engine, spec=spec, result=result.model_copy(update={"route": "two-reads"}))
+    assert stored()[0] == "two-reads"
+    again = result.model_copy(update={"route": "one-call", "first_try": True})
+    save_trial(engine=engine, spec=spec, result=again)
+    assert stored() == ("one-call", True)
+    save_trial(engine=engine, spec=spec, result=result)  # no routes: NULL, not the old name
+    assert stored()[0] is None
+
+
 @pytest.mark.integration
 def test_saving_a_trial_twice_keeps_one_row_on_postgres(pg_engine: Engine) -> None:
     assert pg_engine.dialect.name == "postgresql"

@@ -7,7 +7,7 @@ their module (`_connection.Connection.send`). References are found by name, not 
 method's references are all `.name` uses, whatever object they are called on. Every tool
 only reads, so the farm never needs to reset its folder.
 
-    python -m mcp_farm.scenarios.servers.code_symbols [--repo PATH] [--transport http --port 8765]
+    python -m mcp_farm.scenarios.servers.code.symbols [--repo PATH] [--transport http --port 8765]
 """
 
 from __future__ import annotations

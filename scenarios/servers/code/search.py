@@ -5,7 +5,7 @@ this one knows nothing about the language, as a shell with grep and sed would no
 relative to the repository's root (`h11/_connection.py`), so what a tool shows is what an
 answer can cite. Every tool only reads, so the farm never needs to reset its folder.
 
-    python -m mcp_farm.scenarios.servers.code_search [--repo PATH] [--transport http --port 8765]
+    python -m mcp_farm.scenarios.servers.code.search [--repo PATH] [--transport http --port 8765]
 """
 
 from __future__ import annotations

@@ -1,0 +1,21 @@
+"""How the farm starts a server defined by `replay: CASSETTE`: the cassette server, over stdio
+or over streamable HTTP, with a new MCP session for every trial."""
+
+from __future__ import annotations
+
+from mcp_farm.schema import ServerDef, SharedLaunch
+
+SERVE_MODULE = "mcp_farm.scenarios.cassette.serve"
+
+
+def replay_definition(server: ServerDef) -> ServerDef:
+    """For a `replay:` server, its definition with the cassette server as its command and as
+    its shared (HTTP) launch; any other server as it is.
+
+    It is `reset: session`: the cassette server counts repeated calls per MCP session (the
+    n-th gets the n-th recorded answer), so every trial needs a session of its own."""
+    if server.replay is None:
+        return server
+    command = ["{python}", "-m", SERVE_MODULE, server.replay]
+    shared = SharedLaunch(command=[*command, "--transport", "http", "--shared", "--port", "{port}"])
+    return server.model_copy(update={"command": command, "shared": shared, "reset": "session"})

@@ -1,0 +1,208 @@
+"""The cassette file: what one MCP server listed and answered, as YAML a person can read and edit.
+
+A cassette holds the server's instructions, its tools (name, description, input schema) and,
+per distinct call (tool and arguments), the answers it gave, in the order they were first
+recorded. Calls are matched by tool name and the canonical JSON of the arguments, so key order
+and spacing in the file do not matter. docs/cassettes.md describes the format and the rules.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field
+
+from mcp_farm.schema import (
+    SpecError,
+    canonical_json,
+    digest,
+    read_yaml,
+    validate,
+    with_lines,
+)
+from mcp_farm.schema.parse.strict import Strict
+
+CASSETTE_FORMAT: Literal[1] = 1
+"""The format version a cassette file states in its `cassette:` field."""
+
+MISS_META = "mcp-farm/cassette"
+"""The `_meta` key of a result the cassette server gives for a call it never recorded; its
+value is `not recorded`. The farm marks the trial as having left the cassette."""
+
+MISS_PREFIX = "not in cassette:"
+"""How the tool error for a call the cassette never recorded begins."""
+
+
+class RecordedTool(Strict):
+    """One tool as the server listed it."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    """The JSON schema of the tool's arguments, as the server listed it."""
+    output_schema: dict[str, Any] | None = None
+    """The schema of its structured results, where the server declared one."""
+    annotations: dict[str, Any] | None = None
+    """MCP's tool annotations (`read_only_hint`, …), where the server gave them."""
+
+
+class Answer(Strict):
+    """One result the server gave to a call."""
+
+    content: list[dict[str, Any]] = Field(default_factory=list)
+    """The result's content blocks as MCP sends them: `{type: text, text: ...}`, images,
+    resource links and embedded resources, with snake_case field names (`mime_type`)."""
+    structured_content: dict[str, Any] | None = None
+    """The structured result, for a tool with an output schema."""
+    is_error: bool = False
+    """Whether the server flagged the result as a tool error (served flagged again)."""
+    latency_s: float | None = None
+    """How long the server took when the answer was first recorded (for people; the cassette
+    server answers at once)."""
+
+    def same_as(self, other: Answer) -> bool:
+        """Whether two answers say the same (their timing aside)."""
+        return self.fingerprint() == other.fingerprint()
+
+    def fingerprint(self) -> str:
+        return digest([self.content, self.structured_content, self.is_error])
+
+
+class Exchange(Strict):
+    """One distinct call (a tool and its arguments) and the answers recorded for it."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    answers: list[Answer] = Field(min_length=1)
+    """The distinct answers, in the order first recorded. In one MCP session the n-th such
+    call gets the n-th answer, and calls past the last get the last one again."""
+
+    @property
+    def key(self) -> str:
+        return call_key(self.tool, self.arguments)
+
+
+class Cassette(Strict):
+    """Every recorded exchange of one server."""
+
+    cassette: Literal[1] = CASSETTE_FORMAT
+    """The file format's version."""
+    server: str = Field(min_length=1)
+    """The server's name in the definition it was recorded from."""
+    recorded_from: str = ""
+    """The command or URL of that definition, as written (`{env:VAR}` left unfilled)."""
+    instructions: str = ""
+    """What the server said about itself when a session opened (initialize's instructions)."""
+    tools: list[RecordedTool]
+    calls: list[Exchange] = Field(default_factory=list)
+
+    def by_key(self) -> dict[str, Exchange]:
+        return {exchange.key: exchange for exchange in self.calls}
+
+
+def call_key(tool: str, arguments: dict[str, Any]) -> str:
+    """What a call is matched by: its tool and the canonical JSON of its arguments."""
+    return canonical_json([tool, arguments])
+
+
+def _problems(cassette: Cassette, source: str) -> list[SpecError]:
+    """What validation per field cannot see: repeated tools or calls, calls of unlisted tools,
+    content blocks without a type."""
+    problems = []
+    names: set[str] = set()
+    for i, tool in enumerate(cassette.tools):
+        if tool.name in names:
+            problems.append(SpecError(source, f"tools[{i}].name", f"{tool.name!r} is listed twice"))
+        names.add(tool.name)
+    first: dict[str, int] = {}
+    for i, exchange in enumerate(cassette.calls):
+        if exchange.tool not in names:
+            problems.append(
+                SpecError(source, f"calls[{i}].tool", f"{exchange.tool!r} is not in `tools`")
+            )
+        if exchange.key in first:
+            problems.append(
+                SpecError(
+                    source,
+                    f"calls[{i}]",
+                    f"the same tool and arguments as calls[{first[exchange.key]}]: give one "
+                    "entry several answers instead",
+                )
+            )
+        first.setdefault(exchange.key, i)
+        for j, answer in enumerate(exchange.answers):
+            for k, block in enumerate(answer.content):
+                if not isinstance(block.get("type"), str):
+                    where = f"calls[{i}].answers[{j}].content[{k}]"
+                    problems.append(SpecError(source, where, "a content block needs a `type`"))
+    return problems
+
+
+def load_cassette(path: Path) -> Cassette:
+    """Read and check a cassette file; SpecError naming the file, the field and its line."""
+    source = str(path)
+    try:
+        cassette = validate(Cassette, read_yaml(path), source)
+        problems = _problems(cassette, source)
+        if problems:
+            raise problems[0]
+    except SpecError as exc:
+        raise with_lines([exc])[0] from None
+    return cassette
+
+
+class _Dumper(yaml.SafeDumper):
+    """YAML for people: text of several lines as a `|` block, keys in the models' order."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def cassette_text(cassette: Cassette) -> str:
+    data = cassette.model_dump(mode="json", exclude_defaults=True)
+    data = {"cassette": CASSETTE_FORMAT, **data}  # stated even though it is the default
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def write_cassette(cassette: Cassette, path: Path) -> None:
+    """Write the cassette to `path` at once: a reader sees the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A temporary file is private (0600); the cassette keeps its mode, or a new one is 0644.
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(cassette_text(cassette))
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def merged(old: Cassette | None, new: Cassette) -> Cassette:
+    """`old` with what `new` adds: its tool list and instructions (the latest listing wins),
+    calls it lacks, and answers its calls lack (after those already there)."""
+    if old is None:
+        return new
+    calls = {exchange.key: exchange for exchange in old.calls}
+    for exchange in new.calls:
+        known = calls.get(exchange.key)
+        if known is None:
+            calls[exchange.key] = exchange
+            continue
+        answers = list(known.answers)
+        for answer in exchange.answers:
+            if not any(answer.same_as(a) for a in answers):
+                answers.append(answer)
+        calls[exchange.key] = known.model_copy(update={"answers": answers})
+    return new.model_copy(update={"calls": list(calls.values())})

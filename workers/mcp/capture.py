@@ -1,0 +1,197 @@
+"""Capturing what a trial's MCP servers listed and answered into cassettes (docs/cassettes.md).
+
+With a capture folder set (`farm run --capture DIR`, FARM_CAPTURE_DIR), every trial adds its
+servers' exchanges to `DIR/<server>.yaml`: the tool list, each call's arguments and its whole
+result (not the part the model was shown), and how long the call took. Each file is rewritten
+whole under a lock, so trials of several processes on one machine add to it safely; a trial
+that brings nothing new to this process's knowledge of a file leaves it alone. Secrets are
+masked as everywhere (`mask_secrets`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp.types import Tool
+
+from mcp_farm.scenarios.cassette import (
+    MISS_META,
+    Answer,
+    Cassette,
+    Exchange,
+    RecordedTool,
+    load_cassette,
+    merged,
+    write_cassette,
+)
+from mcp_farm.schema import ServerDef, SpecError, mask_secrets
+from mcp_farm.workers.errors import InfraError
+
+UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+_written: dict[Path, set[str]] = {}
+"""Per cassette file, the exchanges (tool, arguments, answer) this process knows it holds."""
+_written_lock = threading.Lock()
+
+
+def cassette_path(folder: Path, server: str) -> Path:
+    """The cassette file of a server in a capture folder: its name, made safe for a file."""
+    return folder / f"{UNSAFE.sub('_', server) or '_'}.yaml"
+
+
+def left_cassette(result: Any) -> bool:
+    """Whether a result is the cassette server's answer to a call it never recorded."""
+    meta = getattr(result, "meta", None)
+    return isinstance(meta, dict) and MISS_META in meta
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, dict):
+        return {mask_secrets(str(k)): _masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    return value
+
+
+def _definition(server: ServerDef) -> str:
+    return " ".join(server.command) if server.command else server.url or ""
+
+
+@dataclass
+class _Tape:
+    """One server's exchanges in one trial."""
+
+    server: ServerDef
+    tools: list[RecordedTool]
+    instructions: str
+    calls: dict[str, Exchange] = field(default_factory=dict)
+
+    def cassette(self) -> Cassette:
+        return Cassette(
+            server=self.server.name,
+            recorded_from=mask_secrets(_definition(self.server)),
+            instructions=mask_secrets(self.instructions),
+            tools=self.tools,
+            calls=list(self.calls.values()),
+        )
+
+
+@dataclass
+class Capture:
+    """The exchanges of one trial, written into the capture folder's cassettes by `save`."""
+
+    folder: Path
+    tapes: dict[str, _Tape] = field(default_factory=dict)
+
+    def listed(self, server: ServerDef, tools: list[Tool], instructions: str) -> None:
+        """A server the trial attached, with what it listed. A `replay:` server is itself a
+        recording, and is not captured again."""
+        if server.replay is not None:
+            return
+        recorded = [
+            RecordedTool.model_validate(
+                _masked(
+                    {
+                        "name": t.name,
+                        "description": t.description or "",
+                        "input_schema": dict(t.input_schema or {}),
+                        "output_schema": t.output_schema,
+                        "annotations": t.annotations.model_dump(mode="json", exclude_none=True)
+                        if t.annotations
+                        else None,
+                    }
+                )
+            )
+            for t in tools
+        ]
+        self.tapes[server.name] = _Tape(server, recorded, instructions)
+
+    def called(
+        self, server: str, tool: str, arguments: dict[str, Any], result: Any, latency_s: float
+    ) -> None:
+        """One call and its whole result (setup and reset calls included)."""
+        tape = self.tapes.get(server)
+        if tape is None:
+            return
+        answer = Answer.model_validate(
+            _masked(
+                {
+                    "content": [
+                        block.model_dump(mode="json", exclude_none=True) for block in result.content
+                    ],
+                    "structured_content": result.structured_content,
+                    "is_error": bool(result.is_error),
+                    "latency_s": round(latency_s, 6),
+                }
+            )
+        )
+        exchange = Exchange(tool=tool, arguments=_masked(arguments), answers=[answer])
+        known = tape.calls.get(exchange.key)
+        if known is not None:
+            exchange = merged_exchange(known, answer)
+        tape.calls[exchange.key] = exchange
+
+    def save(self) -> None:
+        """Add this trial's exchanges to the cassettes; InfraError naming the file when one
+        cannot be read or written."""
+        for tape in self.tapes.values():
+            path = cassette_path(self.folder, tape.server.name)
+            new = tape.cassette()
+            if _known(path, new):
+                continue
+            try:
+                with _locked(path):
+                    old = load_cassette(path) if path.exists() else None
+                    write_cassette(merged(old, new), path)
+            except (OSError, SpecError) as exc:
+                raise InfraError(f"cannot add to the cassette {path}: {exc}") from None
+            _remember(path, new)
+
+
+def merged_exchange(known: Exchange, answer: Answer) -> Exchange:
+    """`known` with `answer` added, unless it already holds the same answer."""
+    if any(answer.same_as(a) for a in known.answers):
+        return known
+    return known.model_copy(update={"answers": [*known.answers, answer]})
+
+
+def _fingerprints(cassette: Cassette) -> set[str]:
+    return {
+        f"{exchange.key}\n{answer.fingerprint()}"
+        for exchange in cassette.calls
+        for answer in exchange.answers
+    }
+
+
+def _known(path: Path, cassette: Cassette) -> bool:
+    """Whether this process wrote every exchange of `cassette` into `path` already (the file
+    is then left alone: rewriting a large cassette for every trial would cost more than the
+    trial)."""
+    with _written_lock:
+        return path.exists() and _fingerprints(cassette) <= _written.get(path, set())
+
+
+def _remember(path: Path, cassette: Cassette) -> None:
+    with _written_lock:
+        _written.setdefault(path, set()).update(_fingerprints(cassette))
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold the cassette's lock file: one writer at a time, across threads and processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.with_name(f".{path.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
