@@ -28,7 +28,7 @@ def test_a_replay_submitted_to_the_farm_runs_on_a_cpu_worker_and_lists_its_chang
     farm: Farm, tmp_path: Path
 ) -> None:
     sweep = {
-        "name": "orders",
+        "name": "recorded",
         "models": [
             {
                 "id": "ideal",
