@@ -5,41 +5,16 @@ cassette, counting them or (the sweep's or the report's choice) leaving them out
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-ORDERS = Path(__file__).resolve().parents[2] / "servers" / "orders.py"
-SCENARIO = """
-scenarios:
-  - id: orders.cancel
-    version: 1
-    tier: simple
-    prompt: Check order 7's total, then cancel it.
-    servers: [orders]
-    expect:
-      - tool: get_order
-        params: {order_id: "7"}
-      - tool: cancel_order
-        params: {order_id: "7"}
-    final_answer: cancel
-"""
+from tests.scheduler.cli.test_replay import ORDERS, SCENARIO, farm
+
 GET_7 = {"call": {"name": "get_order", "arguments": {"order_id": "7"}}}
 CANCEL_7 = {"call": {"name": "cancel_order", "arguments": {"order_id": "7"}}}
 ANSWER = {"answer": "Order 7 (total 120) is cancelled."}
-
-
-def farm(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args, "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
-    )
 
 
 def sweep(path: Path, suite: Path, models: dict[str, list[Any]], **extra: Any) -> Path:

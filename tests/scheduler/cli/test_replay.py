@@ -31,13 +31,7 @@ def farm(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def suite(folder: Path, version: int) -> Path:
-    path = folder / "orders.yaml"
-    path.write_text(f"""
-suite: orders
-servers:
-  - name: orders
-    command: ["{{python}}", "{ORDERS}", "--version", "{version}"]
+SCENARIO = """
 scenarios:
   - id: orders.cancel
     version: 1
@@ -46,11 +40,22 @@ scenarios:
     servers: [orders]
     expect:
       - tool: get_order
-        params: {{order_id: "7"}}
+        params: {order_id: "7"}
       - tool: cancel_order
-        params: {{order_id: "7"}}
+        params: {order_id: "7"}
     final_answer: cancel
-""")
+"""
+"""The orders scenario, under any definition of its `orders` server."""
+
+
+def suite(folder: Path, version: int) -> Path:
+    path = folder / "orders.yaml"
+    path.write_text(f"""
+suite: orders
+servers:
+  - name: orders
+    command: ["{{python}}", "{ORDERS}", "--version", "{version}"]
+{SCENARIO}""")
     return path
 
 

@@ -16,8 +16,8 @@ from mcp_farm.scheduler.submission.replay import ending, turns
 from mcp_farm.schema import FewShot, ModelTarget, Settings, TrialResult, TrialSpec
 from mcp_farm.workers.trial import execute_trial
 from tests.helpers import trial
+from tests.scheduler.cli.test_replay import suite
 
-ORDERS = Path(__file__).resolve().parents[2] / "servers" / "orders.py"
 SCRIPT: list[dict[str, Any]] = [
     {"call": {"name": "get_order", "arguments": {"order_id": "7"}}},
     {"call": {"name": "cancel_order", "arguments": {"order_id": "7"}}},
@@ -30,26 +30,7 @@ FEW_SHOT = [
 
 
 def orders_suite(folder: Path) -> str:
-    path = folder / "orders.yaml"
-    path.write_text(f"""
-suite: orders
-servers:
-  - name: orders
-    command: ["{{python}}", "{ORDERS}", "--version", "1"]
-scenarios:
-  - id: orders.cancel
-    version: 1
-    tier: simple
-    prompt: Check order 7's total, then cancel it.
-    servers: [orders]
-    expect:
-      - tool: get_order
-        params: {{order_id: "7"}}
-      - tool: cancel_order
-        params: {{order_id: "7"}}
-    final_answer: cancel
-""")
-    return str(path)
+    return str(suite(folder, 1))
 
 
 def recorded_and_replayed(
