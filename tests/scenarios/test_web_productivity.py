@@ -131,6 +131,7 @@ READ_ONLY = {
 }
 DISTRACTORS = {"search_news", "fetch_cached", "update_note", "find_meeting_time", "draft_reply"}
 DISTRACTORS |= {"list_available_servers"}
+DISTRACTORS |= {"clear_reminders"}  # the reminders server's reset call: never the model's to make
 
 
 def _argv(name: str, root: Path) -> list[str]:

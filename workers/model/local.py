@@ -131,6 +131,12 @@ def _aligned_llama() -> type:
     return AlignedLlama
 
 
+N_BATCH = 64
+"""Tokens llama.cpp evaluates per batch. Reuse keeps only whole batches, so the smaller the
+batch the less of a shared prompt is read again (on average half a batch per completion);
+measured here, 64 reads a prompt as fast as llama.cpp's default of 512, and 32 is slower."""
+
+
 @lru_cache(maxsize=2)
 def _load(path: str, chat_format: str, n_ctx: int) -> Any:
     try:
@@ -141,7 +147,13 @@ def _load(path: str, chat_format: str, n_ctx: int) -> Any:
         ) from None
     _silence_llama_log()
     return llama(
-        model_path=path, chat_format=chat_format, n_ctx=n_ctx, n_threads=2, verbose=False, seed=0
+        model_path=path,
+        chat_format=chat_format,
+        n_ctx=n_ctx,
+        n_batch=N_BATCH,
+        n_threads=2,
+        verbose=False,
+        seed=0,
     )
 
 
@@ -210,6 +222,7 @@ class LocalClient:
             "quantisation": quant,
             "llama_cpp_python": version("llama_cpp_python"),
             "tool_calls": "json-schema-constrained",
+            "n_batch": str(N_BATCH),  # batched evaluation moves the last bits of a logit
         }
 
     def _messages(self, messages: list[Message], mode: str) -> list[dict[str, Any]]:
