@@ -3,7 +3,10 @@ frozen by SHA256 in a lockfile.
 
 An anchor folder holds `anchor-*.json` (`{id, scenario, request, answer}`), `gold.yaml`
 (`anchors: {anchor-id: {criterion: score}}`, optionally `rubric: <id>`) and, once locked,
-`anchors.lock`. `farm anchors verify` refuses when any hash differs from the lock.
+`anchors.lock`. The lock also seals, per anchor, what the judge is shown besides the
+transcript: the reference answer, expected terms and citations of the anchor's scenario, so
+editing them in the suite is a mismatch just as editing a transcript is. `farm anchors verify`
+refuses when any hash differs from the lock.
 
 The lock also holds the gate's threshold (`farm anchors lock --threshold`, 0.85 by default),
 and a seal: the SHA256 of everything else in it. A lock edited by hand (a hash, an id, the
@@ -30,6 +33,7 @@ from mcp_farm.schema import (
     AnswerSpec,
     Rubric,
     canonical_json,
+    digest,
     read_yaml,
 )
 
@@ -41,6 +45,14 @@ HEX = re.compile(r"[0-9a-f]*")
 THRESHOLD = 0.85
 """Spearman's ρ between the judge's and the gold scores that a rubric/judge must reach, unless
 the lock was written with another."""
+SHOWN_FROM_SPEC = {
+    "reference": "reference answer",
+    "keywords": "expected terms",
+    "citations": "expected citations",
+}
+"""The fields of a scenario's `answer` spec the judge is shown besides the transcript (what
+`shown_to_judge` takes from it; a test holds the two together), each with the words a lock
+problem names it by."""
 
 
 @dataclass(frozen=True)
@@ -135,11 +147,23 @@ def _gold_for(table: dict[str, Any], anchor: str, rubric: Rubric, source: str) -
 
 
 def current_hashes(anchors: AnchorSet) -> dict[str, Any]:
-    """What the lock freezes: each transcript, the gold scores and the rubric, by SHA256."""
+    """What the lock freezes: each transcript, the gold scores, the rubric and, per anchor,
+    what the judge is shown from its scenario, by SHA256."""
     return {
         "rubric": {"id": anchors.rubric_id, "sha256": anchors.rubric_hash},
         "gold": _sha(anchors.folder / GOLD),
         "transcripts": {p.name: _sha(p) for p in _transcripts(anchors.folder)},
+        "shown": _shown_hashes(anchors),
+    }
+
+
+def _shown_hashes(anchors: AnchorSet) -> dict[str, dict[str, str]]:
+    """Per anchor id, its scenario and the SHA256 of each `answer` field the judge sees with it
+    (one hash per field, so a problem can say which changed)."""
+    return {
+        a.id: {"scenario": a.scenario}
+        | {field: digest(getattr(anchors.answers[a.id], field)) for field in SHOWN_FROM_SPEC}
+        for a in anchors.anchors
     }
 
 
@@ -207,10 +231,16 @@ def _apart(a: str, b: str) -> tuple[str, str]:
     return ascii(shown[0]), ascii(shown[1])
 
 
+def _listed(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
+
+
 def _which(names: list[str], rest: str) -> str:
     """`a.json, which is …` or `a.json and b.json, which are …`."""
-    listed = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
-    return f"{listed}, which {'are' if len(names) > 1 else 'is'}{' ' + rest if rest else ''}"
+    return (
+        f"{_listed(names)}, which {'are' if len(names) > 1 else 'is'}{' ' + rest if rest else ''}"
+    )
 
 
 def _renamed(old: dict[str, Any], new: dict[str, str]) -> dict[str, str]:
@@ -279,4 +309,43 @@ def lock_problems(anchors: AnchorSet) -> list[str]:
     if _hash(locked.get("gold")) != now["gold"]:
         problems.append(f"gold scores {GOLD} {since}")
     old: dict[str, Any] = _mapping(locked.get("transcripts"))
-    return problems + _transcript_problems(old, now["transcripts"], edited)
+    problems += _transcript_problems(old, now["transcripts"], edited)
+    return problems + _shown_problems(locked, now["shown"], since)
+
+
+def _shown_problems(
+    locked: dict[str, Any], now: dict[str, dict[str, str]], since: str
+) -> list[str]:
+    """Anchors whose scenario's reference answer, terms or citations differ from the lock, one
+    line each. An anchor the lock does not know is a transcript added (or the lock edited),
+    said already."""
+    if "shown" not in locked:
+        return [
+            f"{LOCKFILE} seals nothing of what the judge is shown from the anchors' scenarios "
+            "(reference answers, terms; a lock from before they were locked): re-lock once "
+            "they are right"
+        ]
+    old = _mapping(locked["shown"])
+    problems = []
+    for anchor, hashes in sorted(now.items()):
+        was = _mapping(old.get(anchor))
+        if not was:
+            continue
+        scenario = hashes["scenario"]
+        if was.get("scenario") != scenario:
+            problems.append(
+                f"{anchor} is judged with scenario {scenario}'s reference answer and terms, "
+                f"the lock with scenario {was.get('scenario')}'s"
+            )
+            continue
+        changed = [
+            words
+            for field, words in SHOWN_FROM_SPEC.items()
+            if _hash(was.get(field)) != hashes[field]
+        ]
+        if changed:
+            problems.append(
+                f"scenario {scenario}'s {_listed(changed)} {since} (shown to the judge with "
+                f"{anchor})"
+            )
+    return problems

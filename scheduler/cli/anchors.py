@@ -51,14 +51,15 @@ def lock_cmd(
         float, typer.Option(help="Spearman's ρ the judge must reach; kept in the sealed lock")
     ] = 0.85,
 ) -> None:
-    """Freeze the anchor transcripts, the rubric, the gold scores and the gate's threshold."""
+    """Freeze the anchor transcripts, what the judge is shown from their scenarios (reference
+    answers, terms, citations), the rubric, the gold scores and the gate's threshold."""
     from mcp_farm.scenarios.anchors import anchor_folder, load_anchors, write_lock
 
     anchors = load_anchors(anchor_folder(folder))
     path = write_lock(anchors, threshold)
     console.print(
-        f"locked {len(anchors.anchors)} anchors, rubric {anchors.rubric_id}, gold scores and "
-        f"threshold ρ ≥ {threshold:g} in {path}"
+        f"locked {len(anchors.anchors)} anchors with their scenarios' reference answers and "
+        f"terms, rubric {anchors.rubric_id}, gold scores and threshold ρ ≥ {threshold:g} in {path}"
     )
 
 

@@ -20,12 +20,18 @@ from typer.testing import CliRunner
 from mcp_farm.scenarios import catalog
 from mcp_farm.scenarios.anchors import (
     ANCHORS_DIR,
+    THRESHOLD,
     load_anchors,
+    lock_problems,
+    read_lock,
 )
 from mcp_farm.scheduler.cli.app import app
+from mcp_farm.schema import digest
 from mcp_farm.schema.db import make_engine
 
 RUBRIC = "code-answer"
+SCENARIO = "code.callers.get-comma-header"
+"""The scenario of anchor-2, whose answer spec the suite tests edit."""
 
 
 @pytest.fixture
@@ -38,6 +44,28 @@ def anchors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copytree(ANCHORS_DIR / "code", folder)
     (folder / "anchors.lock").unlink(missing_ok=True)
     return folder
+
+
+@pytest.fixture
+def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private copy of the code suite, the one the anchors' scenarios come from."""
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    shutil.copy(catalog.SUITES_DIR / "code.yaml", suites / "code.yaml")
+    monkeypatch.setattr(catalog, "SUITES_DIR", suites)
+    return suites / "code.yaml"
+
+
+def edit_answer(suite: Path, line: str, change: Any) -> None:
+    """Rewrite the first line from SCENARIO's `id:` on that starts with `line` (stripped)."""
+    lines = suite.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = lines.index(f"  - id: {SCENARIO}\n")
+    at = next(i for i in range(start, len(lines)) if lines[i].strip().startswith(line))
+    lines[at] = change(lines[at])
+    before = suite.stat().st_mtime_ns
+    suite.write_text("".join(lines), encoding="utf-8")
+    # Suites are cached by modification time; a write within the clock's tick would not show.
+    os.utime(suite, ns=(before, before + 1_000_000_000))
 
 
 def judge_sweep(path: Path, folder: Path, scores: dict[str, dict[str, float]]) -> Path:
@@ -317,3 +345,67 @@ def test_a_lock_that_is_not_a_json_object_is_one_line_and_exit_2(
     said = done.stderr.strip()
     assert "anchors.lock" in said and "re-lock" in said and "Traceback" not in said
     assert len(said.splitlines()) == 1
+
+
+def test_the_bundled_lock_matches_the_bundled_anchors_and_their_scenarios() -> None:
+    anchors = load_anchors(ANCHORS_DIR / "code")
+    assert lock_problems(anchors) == []
+    locked = read_lock(anchors.folder)
+    assert locked is not None and locked["threshold"] == THRESHOLD
+    assert set(locked["shown"]) == {a.id for a in anchors.anchors}
+
+
+@pytest.mark.parametrize(
+    ("line", "change", "named"),
+    [
+        ("Five functions:", lambda line: line.replace("Five", "Four", 1), "reference answer"),
+        ("keywords:", lambda line: line.replace('"_keep_alive", ', "", 1), "expected terms"),
+    ],
+    ids=["reference", "term"],
+)
+def test_an_edited_reference_answer_or_term_of_an_anchors_scenario_is_named_before_judging(
+    anchors: Path, suite: Path, tmp_path: Path, line: str, change: Any, named: str
+) -> None:
+    lock(anchors)
+    edit_answer(suite, line, change)
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    out = " ".join(result.output.split())
+    assert result.exit_code == 1
+    said = (
+        f"scenario {SCENARIO}'s {named} changed since the lock (shown to the judge with anchor-2)"
+    )
+    assert said in out
+    # One line, for that scenario only; nothing else is blamed, and nothing was judged.
+    assert out.count("✗") == 1 and "ρ =" not in out
+
+
+def test_relocking_accepts_an_edited_reference_answer(
+    anchors: Path, suite: Path, tmp_path: Path
+) -> None:
+    lock(anchors)
+    edit_answer(suite, "Five functions:", lambda line: line.replace("Five", "Four", 1))
+    assert lock_problems(load_anchors(anchors))
+    lock(anchors)
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    assert result.exit_code == 0, result.output
+    assert "anchor gate passed" in result.output
+
+
+def test_a_lock_that_seals_nothing_of_the_scenarios_says_to_relock(
+    anchors: Path, tmp_path: Path
+) -> None:
+    lock(anchors)
+
+    def older(lock: dict[str, Any]) -> dict[str, Any]:
+        # A lock as an older farm wrote it: no `shown`, and a seal over what it has.
+        body = {k: v for k, v in lock.items() if k not in ("shown", "seal")}
+        return body | {"seal": digest(body)}
+
+    _edit_lock(anchors, older)
+    db = f"sqlite:///{tmp_path / 'farm.sqlite'}"
+    result = verify(anchors, judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors)), db)
+    out = " ".join(result.output.split())
+    assert result.exit_code == 1 and "was edited" not in out
+    assert "anchors.lock seals nothing of what the judge is shown" in out and "re-lock" in out

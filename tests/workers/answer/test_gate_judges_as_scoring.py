@@ -11,8 +11,9 @@ import anyio
 import pytest
 
 from mcp_farm.scenarios import find_scenario
-from mcp_farm.scenarios.anchors import ANCHORS_DIR, load_anchors
+from mcp_farm.scenarios.anchors import ANCHORS_DIR, SHOWN_FROM_SPEC, load_anchors
 from mcp_farm.schema import (
+    AnswerSpec,
     JudgeSettings,
     Message,
     ModelTarget,
@@ -22,7 +23,7 @@ from mcp_farm.schema import (
 from mcp_farm.schema.tasks.messages import AnchorJudgingRequest
 from mcp_farm.workers.answer import rescore
 from mcp_farm.workers.answer.judge import JudgeRun, Shown, read_verdict
-from mcp_farm.workers.answer.scoring import Transcript, score_answer
+from mcp_farm.workers.answer.scoring import Transcript, score_answer, shown_to_judge
 
 
 class Recording:
@@ -89,3 +90,20 @@ def test_the_gate_and_scoring_give_the_judge_the_same_material(
     assert gate.shown == scoring.shown
     # And that material holds what scoring relies on: the reference and the expected terms.
     assert all(s.reference and s.keywords for s in gate.shown)
+
+
+def test_the_anchor_lock_seals_every_field_of_the_answer_spec_the_judge_is_shown() -> None:
+    # The lock (scenarios layer) cannot call shown_to_judge (workers layer); this holds its
+    # list of sealed fields to what shown_to_judge really takes from a spec.
+    spec = AnswerSpec(reference="r", keywords=["k"], citations=["a.py:1"], rubric="code-answer")
+    shown = shown_to_judge(spec, "request", "prose")
+    other = {str: "changed", list: ["changed"]}
+    taken = {
+        name
+        for name in AnswerSpec.model_fields
+        if shown_to_judge(
+            spec.model_copy(update={name: other[type(getattr(spec, name))]}), "request", "prose"
+        )
+        != shown
+    }
+    assert taken == set(SHOWN_FROM_SPEC)
