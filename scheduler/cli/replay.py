@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -82,7 +82,7 @@ def replay(
     if before is not None and (on_farm or submit):
         if not rerun:  # recorded already: its changes, once its trials are done
             if not _still_running(before, sweep_id):
-                report_changes(engine, sweep_id, plan.sweep_id, len(recorded))
+                report_changes(engine, sweep_id, plan.sweep_id, recorded)
             return
         if before.remaining and on_farm:
             raise FarmError(
@@ -99,7 +99,7 @@ def replay(
         )
         return
     run_embedded(plan=plan, settings=settings, engine=engine, console=console, rerun=rerun)
-    report_changes(engine, sweep_id, plan.sweep_id, len(recorded))
+    report_changes(engine, sweep_id, plan.sweep_id, recorded)
 
 
 def _still_running(progress: SweepProgress, source_id: str) -> bool:
@@ -139,18 +139,19 @@ def submit_replay(plan: Plan, settings: Settings, engine: Engine, *, again: bool
     console.print(f"published {published} replay trials to {where}", highlight=False)
 
 
-def report_changes(engine: Engine, source_id: str, replay_id: str, total: int) -> None:
-    """List what the replay changed, from the stored results of both sweeps."""
+def report_changes(engine: Engine, source_id: str, replay_id: str, recorded: list[Any]) -> None:
+    """List what the replay changed, from the stored results of both sweeps (`recorded`: the
+    source sweep's trials, already read)."""
     from mcp_farm.scheduler.submission.queries import recorded_calls, recorded_trials
     from mcp_farm.scheduler.submission.replay import changes
 
     found = changes(
-        recorded_trials(engine=engine, sweep_id=source_id),
+        recorded,
         recorded_trials(engine=engine, sweep_id=replay_id),
         recorded_calls(engine=engine, sweep_id=source_id),
         recorded_calls(engine=engine, sweep_id=replay_id),
     )
-    print_changes(found, total)
+    print_changes(found, len(recorded))
     console.print(f"[dim]farm compare {source_id} {replay_id}[/dim]", highlight=False)
 
 

@@ -62,25 +62,9 @@ servers:
 def test_a_changed_server_shows_as_changed_calls_and_outcomes_and_the_same_one_as_none(
     tmp_path: Path,
 ) -> None:
-    data = tmp_path / "data"
-    path = suite(tmp_path, 1)
-    sweep = tmp_path / "sweep.yaml"
-    sweep.write_text(
-        yaml.safe_dump(
-            {
-                "name": "orders",
-                "models": [{"id": "ideal", "adapter": "scripted", "model": "x", "script": SCRIPT}],
-                "prompts": ["native"],
-                "scenarios": {"suites": [str(path)]},
-                "repetitions": 1,
-            }
-        )
-    )
-    recorded = farm("run", str(sweep), data=data)
-    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    data, sweep_id = record(tmp_path, 1)
     with sqlite3.connect(data / "farm.sqlite") as db:
-        [(sweep_id, outcome)] = db.execute("select sweep_id, outcome from trial").fetchall()
-    assert outcome == "pass"
+        assert db.execute("select outcome from trial").fetchall() == [("pass",)]
 
     same = farm("replay", sweep_id, data=data)
     assert same.returncode == 0, same.stdout + same.stderr

@@ -45,6 +45,26 @@ def _run(rt: Runtime, settings: Settings, suite: Path, script: list[Any], rep: i
     return rt.run(trial(scenario, script, suite=str(suite), repetition=rep), settings)
 
 
+def _settings(folder: Path, **extra: Any) -> Settings:
+    return Settings(
+        data_dir=folder / "data",
+        database_url=f"sqlite:///{folder / 'farm.sqlite'}",
+        server_start_timeout_s=20.0,
+        **extra,
+    )
+
+
+def _captured(folder: Path, suite: Path, script: list[Any]) -> TrialResult:
+    """One trial of the suite's scenario, its exchanges captured into `folder/cassettes`."""
+    settings = _settings(folder, capture_dir=folder / "cassettes")
+    rt = Runtime(settings)
+    try:
+        result: TrialResult = _run(rt, settings, suite, script)
+    finally:
+        rt.close()
+    return result
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A cassette of the live notes server, captured from one trial of a scripted model that
@@ -52,17 +72,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("recording")
     suite = folder / "live.yaml"
     suite.write_text("suite: live" + SCENARIO)
-    settings = Settings(
-        data_dir=folder / "data",
-        database_url=f"sqlite:///{folder / 'farm.sqlite'}",
-        server_start_timeout_s=20.0,
-        capture_dir=folder / "cassettes",
-    )
-    rt = Runtime(settings)
-    try:
-        result = _run(rt, settings, suite, RECORDING)
-    finally:
-        rt.close()
+    result = _captured(folder, suite, RECORDING)
     assert result.outcome == "pass", result.detail
     return folder / "cassettes" / "notes.yaml"
 
@@ -98,11 +108,7 @@ def replayed(request: pytest.FixtureRequest, recorded: Path, tmp_path: Path) -> 
     suite = tmp_path / "replayed.yaml"
     server = f"  - name: notes\n    replay: tapes/notes.yaml\n    transport: {request.param}\n"
     suite.write_text("suite: replayed\nservers:\n" + server + SCENARIO)
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=f"sqlite:///{tmp_path / 'farm.sqlite'}",
-        server_start_timeout_s=20.0,
-    )
+    settings = _settings(tmp_path)
     rt = Runtime(settings)
     try:
         yield request.param, rt, settings, suite
@@ -169,18 +175,10 @@ scenarios:
       - tool: variable_value
         params: {{name: TOKEN}}
 """)
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=f"sqlite:///{tmp_path / 'farm.sqlite'}",
-        server_start_timeout_s=20.0,
-        capture_dir=tmp_path / "cassettes",
-    )
-    rt = Runtime(settings)
+    call = {"name": "variable_value", "arguments": {"name": "TOKEN"}}
     try:
-        call = {"name": "variable_value", "arguments": {"name": "TOKEN"}}
-        result: TrialResult = _run(rt, settings, suite, [{"call": call}, {"answer": "done"}])
+        result = _captured(tmp_path, suite, [{"call": call}, {"answer": "done"}])
     finally:
-        rt.close()
         forget_secrets()
     assert result.outcome == "pass", result.detail
     text = (tmp_path / "cassettes" / "envinfo.yaml").read_text()
