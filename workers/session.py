@@ -29,6 +29,7 @@ from mcp_farm.workers.grading.grade import repeats_allowed
 from mcp_farm.workers.mcp.capture import left_cassette
 from mcp_farm.workers.mcp.connections import (
     Connected,
+    refusal,
     result_text,
 )
 from mcp_farm.workers.model.base import ModelClient
@@ -93,7 +94,8 @@ def _recordable(arguments: dict[Any, Any]) -> dict[str, Any]:
 
 
 async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallRecord:
-    """Run one call on the server that owns the tool; unknown tools and tool errors are recorded."""
+    """Run one call on the server that owns the tool; unknown tools, tool errors and JSON-RPC
+    errors are recorded as failed calls."""
     spec = conn.tools.get(call.name)
     if spec is None:
         return ToolCallRecord(
@@ -119,7 +121,10 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
     if not spec.read_only:
         conn.touched.add(spec.server)
     started = time.perf_counter()
-    result = await conn.sessions[spec.server].call_tool(spec.tool, call.arguments)
+    try:
+        result = await conn.sessions[spec.server].call_tool(spec.tool, call.arguments)
+    except MCPError as exc:  # the server refused the call over JSON-RPC: the call failed
+        result = refusal(spec.server, spec.tool, exc)
     latency = time.perf_counter() - started
     return recorded(index, spec.server, spec.tool, call.arguments, result, latency, conn)
 

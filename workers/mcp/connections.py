@@ -10,7 +10,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp import ClientSession
+from mcp import ClientSession, MCPError
+from mcp.types import CallToolResult, TextContent
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from mcp_farm.schema import (
     DEFAULT_RESULT_CHARS,
@@ -131,6 +133,26 @@ async def connect(
     finally:
         for live in lent:
             pool.release(live, healthy=healthy, dirty=live.server.name in connected.touched)
+
+
+LOST_CODES = {CONNECTION_CLOSED: "the connection closed", REQUEST_TIMEOUT: "the request timed out"}
+"""JSON-RPC error codes the MCP SDKs give a call whose answer can never come (the server died,
+its stream broke): the server did not refuse the call, it went away."""
+
+
+def refusal(server: str, tool: str, exc: MCPError) -> CallToolResult:
+    """A JSON-RPC error the server answered a call with, as the failed result the model is
+    shown (`MCP error <code>: <message>`, the data after it); InfraError when the error says
+    the server went away instead (`LOST_CODES`)."""
+    if exc.code in LOST_CODES:
+        raise InfraError(
+            f"server {server} was lost during a call of {tool}: {LOST_CODES[exc.code]} "
+            f"({exc.message})"
+        )
+    text = f"MCP error {exc.code}: {exc.message}"
+    if exc.data is not None:
+        text += f"\n{as_json_text(exc.data)}"
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 def result_text(result: Any) -> str:
