@@ -23,6 +23,7 @@ from mcp_farm.schema.placeholders import ENV_PLACEHOLDER as ENV_PLACEHOLDER
 from mcp_farm.schema.redact import has_credentials
 from mcp_farm.schema.vocab import (
     AdapterName,
+    ReplyClock,
     Tier,
     ToolMode,
     Transport,
@@ -408,7 +409,10 @@ class ModelTarget(Strict):
     """The longest one model reply may take (× `time_scale`): past it the trial ends as a
     `timeout` by the model's limit. It guards against a hung model; the model's work is bounded
     by tokens (the prompt config's `max_tokens` per reply) and turns (the scenario's
-    `max_turns`), which a slow machine does not change."""
+    `max_turns`), which a slow machine does not change. Seconds of wall-clock time for a model
+    behind an endpoint; for a `local` model, which runs in the worker's own process, seconds of
+    CPU time of the thread generating the reply (and a reply that gets no CPU time for as long,
+    30 s at least, is hung): a busy machine stretches a local reply's wall time, not its work."""
     time_scale: float = Field(default=1.0, gt=0, exclude_if=lambda scale: scale == 1.0)
     """How much slower than usual this model's hardware is (a lab box, a loaded CI runner):
     the model's per-reply limit is multiplied by it. Recorded in each trial's provenance; left
@@ -425,6 +429,16 @@ class ModelTarget(Strict):
     """`openai` only: ask for a streamed reply (server-sent events) and record the time to
     the first token. Off by default: some servers stream tool calls badly. Left out of the
     target's JSON when off, so the ids of trials that do not stream stay as they were."""
+
+    @property
+    def reply_clock(self) -> ReplyClock:
+        """What the per-reply limit is measured on (see `request_timeout_s`)."""
+        return "cpu" if self.adapter == "local" else "wall"
+
+    @property
+    def reply_limit_s(self) -> float:
+        """The per-reply limit that applies, in seconds of `reply_clock`."""
+        return self.request_timeout_s * self.time_scale
 
     def key(self) -> str:
         """Identifies this target across processes (pins included): e.g. which judge passed

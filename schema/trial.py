@@ -20,6 +20,7 @@ from mcp_farm.schema.specs import (
 )
 from mcp_farm.schema.vocab import (
     Outcome,
+    ReplyClock,
     StopReason,
     Tier,
     TrialStatus,
@@ -163,6 +164,14 @@ class TrialProvenance(BaseModel):
     model_pins: dict[str, str]
     time_scale: float = 1.0
     """The model target's `time_scale`: its per-reply limit was `request_timeout_s` × this."""
+    request_timeout_s: float | None = None
+    """The model target's `request_timeout_s`; None in trials recorded before it was kept."""
+    reply_limit_s: float | None = None
+    """The per-reply limit that applied (`request_timeout_s` × `time_scale`), in seconds of
+    `reply_clock`; None in trials recorded before it was kept."""
+    reply_clock: ReplyClock | None = None
+    """What that limit was measured on: `wall` (a model behind an endpoint) or `cpu` (the
+    generating thread's CPU time, for a model in the worker's own process)."""
 
 
 class TrialResult(BaseModel):

@@ -89,7 +89,9 @@ async def _converse(
             try:
                 schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
                 await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
-                limit_s = spec.model.request_timeout_s * spec.model.time_scale
+                # A model in this process bounds its own replies by CPU time (model/guard.py).
+                wall = spec.model.reply_clock == "wall"
+                limit_s = spec.model.reply_limit_s if wall else None
                 prompt, seed, variant = spec.prompt, spec.seed, spec.variant
                 await run_session(state, scenario, prompt, client, conn, seed, variant, limit_s)
             finally:
