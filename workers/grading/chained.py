@@ -247,19 +247,28 @@ def derived_problem(
     return f"{shorten(value)} is not a whole value of the result of step {step}"
 
 
-def _key_problem(value: Any, step: int, key: str, results: list[str]) -> str:
-    """Why `value` is not the value `from_key` picks: not that value, no such key in any
-    result, or no result that is JSON at all (a server printing a Python repr, say)."""
-    if any(_selected(r, key) for r in results):
-        return f"{shorten(value)} is not the value of {key!r} in the result of step {step}"
-    decoded = [d for r in results if (d := _decoded(r)) is not None]
-    if any(isinstance(d, dict | list) for d in decoded):
-        return f"the result of step {step} holds no key {key!r}, so from_key picks nothing"
-    said = shorten(results[0]) if results else "nothing"
+def key_problem(result: str, key: str) -> str | None:
+    """Why `from_key` picks nothing in a result: no such key, or a result that is not a JSON
+    object or array at all (a server printing a Python repr, say); None when it picks a value."""
+    if _selected(result, key):
+        return None
+    decoded = _decoded(result)
+    if isinstance(decoded, dict | list):
+        return f"holds no key {key!r}, so from_key picks nothing"
     return (
-        f"the result of step {step} is not a JSON object or array ({said}), so from_key "
-        f"{key!r} picks nothing; from_regex reads a text result"
+        f"is not a JSON object or array ({shorten(result)}), so from_key {key!r} picks "
+        "nothing; from_regex reads a text result"
     )
+
+
+def _key_problem(value: Any, step: int, key: str, results: list[str]) -> str:
+    """Why `value` is not the value `from_key` picks in any of the results of step `step`."""
+    problems = [key_problem(r, key) for r in results]
+    if not results or any(p is None for p in problems):
+        return f"{shorten(value)} is not the value of {key!r} in the result of step {step}"
+    # Not JSON is the graver news: a key that is missing could be there another time.
+    worst = next((p for p in problems if p and p.startswith("is not")), problems[0])
+    return f"the result of step {step} {worst}"
 
 
 def _decoded(result: str) -> Any | None:
