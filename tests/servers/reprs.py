@@ -1,6 +1,6 @@
 """Test-only MCP server that answers look-ups the way some real servers do: `find_person`
 prints a Python object (its repr, not JSON), `find_person_json` the same person as JSON, and
-`add_note` keeps a note on a person."""
+`add_note` keeps a note on a person; `rate` takes a number, `pick` an integer."""
 
 from __future__ import annotations
 
@@ -39,6 +39,16 @@ def build() -> MCPServer:
     def add_note(person: str, note: str) -> str:
         """Keep a note on a person."""
         return f"noted on {person}"
+
+    @server.tool()
+    def rate(stars: float) -> str:
+        """Rate the last note, any number of stars."""
+        return f"rated {stars:g}"
+
+    @server.tool()
+    def pick(count: int) -> str:
+        """Pick a number of notes."""
+        return f"picked {count}"
 
     return server
 

@@ -77,7 +77,9 @@ def check_calls(
         problems += [
             SpecProblem(source=each.source, field=field, problem=problem)
             for i, scenario in enumerate(each.suite.scenarios)
-            for field, problem in example_problems(scenario, f"scenarios[{i}]")
+            for field, problem in example_problems(
+                scenario, f"scenarios[{i}]", _schemas(scenario.servers, attached, tools)
+            )
         ]
         if request.start_servers:
             problems += _tool_problems(each, attached, tools, failed, reported)
@@ -105,6 +107,14 @@ def _tool_problems(
         SpecProblem(source=p.source, field=p.field, problem=p.problem)
         for p in tool_problems(each.suite, each.source, listed)
     ]
+
+
+def _schemas(
+    names: list[str], attached: dict[str, ServerDef], tools: dict[str, dict[str, dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """The input schemas of the tools the named servers listed (none where not started)."""
+    keys = [_key(attached[n]) for n in names if n in attached]
+    return {tool: schema for key in keys for tool, schema in tools.get(key, {}).items()}
 
 
 def _key(server: ServerDef) -> str:

@@ -1,5 +1,6 @@
 """`from_key` on a result that is not JSON: named by validate (which makes the source step's
-example call on the real server) and in the grade's detail, instead of "not the value"."""
+example call on the real server) and in the grade's detail, instead of "not the value"; and
+validate reads an example's numbers by the schema the started server lists, as a grade does."""
 
 from __future__ import annotations
 
@@ -51,13 +52,25 @@ scenarios:
 {_scenario("reprs.python", "find_person", "status")}
 {_scenario("reprs.json", "find_person_json", "status")}
 {_scenario("reprs.wrong-key", "find_person_json", "state")}
+  - id: reprs.numbers
+    version: 1
+    tier: simple
+    prompt: Rate it four stars, then pick two notes.
+    servers: [reprs]
+    expect:
+      - tool: rate
+        params: {{stars: 4}}
+        example: {{stars: 4.0}}
+      - tool: pick
+        params: {{count: 2}}
+        example: {{count: 2.0}}
 """
     path = tmp_path / "reprs.yaml"
     path.write_text(text, encoding="utf-8")
     return path
 
 
-def test_validate_names_a_from_key_whose_source_answers_no_json(
+def test_validate_names_from_keys_on_no_json_and_reads_numbers_by_the_listed_schema(
     settings: Settings, tmp_path: Path
 ) -> None:
     path = _suite(tmp_path)
@@ -70,7 +83,9 @@ def test_validate_names_a_from_key_whose_source_answers_no_json(
         f"{base}.person.from_key",
         f"{base}.note.from_key",
         "scenarios[2].expect[1].params.note.from_key",
+        "scenarios[3].expect[1].example.count",  # an integer; `stars: 4.0` is a number
     }
+    assert "expected 2, got 2.0" in found["scenarios[3].expect[1].example.count"]
     said = found[f"{base}.note.from_key"]
     assert "step 0's example call (find_person)" in said
     assert "is not a JSON object or array" in said
@@ -86,7 +101,9 @@ def test_validate_without_servers_makes_no_call(settings: Settings, tmp_path: Pa
     request = CallCheckRequest(
         suites=[SuiteToCheck(source=str(path), suite=suite)], start_servers=False
     )
-    assert check_calls(request, settings).problems == []
+    found = [p.field for p in check_calls(request, settings).problems]
+    # No schema at hand: number types are held as written.
+    assert found == ["scenarios[3].expect[0].example.stars", "scenarios[3].expect[1].example.count"]
 
 
 def test_the_grade_says_the_source_result_is_not_json(settings: Settings, tmp_path: Path) -> None:
