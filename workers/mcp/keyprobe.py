@@ -2,10 +2,11 @@
 
 A `from_key` on a result that is not JSON (a server printing a Python repr) can never pick a
 value, so every trial would fail the step whatever the model did. Only a call shows what a
-tool answers: for each scenario with a `from_key`, its servers are started fresh, its setup
-is made, and the ideal agent's calls (each step's `example`) are made in order up to the last
-step a key is read from. A step without an example, or an example call that fails, ends the
-probe of that scenario quietly: the examples are judged on their own elsewhere.
+tool answers: for each scenario with a `from_key`, its servers are borrowed as a trial
+borrows them, its setup is made, and the ideal agent's calls (each step's `example`) are
+made in order up to the last step a key is read from. A step without an example, or an
+example call that fails, ends the probe of that scenario quietly: the examples are judged on
+their own elsewhere.
 """
 
 from __future__ import annotations
@@ -96,8 +97,9 @@ async def _ideal_results(
     servers: list[ServerDef],
     pool: ServerPool,
 ) -> dict[int, str]:
-    """The text each example call of steps 0..last answered, on fresh servers after setup;
-    the steps reached before one could not be made."""
+    """The text each example call of steps 0..last answered, on servers as a trial gets them
+    (sandboxes fresh, reset calls made) after the scenario's setup; only the steps reached
+    before one could not be made."""
     results: dict[int, str] = {}
     try:
         async with connect(servers, pool, "plain") as conn:
