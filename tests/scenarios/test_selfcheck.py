@@ -38,6 +38,7 @@ from tests.scenarios.mistakes import (
     form_mistakes,
     route_mistakes,
 )
+from tests.scenarios.mistakes_match import match_mistakes
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +85,7 @@ def mistakes(
     if scenario.final_answer and not _matches(scenario.final_answer, WRONG_ANSWER["answer"]):
         found.append(("gives-a-wrong-answer", [*calls, WRONG_ANSWER], "output_mismatch"))
     alternates = [] if route is not None else list(alternate_mistakes(scenario))
-    return found + form_mistakes(scenario) + alternates
+    return found + form_mistakes(scenario) + match_mistakes(scenario) + alternates
 
 
 def _matches(pattern: str, text: str) -> bool:

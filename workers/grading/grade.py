@@ -74,7 +74,10 @@ def _match_steps(
     """wrong_params or wrong_sequence, or None when every step is met in an allowed order;
     and the calls of an expected tool that did no step (a wrong attempt, a failed call)."""
     found = find(
-        scenario, calls, lambda c, declared: _schema_problem(c, schemas.get(c.tool), declared)
+        scenario,
+        calls,
+        lambda c, declared: _schema_problem(c, schemas.get(c.tool), declared),
+        schemas,
     )
     doing = {c.index for met in found.met.values() for c in met}
     missed = [c for c in calls if c.tool in scenario.accepted_tools and c.index not in doing]

@@ -14,8 +14,9 @@ order). What went wrong is kept by kind, and the grade picks in this order:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcp_farm.schema import (
     ExpectedCall,
@@ -28,6 +29,7 @@ from mcp_farm.workers.grading.matchers import (
     check,
     located,
 )
+from mcp_farm.workers.grading.typed import Typed
 from mcp_farm.workers.model.safejson import shorten
 
 SEARCH_LIMIT = 20_000
@@ -73,14 +75,20 @@ def accepts(step: ExpectedCall, call: ToolCallRecord) -> bool:
 
 
 def arguments_problem(
-    step: ExpectedCall, call: ToolCallRecord, chain: Chain, schema_problem: SchemaProblem
+    step: ExpectedCall,
+    call: ToolCallRecord,
+    chain: Chain,
+    schema_problem: SchemaProblem,
+    schema: dict[str, Any] | None = None,
 ) -> str | None:
+    """Why the call's arguments do not meet the step; `schema` is the tool's input schema,
+    which types the numbers `exact` and `one_of` compare."""
     for arg, matcher in step.params_for(call.tool).items():
         if arg not in call.arguments:
             if absent_problem(matcher):
                 return f"{call.tool}: missing argument {arg!r}"
             continue
-        reason = check(matcher, call.arguments[arg], chain)
+        reason = check(matcher, call.arguments[arg], chain, Typed.argument(schema, arg))
         if reason:
             return located(f"{call.tool}.{arg}", reason)
     return schema_problem(call, step.declared(call.tool))
@@ -100,6 +108,7 @@ def _meet(
     calls: list[ToolCallRecord],
     found: Findings,
     schema_problem: SchemaProblem,
+    schemas: Mapping[str, dict[str, Any]],
 ) -> None:
     """Record the calls that meet step j, or why none does."""
     found.met[j] = []
@@ -120,11 +129,14 @@ def _meet(
     wrong: list[tuple[ToolCallRecord | None, str]] = []
     failed: list[tuple[ToolCallRecord | None, str]] = []
     for c in candidates:
-        problem = arguments_problem(step, c, Chain(found.met, before=c.index), schema_problem)
+        schema = schemas.get(c.tool)
+        problem = arguments_problem(
+            step, c, Chain(found.met, before=c.index), schema_problem, schema
+        )
         if (
             problem
             and step.sources()
-            and not arguments_problem(step, c, Chain(found.met), schema_problem)
+            and not arguments_problem(step, c, Chain(found.met), schema_problem, schema)
         ):
             late = late or f"step {j} ({step.label}) used a value before the step it comes from"
         elif problem:
@@ -215,12 +227,16 @@ def _why_unplaced(
 
 
 def find(
-    scenario: Scenario, calls: list[ToolCallRecord], schema_problem: SchemaProblem
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    schema_problem: SchemaProblem,
+    schemas: Mapping[str, dict[str, Any]] | None = None,
 ) -> Findings:
-    """Every step's calls and the first problem of each kind (see the module doc)."""
+    """Every step's calls and the first problem of each kind (see the module doc); `schemas`
+    are the tools' input schemas, by name."""
     found = Findings()
     for j, step in enumerate(scenario.expect):
-        _meet(j, step, calls, found, schema_problem)
+        _meet(j, step, calls, found, schema_problem, schemas or {})
     _blame(found)
     if found.params is None and found.sequence is None and found.failed is None:
         found.sequence = _place(scenario, found)

@@ -3,7 +3,9 @@
 Each step's example call is judged by the step's own matchers (the grader's code), and each
 server the suites attach is started once, the way a trial starts it, to list its tools; the
 suites' tool names and matcher shapes are then checked against those lists
-(mcp_farm.scenarios.tool_checks). A server that cannot start is one problem, not a traceback.
+(mcp_farm.scenarios.tool_checks), and each `from_key` against what its source step's example
+call answers (mcp_farm.workers.mcp.keyprobe). A server that cannot start is one problem, not a
+traceback.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from mcp_farm.schema.tasks.messages import (
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.examples import example_problems
+from mcp_farm.workers.mcp.keyprobe import key_problems
 from mcp_farm.workers.mcp.pool import (
     REPO_ROOT,
     ServerPool,
@@ -60,6 +63,12 @@ def check_calls(
             servers.update({_key(s): s for s in attached.values()})
     root = settings.data_dir / "validate"
     tools, failed = anyio.run(_list_all, servers, root, settings.server_start_timeout_s)
+    if request.start_servers:
+        # Only servers that started are probed; the others are reported below.
+        working = [(e, {n: s for n, s in a.items() if _key(s) not in failed}) for e, a in used]
+        probed = key_problems(working, root, settings.server_start_timeout_s)
+    else:
+        probed = []
     if not failed:
         shutil.rmtree(root, ignore_errors=True)  # else its servers.log holds their stderr
     problems: list[SpecProblem] = []
@@ -68,11 +77,13 @@ def check_calls(
         problems += [
             SpecProblem(source=each.source, field=field, problem=problem)
             for i, scenario in enumerate(each.suite.scenarios)
-            for field, problem in example_problems(scenario, f"scenarios[{i}]")
+            for field, problem in example_problems(
+                scenario, f"scenarios[{i}]", _schemas(scenario.servers, attached, tools)
+            )
         ]
         if request.start_servers:
             problems += _tool_problems(each, attached, tools, failed, reported)
-    return CallCheckResult(problems=problems, servers_started=len(tools))
+    return CallCheckResult(problems=problems + probed, servers_started=len(tools))
 
 
 def _tool_problems(
@@ -96,6 +107,14 @@ def _tool_problems(
         SpecProblem(source=p.source, field=p.field, problem=p.problem)
         for p in tool_problems(each.suite, each.source, listed)
     ]
+
+
+def _schemas(
+    names: list[str], attached: dict[str, ServerDef], tools: dict[str, dict[str, dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """The input schemas of the tools the named servers listed (none where not started)."""
+    keys = [_key(attached[n]) for n in names if n in attached]
+    return {tool: schema for key in keys for tool, schema in tools.get(key, {}).items()}
 
 
 def _key(server: ServerDef) -> str:
