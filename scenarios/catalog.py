@@ -299,8 +299,16 @@ def load_prompt(prompt_id: str, source: str = "sweep", field: str = "prompts") -
 
 
 def servers_for(suite: str) -> dict[str, ServerDef]:
-    """The shared catalogue plus the suite's own servers."""
-    return {**server_catalog(), **{s.name: s for s in load_suite(suite).servers}}
+    """The shared catalogue plus the suite's own servers, each with the suite's ignore rules
+    added to its own."""
+    loaded = load_suite(suite)
+    found = {**server_catalog(), **{s.name: s for s in loaded.servers}}
+    if not loaded.ignore:
+        return found
+    return {
+        name: s.model_copy(update={"ignore": s.ignore.joined(loaded.ignore)})
+        for name, s in found.items()
+    }
 
 
 @lru_cache(maxsize=1)

@@ -17,6 +17,7 @@ from mcp_farm.schema.expect import ExpectedCall as ExpectedCall
 from mcp_farm.schema.expect import ParamMatcher as ParamMatcher
 from mcp_farm.schema.expect import Route
 from mcp_farm.schema.ids import digest
+from mcp_farm.schema.parse.ignore import IgnoreRules
 from mcp_farm.schema.parse.regexes import checked_regex
 from mcp_farm.schema.parse.strict import Strict
 from mcp_farm.schema.placeholders import ENV_PLACEHOLDER as ENV_PLACEHOLDER
@@ -281,6 +282,10 @@ class ServerDef(Strict):
     shared: SharedLaunch | None = None
     """Optional: one process for many concurrent trials (see SharedLaunch). Without it, each
     trial in flight has a process of its own."""
+    ignore: IgnoreRules = Field(default_factory=IgnoreRules)
+    """Values this server gives differently every time (timestamps, random ids), by JSON path
+    or regex: left out of `farm replay`'s diffs and of cassette matching (its calls'
+    arguments, and which answers count as new when capturing). A suite's `ignore:` adds to it."""
 
     @field_validator("error_pattern")
     @classmethod
@@ -342,6 +347,9 @@ class Suite(Strict):
     """The pinned source tree that citations in answers are checked against."""
     rubric: str | None = None
     """Default rubric id (scenarios/rubrics/<id>.yaml) for scenarios with an `answer`."""
+    ignore: IgnoreRules = Field(default_factory=IgnoreRules)
+    """Ignore rules (ServerDef.ignore) added to those of every server this suite's scenarios
+    attach, its own servers and the catalogue's alike."""
     scenarios: list[Scenario] = Field(min_length=1)
 
 

@@ -138,6 +138,12 @@ class ToolCallRecord(BaseModel):
     values, never stored or sent (see `whole_result`)."""
     result_digest: str = ""
     """sha256 of the full text result."""
+    whole_json: str = ""
+    """What replay compares beyond the transcript, as JSON (workers/session.py `whole_record`):
+    `text`, the whole text where the model was not shown it as it is (cut, or a failure shown
+    as `Error: …`), `structured`, the structured content, and `structured_digest`, its sha256;
+    each part kept up to WHOLE_STORE_CHARS, `text_cut`/`structured_cut` marking a longer one.
+    `{}` for a result with nothing beyond the transcript; empty when no server answered."""
     latency_s: float = 0.0
 
     @property
@@ -163,6 +169,9 @@ class TrialProvenance(BaseModel):
     model_pins: dict[str, str]
     time_scale: float = 1.0
     """The model target's `time_scale`: its per-reply limit was `request_timeout_s` × this."""
+    server_tools: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Per attached server, per tool it listed: a digest of its description (`d:`) and of its
+    input and output schemas (`s:`), so a replay can say which tools changed."""
 
 
 class TrialResult(BaseModel):
