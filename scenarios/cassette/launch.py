@@ -17,5 +17,7 @@ def replay_definition(server: ServerDef) -> ServerDef:
     if server.replay is None:
         return server
     command = ["{python}", "-m", SERVE_MODULE, server.replay]
+    if server.ignore:
+        command += ["--ignore", server.ignore.model_dump_json()]
     shared = SharedLaunch(command=[*command, "--transport", "http", "--shared", "--port", "{port}"])
     return server.model_copy(update={"command": command, "shared": shared, "reset": "session"})

@@ -24,14 +24,15 @@ from mcp_farm.scenarios.cassette.tape import (
     MISS_META,
     MISS_PREFIX,
     Cassette,
-    call_key,
+    answers_by_key,
     load_cassette,
+    match_key,
 )
 from mcp_farm.scenarios.servers._sdk import (
     MCPServer,
     serve,
 )
-from mcp_farm.schema import SpecError, canonical_json, with_lines
+from mcp_farm.schema import IgnoreRules, SpecError, canonical_json, with_lines
 
 SESSION_HEADER = "mcp-session-id"
 """The header naming a session over streamable HTTP; stdio has one session, the process."""
@@ -42,36 +43,41 @@ SHOWN_ARGUMENTS = 300
 _BLOCK: TypeAdapter[Any] = TypeAdapter(ContentBlock)
 
 
-def _results(cassette: Cassette, source: str) -> dict[str, list[CallToolResult]]:
-    """Each recorded call's answers as MCP results; SpecError naming the field of a content
-    block MCP would not accept."""
-    found: dict[str, list[CallToolResult]] = {}
+def _checked(cassette: Cassette, source: str) -> None:
+    """SpecError naming the field of a content block MCP would not accept."""
     for i, exchange in enumerate(cassette.calls):
-        answers = []
         for j, answer in enumerate(exchange.answers):
-            blocks = []
             for k, block in enumerate(answer.content):
                 try:
-                    blocks.append(_BLOCK.validate_python(block))
+                    _BLOCK.validate_python(block)
                 except ValidationError as exc:
                     where = f"calls[{i}].answers[{j}].content[{k}]"
                     problem = exc.errors()[0]["msg"]
                     raise with_lines([SpecError(source, where, problem)])[0] from None
-            answers.append(
-                CallToolResult(
-                    content=blocks,
-                    structured_content=answer.structured_content,
-                    is_error=answer.is_error,
-                )
+
+
+def _results(
+    cassette: Cassette, source: str, rules: IgnoreRules
+) -> dict[str, list[CallToolResult]]:
+    """Each recorded call's answers as MCP results, by the key calls are matched by."""
+    _checked(cassette, source)
+    return {
+        key: [
+            CallToolResult(
+                content=[_BLOCK.validate_python(b) for b in answer.content],
+                structured_content=answer.structured_content,
+                is_error=answer.is_error,
             )
-        found[exchange.key] = answers
-    return found
+            for answer in answers
+        ]
+        for key, answers in answers_by_key(cassette, rules).items()
+    }
 
 
 class CassetteServer(MCPServer):
     """An MCP server that lists a cassette's tools and answers from its recorded calls."""
 
-    def __init__(self, cassette: Cassette, source: str) -> None:
+    def __init__(self, cassette: Cassette, source: str, rules: IgnoreRules | None = None) -> None:
         super().__init__(cassette.server, instructions=cassette.instructions or None)
         self.source = source
         self.tools = [
@@ -84,7 +90,9 @@ class CassetteServer(MCPServer):
             )
             for t in cassette.tools
         ]
-        self.answers = _results(cassette, source)
+        self.rules = rules or IgnoreRules()
+        """What the server definition says to ignore in a call's arguments when matching."""
+        self.answers = _results(cassette, source, self.rules)
         self.served: dict[str, Counter[str]] = {}
         """Per MCP session, how often each recorded call was answered."""
 
@@ -94,7 +102,7 @@ class CassetteServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        key = call_key(name, arguments)
+        key = match_key(name, arguments, self.rules)
         answers = self.answers.get(key)
         if answers is None:
             return _miss(name, arguments)
@@ -123,18 +131,29 @@ def _miss(name: str, arguments: dict[str, Any]) -> CallToolResult:
     )
 
 
-def build(path: Path) -> CassetteServer:
+def build(path: Path, rules: IgnoreRules | None = None) -> CassetteServer:
     """The server for the cassette at `path`; SpecError naming the file when it is unusable."""
-    return CassetteServer(load_cassette(path), str(path))
+    return CassetteServer(load_cassette(path), str(path), rules)
 
 
 def _args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cassette", type=Path, help="the cassette file (YAML) to serve")
+    parser.add_argument(
+        "--ignore",
+        default="{}",
+        help='the server definition\'s ignore rules, as JSON (`{"paths": [...], '
+        '"patterns": [...]}`): values of a call\'s arguments left out when matching',
+    )
 
 
 def _build_or_exit(args: argparse.Namespace) -> CassetteServer:
     try:
-        return build(args.cassette)
+        rules = IgnoreRules.model_validate_json(args.ignore)
+    except ValidationError as exc:
+        print(f"cannot serve the cassette: --ignore: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    try:
+        return build(args.cassette, rules)
     except SpecError as exc:
         # stderr: on stdio, stdout is the protocol stream. The farm shows the server's stderr
         # log when a server fails to start.

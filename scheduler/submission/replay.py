@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 DIFF_LINES = 12
 """Lines of a result's diff shown per changed call."""
 
+LINE_CHARS = 160
+"""Characters of one diff line shown: a longer line is shown around its first difference."""
+
 DETAIL_CHARS = 500
 """Characters of a recorded trial's detail (a traceback, at worst) carried in its replay."""
 
@@ -302,11 +305,47 @@ def _json_lines(value: Any) -> list[str]:
 
 
 def line_diff(before: list[str], after: list[str]) -> list[str]:
-    """A unified diff of two texts' lines; at most DIFF_LINES, then how many more."""
-    lines = list(difflib.unified_diff(before, after, "recorded", "now", n=1, lineterm=""))
+    """A unified diff of two texts' lines, long lines shown around where they differ; at most
+    DIFF_LINES, then how many more."""
+    lines = _clipped(list(difflib.unified_diff(before, after, "recorded", "now", n=1, lineterm="")))
     return lines[:DIFF_LINES] + (
         [f"… {len(lines) - DIFF_LINES} more lines"] if len(lines) > DIFF_LINES else []
     )
+
+
+def _clipped(lines: list[str]) -> list[str]:
+    """Diff lines longer than LINE_CHARS cut to the part around where a removed line and the
+    added line in its place first differ (a change at the end of a 5,000-character field)."""
+    out, i = lines[:2], 2  # the `--- recorded` and `+++ now` headers
+    while i < len(lines):
+        j = i
+        while j < len(lines) and lines[j].startswith("-"):
+            j += 1
+        k = j
+        while k < len(lines) and lines[k].startswith("+"):
+            k += 1
+        if j == i and k == j:
+            out.append(_clip(lines[i], ""))
+            i += 1
+            continue
+        minus, plus = lines[i:j], lines[j:k]
+        out += [_clip(m, plus[n] if n < len(plus) else "") for n, m in enumerate(minus)]
+        out += [_clip(p, minus[n] if n < len(minus) else "") for n, p in enumerate(plus)]
+        i = k
+    return out
+
+
+def _clip(line: str, other: str) -> str:
+    if len(line) <= LINE_CHARS:
+        return line
+    text, against = line[1:], other[1:]
+    same = next(
+        (n for n, (x, y) in enumerate(zip(text, against, strict=False)) if x != y),
+        min(len(text), len(against)),
+    )
+    start = max(0, same - LINE_CHARS // 4)
+    part = text[start : start + LINE_CHARS]
+    return line[0] + ("…" if start else "") + part + ("…" if start + LINE_CHARS < len(text) else "")
 
 
 def result_diff(before: str, after: str) -> list[str]:

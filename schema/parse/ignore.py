@@ -156,6 +156,10 @@ class IgnoreRules(Strict):
             return [self._strings(v) for v in value]
         return value
 
+    def in_result(self, text: str) -> str:
+        """A result's text with the rules applied, as `text_lines` gives it, in one string."""
+        return "\n".join(self.text_lines(text)) if self else text
+
     def text_lines(self, text: str) -> list[str]:
         """A result's text as lines to compare: JSON (an object or a list) as indented JSON
         with sorted keys and the rules applied to it; any other text with the patterns
