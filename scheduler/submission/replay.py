@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -265,7 +266,8 @@ def result_changes(
     the digests show past the stored text; or, when the text is the same, its structured
     content, with a diff (servers often repeat the text there: one diff says it)."""
     found = []
-    before, after = rules.text_lines(was.text), rules.text_lines(now.text)
+    was_text, now_text = comparable(was, now)
+    before, after = rules.text_lines(was_text), rules.text_lines(now_text)
     if before != after:
         found.append(CallChange(index, tool, "result changed", diff=line_diff(before, after)))
     elif (
@@ -298,6 +300,21 @@ def result_changes(
             CallChange(index, tool, "structured content changed", diff=line_diff(before, after))
         )
     return found
+
+
+CUT_NOTICE = re.compile(r"\n\[result cut: \d+ more characters not shown\]\Z")
+"""The line a cut result ends with in a transcript (workers/session.py `shown_text`)."""
+
+
+def comparable(was: StoredResult, now: StoredResult) -> tuple[str, str]:
+    """The two texts as far as both are known: a text known only in part (a call stored before
+    whole results were kept) is compared with the same length of the other."""
+    if was.complete and now.complete:
+        return was.text, now.text
+    was_text = was.text if was.complete else CUT_NOTICE.sub("", was.text)
+    now_text = now.text if now.complete else CUT_NOTICE.sub("", now.text)
+    known = min(len(t) for t, r in ((was_text, was), (now_text, now)) if not r.complete)
+    return was_text[:known], now_text[:known]
 
 
 def _json_lines(value: Any) -> list[str]:
