@@ -94,12 +94,12 @@ class Compared:
         needed = trials_to_resolve(d)
         scenarios = max(d.clusters, 1)
         if needed is None:
-            return f"not significant ({sizes}; a difference this small needs far more trials)"
+            return f"not significant ({sizes}): a difference this small needs far more trials"
         repetitions = -(-needed // scenarios)
         return (
-            f"not significant ({sizes}; about {repetitions} repetitions a side"
+            f"not significant ({sizes}): about {repetitions} repetitions a side"
             + (f" of its {scenarios} scenarios" if scenarios > 1 else "")
-            + " would resolve it)"
+            + " would resolve it"
         )
 
 

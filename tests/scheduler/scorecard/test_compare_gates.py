@@ -187,7 +187,7 @@ def test_a_cell_of_two_trials_a_side_is_not_significant_and_says_what_would_reso
     [cell] = found
     assert (cell.diff.a_rate, cell.diff.b_rate, cell.diff.a_n) == (1.0, 0.0, 2)
     assert cell.verdict == "not significant"
-    assert cell.verdict_text.startswith("not significant (n=2; about ")
+    assert cell.verdict_text.startswith("not significant (n=2): about ")
     repetitions = int(cell.verdict_text.split("about ")[1].split()[0])
     # Four trials a side at 100% vs 0% give Fisher's p = 2/70 < 0.05; three give 0.1.
     assert repetitions == 4
