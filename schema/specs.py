@@ -17,6 +17,7 @@ from mcp_farm.schema.expect import ExpectedCall as ExpectedCall
 from mcp_farm.schema.expect import ParamMatcher as ParamMatcher
 from mcp_farm.schema.expect import Route
 from mcp_farm.schema.ids import digest
+from mcp_farm.schema.parse.ignore import IgnoreRules
 from mcp_farm.schema.parse.regexes import checked_regex
 from mcp_farm.schema.parse.strict import Strict
 from mcp_farm.schema.placeholders import ENV_PLACEHOLDER as ENV_PLACEHOLDER
@@ -271,6 +272,12 @@ class ServerDef(Strict):
     """What the model is told about this server, in every prompt mode, after whatever the
     server says about itself in its initialize reply (as real MCP clients pass it on): how
     its paths resolve, what its data holds. Shown in the system prompt."""
+    record: Literal["none", "new_episodes"] = "none"
+    """For a `replay:` server. `none`: only what the cassette holds is served. `new_episodes`:
+    a call the cassette does not hold goes to the live server, given by `command` (with `env`
+    and `sandbox`) or `url`, started at the first such call of a trial; its answer is served
+    and added to the cassette (a cassette file not there yet is begun from the live server's
+    tool list). Served over stdio, one cassette process and one live server per trial."""
     error_pattern: str | None = None
     """A regular expression searched in a result's text (case-sensitive, `^` at any line) that
     marks a result the server did not flag as an error as failed, for servers that answer a
@@ -282,6 +289,10 @@ class ServerDef(Strict):
     shared: SharedLaunch | None = None
     """Optional: one process for many concurrent trials (see SharedLaunch). Without it, each
     trial in flight has a process of its own."""
+    ignore: IgnoreRules = Field(default_factory=IgnoreRules)
+    """Values this server gives differently every time (timestamps, random ids), by JSON path
+    or regex: left out of `farm replay`'s diffs and of cassette matching (its calls'
+    arguments, and which answers count as new when capturing). A suite's `ignore:` adds to it."""
 
     @field_validator("error_pattern")
     @classmethod
@@ -292,6 +303,8 @@ class ServerDef(Strict):
     def _transport_fields(self) -> ServerDef:
         if self.replay is not None:
             return self._replay_alone()
+        if self.record != "none":
+            raise ValueError("`record` is for a `replay:` server (a cassette)")
         if self.transport == "stdio" and not self.command:
             raise ValueError("a stdio server needs `command`")
         if self.transport == "http" and not self.url:
@@ -315,6 +328,10 @@ class ServerDef(Strict):
         return self
 
     def _replay_alone(self) -> ServerDef:
+        if not self.replay:
+            raise ValueError("`replay` needs the path of a cassette file")
+        if self.record == "new_episodes":
+            return self._recording_live()
         given = [
             name
             for name in ("command", "url", "env", "sandbox", "shared", "reset")
@@ -323,10 +340,26 @@ class ServerDef(Strict):
         if given:
             fields = ", ".join(f"`{name}`" for name in given)
             raise ValueError(
-                f"a `replay:` server is the cassette, served by the farm: leave out {fields}"
+                f"a `replay:` server is the cassette, served by the farm: leave out {fields} "
+                "(or give `record: new_episodes` to send what it does not hold to them)"
             )
-        if not self.replay:
-            raise ValueError("`replay` needs the path of a cassette file")
+        return self
+
+    def _recording_live(self) -> ServerDef:
+        if bool(self.command) == bool(self.url):
+            raise ValueError(
+                "`record: new_episodes` needs the live server: `command` or `url`, one of them"
+            )
+        given = [name for name in ("shared", "reset") if getattr(self, name)]
+        if self.transport != "stdio" or given:
+            named = [*given, *(["transport"] if self.transport != "stdio" else [])]
+            fields = ", ".join(f"`{name}`" for name in named)
+            raise ValueError(
+                "a cassette recording new episodes is served over stdio, one process per "
+                f"trial: leave out {fields}"
+            )
+        if self.sandbox is None and any("{sandbox}" in t for t in self.command or []):
+            raise ValueError("`{sandbox}` is used but no `sandbox:` folder is given to copy")
         return self
 
 
@@ -343,6 +376,9 @@ class Suite(Strict):
     """The pinned source tree that citations in answers are checked against."""
     rubric: str | None = None
     """Default rubric id (scenarios/rubrics/<id>.yaml) for scenarios with an `answer`."""
+    ignore: IgnoreRules = Field(default_factory=IgnoreRules)
+    """Ignore rules (ServerDef.ignore) added to those of every server this suite's scenarios
+    attach, its own servers and the catalogue's alike."""
     scenarios: list[Scenario] = Field(min_length=1)
 
 

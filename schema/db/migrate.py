@@ -88,6 +88,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "left_cassette)",
         ["ALTER TABLE trial ADD COLUMN left_cassette BOOLEAN NOT NULL DEFAULT FALSE"],
     ),
+    (
+        11,
+        "whole results for replay: the whole text and the structured content of a result "
+        "(tool_call whole_json)",
+        ["ALTER TABLE tool_call ADD COLUMN whole_json VARCHAR NOT NULL DEFAULT ''"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -106,6 +106,9 @@ class ToolCallRow(SQLModel, table=True):
     ok: bool
     error: str | None = None
     result_digest: str = ""
+    whole_json: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    """The whole result where the transcript does not hold it, and its structured content
+    (ToolCallRecord.whole_json); empty for calls recorded before schema version 11."""
     latency_s: float = 0.0
 
 

@@ -19,6 +19,7 @@ from mcp_farm.schema import (
     PatternTimeout,
     ServerDef,
     budgeted_search,
+    digest,
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.capture import Capture
@@ -49,6 +50,9 @@ class Connected:
     """Where the trial's exchanges are recorded into cassettes; None: nowhere."""
     left_cassette: bool = False
     """Whether a call got a cassette server's answer for a call it never recorded."""
+    listed: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per attached server, per tool it listed, the digests of its description and schemas
+    (`tool_fingerprint`): what a replay compares to say which tools changed."""
 
     def limit(self, server: str) -> int:
         """Characters of a result of `server` the model is shown."""
@@ -115,6 +119,7 @@ async def connect(
             told = "\n".join(t for t in (live.instructions, live.server.instructions.strip()) if t)
             if told:
                 connected.instructions[live.server.name] = told
+            connected.listed[live.server.name] = {t.name: tool_fingerprint(t) for t in live.tools}
             for tool in live.tools:
                 name = shown_name(live.server.name, tool.name, naming)
                 if name in connected.tools and connected.tools[name].server != live.server.name:
@@ -153,6 +158,13 @@ def refusal(server: str, tool: str, exc: MCPError) -> CallToolResult:
     if exc.data is not None:
         text += f"\n{as_json_text(exc.data)}"
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def tool_fingerprint(tool: Any) -> str:
+    """A listed tool as `d:<digest of its description> s:<digest of its schemas>`."""
+    described = digest(tool.description or "")[:12]
+    schemas = digest([tool.input_schema or {}, tool.output_schema])[:12]
+    return f"d:{described} s:{schemas}"
 
 
 def result_text(result: Any) -> str:
