@@ -23,10 +23,26 @@ OUTCOME_STYLE = {"pass": "green", "infra_error": "yellow", "harness_error": "yel
 
 
 def print_trials(page: TrialPage, out: Console) -> None:
-    """A page of trials: full ids (for `farm trial show`), configuration, outcome, detail."""
+    """A page of trials: full ids (for `farm trial show`), configuration, outcome, detail. Off a
+    terminal, one tab-separated line per trial, so the output greps and cuts cleanly."""
+    if not out.is_terminal:
+        for t in page.rows:
+            fields = (
+                t.trial_id,
+                t.model_id,
+                t.config,
+                t.scenario_id,
+                f"{t.repetition}{'p' if t.variant else ''}",
+                t.outcome or t.status,
+                secs(t.latency_s),
+                " ".join((t.detail or "").split())[:200],
+            )
+            out.print("\t".join(fields), markup=False, highlight=False, soft_wrap=True)
+        _count(page, out)
+        return
     table = Table(header_style="bold", pad_edge=False, box=None)
     for head in ("trial", "model", "config", "scenario", "rep", "outcome", "latency", "detail"):
-        table.add_column(head, overflow="fold")
+        table.add_column(head, overflow="fold", no_wrap=head == "trial")
     for t in page.rows:
         outcome = t.outcome or t.status
         style = OUTCOME_STYLE.get(outcome, "red" if t.outcome else "dim")
@@ -41,6 +57,10 @@ def print_trials(page: TrialPage, out: Console) -> None:
             escape((t.detail or "")[:120]),
         )
     out.print(table)
+    _count(page, out)
+
+
+def _count(page: TrialPage, out: Console) -> None:
     count = f"more than {page.matched - 1:,}" if page.capped else f"{page.matched:,}"
     out.print(f"{count} trial(s); page {page.page} of {page.pages}", highlight=False)
 
@@ -70,34 +90,37 @@ def print_trial(record: TrialRecord, out: Console) -> None:
     """One trial: its summary, the grader's verdict step by step, the transcript, answer
     scores and judge verdicts, the provenance."""
     t = record.trial
-    out.print(f"[bold]trial {t.trial_id}[/bold]", highlight=False)
+
+    def say(line: str) -> None:
+        # Whole lines, never folded at the width: a transcript is read, grepped and copied.
+        out.print(line, highlight=False, soft_wrap=True)
+
+    say(f"[bold]trial {t.trial_id}[/bold]")
     for name, column in SUMMARY:
-        out.print(f"  {name}: {escape(summary_value(t, column))}", highlight=False)
+        say(f"  {name}: {escape(summary_value(t, column))}")
     found = verdict(t, record.calls)
-    out.print(f"[bold]verdict:[/bold] {escape(found.outcome)} {escape(found.detail)}")
+    say(f"[bold]verdict:[/bold] {escape(found.outcome)} {escape(found.detail)}")
     for s in found.steps:
         flag = " [red]← named in the verdict[/red]" if s.named else ""
         calls = ", ".join(s.calls) or "no call"
-        out.print(f"  step {s.number} {escape(s.label)} {escape(s.params)}: {calls}{flag}")
+        say(f"  step {s.number} {escape(s.label)} {escape(s.params)}: {calls}{flag}")
     if found.note:
-        out.print(f"  {escape(found.note)}")
-    out.print("[bold]transcript:[/bold]")
+        say(f"  {escape(found.note)}")
+    say("[bold]transcript:[/bold]")
     for item in entries(t, record.calls):
         for line in _entry_lines(item):
-            out.print(line, highlight=False)
+            say(line)
     if t.final_answer:
-        out.print(f"[bold]final answer:[/bold] {escape(t.final_answer)}", highlight=False)
+        say(f"[bold]final answer:[/bold] {escape(t.final_answer)}")
     for a in record.answers:
-        out.print(
+        say(
             f"answer score ({escape(a.scoring_id[:12])}): fairness {a.fairness:.3f}, adoption "
             f"{a.adoption:.3f}, grounded {a.grounded}, unresolved {a.unresolved}, "
             f"hallucinated {a.hallucinated}",
-            highlight=False,
         )
     for j in record.judgements:
-        out.print(
+        say(
             f"judge ({escape(j.scoring_id[:12])} run {j.run}) {escape(j.criterion)}: "
             f"{j.score} {escape(j.rationale)}",
-            highlight=False,
         )
-    out.print("[bold]provenance:[/bold] " + escape(json.dumps(pins(t), sort_keys=True)))
+    say("[bold]provenance:[/bold] " + escape(json.dumps(pins(t), sort_keys=True)))

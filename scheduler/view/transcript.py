@@ -13,7 +13,10 @@ from mcp_farm.schema import FarmError
 
 CUT_NOTICE = re.compile(r"\[result cut: \d+ more characters not shown\]")
 """What the session appends to a result it cut at the server's `result_chars`."""
-STEP_NAMED = re.compile(r"\bstep (\d+)\b")
+STEP_NAMED = re.compile(r"\bstep (\d+) \(")
+"""How the grader names the step at fault: `step 1 (read_file) never called`."""
+TOOL_NAMED = re.compile(r"^(?:calls: strict: call \d+ \()?([\w|-]+)[.:)]")
+"""How it names the tool of the call at fault: `read_file.path: …`, `read_file: …`."""
 
 Kind = Literal["setup", "system", "user", "assistant", "call", "undecoded"]
 
@@ -131,7 +134,6 @@ def verdict(trial: Any, calls: list[Any]) -> Verdict:
     ran) and the calls of each step's tool. The farm stores the first check that failed, not
     a match of every call to every step: the step that check names is marked."""
     detail = trial.detail or ""
-    named = {int(n) for n in STEP_NAMED.findall(detail)}
     outcome = trial.outcome or trial.status
     try:
         scenario = _scenario(trial)
@@ -144,6 +146,7 @@ def verdict(trial: Any, calls: list[Any]) -> Verdict:
         if route is None:
             return Verdict(outcome, detail, [], note="the trial was judged by no route")
         expect = route.expect
+    named = _named_step(detail, [set(step.names) for step in expect])
     steps = []
     for number, step in enumerate(expect):
         tools = set(step.names)
@@ -153,11 +156,21 @@ def verdict(trial: Any, calls: list[Any]) -> Verdict:
                 step.label,
                 _dumps(step.model_dump(mode="json", exclude_defaults=True).get("params", {})),
                 [f"#{c.idx} {'ok' if c.ok else 'error'}" for c in calls if c.tool in tools],
-                named=number in named,
+                named=number == named,
             )
         )
     note = "" if steps else "the scenario expects no tool call"
     return Verdict(outcome, detail, steps, note=note)
+
+
+def _named_step(detail: str, tools: list[set[str]]) -> int | None:
+    """The step the grader's detail blames: the one it names by number, else the first step
+    of the tool whose call it quotes."""
+    if found := STEP_NAMED.search(detail):
+        return int(found.group(1))
+    if found := TOOL_NAMED.match(detail):
+        return next((i for i, names in enumerate(tools) if found.group(1) in names), None)
+    return None
 
 
 def _scenario(trial: Any) -> Any:

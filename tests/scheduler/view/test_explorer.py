@@ -1,0 +1,188 @@
+"""The trial explorer's pages and terminal commands over a real embedded sweep: what each page
+answers, its filters, its safety (escaping, CSP, read only, loopback or a password)."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+from starlette.testclient import TestClient
+
+from mcp_farm.scheduler.view.app import CSP, ViewError, check_bind, create_app
+from mcp_farm.scheduler.view.filters import FilterError, TrialFilter
+from mcp_farm.scheduler.view.queries import page_statements
+from tests.scheduler.view.conftest import REPLY_PAYLOAD, TOOL_PAYLOAD, Recorded, farm
+
+
+def client(recorded: Recorded, **auth: str) -> TestClient:
+    return TestClient(create_app(recorded.engine(), **auth))
+
+
+def rows(page: str) -> list[str]:
+    return re.findall(r'href="/trials/([0-9a-f]+)"', page)
+
+
+def test_the_sweep_list_links_each_sweep_with_its_progress(recorded: Recorded) -> None:
+    page = client(recorded).get("/")
+    assert page.status_code == 200
+    assert f'href="/sweeps/{recorded.sweep_id}"' in page.text
+    assert "4/4" in page.text and "finished" in page.text
+    assert 'http-equiv="refresh"' not in page.text, "a finished sweep needs no reloading"
+
+
+def test_every_scorecard_count_links_to_the_trials_it_counts(recorded: Recorded) -> None:
+    web = client(recorded)
+    page = web.get(f"/sweeps/{recorded.sweep_id}").text
+    cell = re.search(
+        r'href="([^"]*model=careless[^"]*outcome=wrong_params[^"]*)">wrong_params 2<', page
+    )
+    assert cell, "the careless model's failures are not a link"
+    trials = web.get(cell.group(1).replace("&amp;", "&")).text
+    assert len(rows(trials)) == 2
+    assert recorded.careless in rows(trials)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ({}, 4),
+        ({"model": "careless"}, 2),
+        ({"config": "native", "outcome": "pass"}, 2),
+        ({"outcome": "wrong_params", "first_try": "no"}, 2),
+        ({"tier": "moderate"}, 0),
+        ({"tool": "read_file", "wording": "verbatim"}, 2),
+        ({"wording": "paraphrased", "left_cassette": "no"}, 2),
+        ({"search": "WHOLE VALUE"}, 2),
+        ({"search": "100%_"}, 0),
+        ({"scenario": "fs.budget-total", "status": "done", "sort": "slowest"}, 4),
+        ({"route": "none"}, 0),
+        ({"scoring": "none"}, 0),
+    ],
+)
+def test_each_filter_narrows_the_trials(
+    recorded: Recorded, query: dict[str, str], expected: int
+) -> None:
+    page = client(recorded).get(f"/sweeps/{recorded.sweep_id}/trials", params=query)
+    assert page.status_code == 200
+    assert len(rows(page.text)) == expected
+
+
+def test_a_bad_filter_is_refused_naming_the_field_and_value(recorded: Recorded) -> None:
+    page = client(recorded).get(f"/sweeps/{recorded.sweep_id}/trials?outcome=wrong")
+    assert page.status_code == 400
+    assert "outcome=&#x27;wrong&#x27;" in page.text
+    with pytest.raises(FilterError, match="colour"):
+        TrialFilter.read({"colour": "red"})
+
+
+def test_a_transcript_shows_calls_results_errors_and_the_failing_step(recorded: Recorded) -> None:
+    page = client(recorded).get(f"/trials/{recorded.careless}").text
+    assert "wrong_params" in page and "is not a whole value of the result of step 0" in page
+    failing = re.search(r"<tr><td>(\d)</td><td>(\w+)</td>(?:(?!</tr>).)*named in the verdict", page)
+    assert failing and failing.groups() == ("1", "read_file"), "the failing step is not named"
+    assert "#0 filesystem.search_files" in page
+    assert "/Documents/budget-q1-2026.md" in page, "the search result is missing"
+    assert "no such file or folder" in page, "the call's error is missing"
+    assert "Somewhere in my files" in page, "the user's turn is missing"
+    assert "&quot;scenario_version&quot;: 1" in page, "the provenance is missing"
+    assert f"/compare?a={recorded.careless}&amp;b={recorded.ideal}" in page
+
+
+def test_script_payloads_from_a_tool_and_a_reply_are_escaped_under_a_csp(
+    recorded: Recorded,
+) -> None:
+    page = client(recorded).get(f"/trials/{recorded.careless}")
+    assert page.headers["content-security-policy"] == CSP
+    assert "script-src 'none'" in CSP
+    assert "<script" not in page.text.lower() and "<img" not in page.text.lower()
+    assert "&lt;script&gt;document.title=&#x27;pwned-tool&#x27;" in page.text
+    assert "&lt;img src=x onerror=" in page.text
+    assert TOOL_PAYLOAD not in page.text and REPLY_PAYLOAD not in page.text
+
+
+def test_two_trials_side_by_side_mark_what_differs(recorded: Recorded) -> None:
+    page = (
+        client(recorded).get("/compare", params={"a": recorded.ideal, "b": recorded.careless}).text
+    )
+    differing = re.findall(r'<td>([^<]+)</td><td><pre class="differs">', page)
+    assert {"model", "outcome", "call #1", "final answer"} <= set(differing)
+    assert "call #0" not in differing, "the same first call is marked as a difference"
+
+
+def test_the_explorer_cannot_write_to_the_database(recorded: Recorded) -> None:
+    with pytest.raises(OperationalError, match="readonly|read-only|query_only"):
+        with recorded.engine().begin() as conn:
+            conn.execute(text("delete from trial"))
+
+
+def test_a_password_is_asked_for_when_one_is_set(recorded: Recorded) -> None:
+    web = client(recorded, password="s3cret-pass")
+    assert web.get("/").status_code == 401
+    wrong = base64.b64encode(b"farm:nope").decode()
+    assert web.get("/", headers={"Authorization": f"Basic {wrong}"}).status_code == 401
+    right = base64.b64encode(b"farm:s3cret-pass").decode()
+    assert web.get("/", headers={"Authorization": f"Basic {right}"}).status_code == 200
+
+
+def test_listening_beyond_loopback_needs_a_password() -> None:
+    check_bind("127.0.0.1", None)
+    check_bind("::1", None)
+    check_bind("0.0.0.0", "s3cret-pass")
+    with pytest.raises(ViewError, match="FARM_VIEW_PASSWORD"):
+        check_bind("0.0.0.0", None)
+    with pytest.raises(ViewError):
+        check_bind("192.168.1.20", "")
+
+
+def test_farm_view_refuses_a_public_address_without_a_password(recorded: Recorded) -> None:
+    done = farm("view", "--host", "0.0.0.0", data=recorded.data, timeout=60)
+    assert done.returncode == 2
+    assert "FARM_VIEW_PASSWORD" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"model": "ideal", "config": "native", "scenario": "fs.budget-total"},
+        {"outcome": "wrong_params"},
+        {"scenario": "fs.budget-total"},
+        {"sort": "slowest"},
+    ],
+)
+def test_filtered_pages_read_the_trial_table_through_an_index(
+    recorded: Recorded, query: dict[str, str]
+) -> None:
+    page_sql, count_sql, params = page_statements("s", TrialFilter.read(query))
+    with recorded.engine().connect() as conn:
+        for sql in (page_sql, count_sql):
+            plan = " ".join(
+                str(r[-1]) for r in conn.execute(text(f"explain query plan {sql}"), params)
+            )
+            assert "USING" in plan and "INDEX" in plan, plan
+            assert not re.search(r"SCAN trial(?! USING)", plan), plan
+
+
+def test_farm_trials_lists_the_failures_with_ids_for_trial_show(recorded: Recorded) -> None:
+    listed = farm("trials", "--outcome", "wrong_params", data=recorded.data)
+    assert listed.returncode == 0, listed.stderr
+    assert recorded.careless in listed.stdout and recorded.ideal not in listed.stdout
+    assert "2 trial(s); page 1 of 1" in listed.stdout
+    assert "\x1b[" not in listed.stdout, "colour codes in plain output"
+    bad = farm("trials", "--outcome", "wrong", data=recorded.data)
+    assert bad.returncode == 2 and "outcome='wrong'" in bad.stderr
+
+
+def test_farm_trial_show_prints_the_transcript_and_the_verdict(recorded: Recorded) -> None:
+    shown = farm("trial", "show", recorded.careless[:12], data=recorded.data)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "verdict: wrong_params" in out
+    assert re.search(r"step 1 read_file .*← named in the verdict", out)
+    assert "call #1 filesystem.read_file" in out and "no such file or folder" in out
+    assert REPLY_PAYLOAD in out, "the reply is shown as the model wrote it"
+    assert "\x1b[" not in out
+    missing = farm("trial", "show", "ffffffffff", data=recorded.data)
+    assert missing.returncode == 2 and "no trial" in missing.stderr

@@ -1,0 +1,100 @@
+"""`farm view` as a person uses it, in headless Chromium: the sweep list, a scorecard cell
+followed to its trials, the outcome filter, a transcript with its failing step named, and the
+script payloads a model and a server wrote left inert."""
+
+from __future__ import annotations
+
+import re
+import select
+import subprocess
+import sys
+from collections.abc import Iterator
+from html import unescape
+from urllib.parse import urlencode, urljoin
+
+import pytest
+
+from tests.scheduler.report.test_report_html import _chromium, _run
+from tests.scheduler.view.conftest import Recorded
+
+START_S = 60
+
+
+@pytest.fixture
+def served(recorded: Recorded) -> Iterator[str]:
+    """`farm view` on a free loopback port; its URL, as it printed it."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcp_farm.scheduler.cli.app",
+            "view",
+            "--port",
+            "0",
+            "--data-dir",
+            str(recorded.data),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = ""
+        while not url:
+            ready, _, _ = select.select([proc.stdout], [], [], START_S)
+            assert ready, f"farm view printed no URL within {START_S} s"
+            line = proc.stdout.readline()
+            assert line, f"farm view exited: {proc.stderr.read() if proc.stderr else ''}"
+            if line.startswith("farm view: "):
+                url = line.split(": ", 1)[1].strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url), url
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def dom(chromium: str, url: str) -> str:
+    dumped = _run(chromium, "--virtual-time-budget=3000", "--dump-dom", url)
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    return dumped.stdout
+
+
+def href(page: str, pattern: str) -> str:
+    """The first link whose target matches `pattern`, as the browser holds it."""
+    found = re.search(rf'href="([^"]*{pattern}[^"]*)"', page)
+    assert found, f"no link matching {pattern}"
+    return unescape(found.group(1))
+
+
+def test_a_person_finds_a_failing_trial_and_reads_why(served: str, recorded: Recorded) -> None:
+    chromium = _chromium()
+    sweeps = dom(chromium, served)
+    assert "<title>Sweeps</title>" in sweeps
+
+    sweep_url = urljoin(served, href(sweeps, f"/sweeps/{recorded.sweep_id}"))
+    scorecard = dom(chromium, sweep_url)
+    assert "Per model × configuration" in scorecard
+    # The careless model's row: its count of trials is a link to them.
+    cell = href(scorecard, r"model=careless&amp;config=native&amp;scenario=fs\.budget-total")
+    trials = dom(chromium, urljoin(served, cell))
+    assert len(re.findall(r'href="/trials/', trials)) == 2
+
+    # The filter form, submitted with outcome set: a GET of its fields.
+    action = href(trials, "/trials")
+    fields = dict(re.findall(r'<input name="(\w+)" value="([^"]*)"', trials))
+    query = {k: unescape(v) for k, v in fields.items() if v} | {"outcome": "wrong_params"}
+    filtered = dom(chromium, urljoin(served, action) + "?" + urlencode(query))
+    assert 'value="wrong_params" selected' in filtered
+    opened = href(filtered, "/trials/[0-9a-f]+")
+
+    transcript = dom(chromium, urljoin(served, opened))
+    assert re.search(r"<td>1</td><td>read_file</td>(?:(?!</tr>).)*named in the verdict", transcript)
+    assert "is not a whole value of the result of step 0" in transcript
+    # Inert: the payloads are text on the page, not elements, and ran nothing.
+    assert re.search(r"<title>Trial [0-9a-f]{12}</title>", transcript), "a payload set the title"
+    assert "pwned" not in re.search(r"<title>.*?</title>", transcript).group(0)  # type: ignore[union-attr]
+    assert "&lt;script&gt;document.title='pwned-tool'&lt;/script&gt;" in transcript
+    assert "&lt;script&gt;document.title='pwned-reply'&lt;/script&gt;" in transcript
+    assert "<img" not in transcript and "<script" not in transcript
