@@ -66,9 +66,9 @@ def view(
     listener.bind((host, port))
     bound = listener.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    console.print(f"[dim]results: {mask_url(settings.resolved_database_url())}[/dim]")
-    # The URL on a line of its own, so a script (or a test) can read it.
+    # The URL first, on a line of its own, so a script (or a test) can read it.
     print(f"farm view: http://{shown}:{bound}/", flush=True)
+    console.print(f"[dim]results: {mask_url(settings.resolved_database_url())}[/dim]")
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     server.run(sockets=[listener])
 

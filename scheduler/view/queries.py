@@ -78,27 +78,29 @@ class SweepLine:
 SWEEPS_SQL = (
     "select sweep_id, name, status, created_at, trial_count from sweep order by created_at desc"
 )
+ONE_SWEEP_SQL = (
+    "select sweep_id, name, status, created_at, trial_count from sweep where sweep_id = :sweep"
+)
 # Unfinished trials through (sweep_id, status): a finished sweep costs an empty range.
 UNFINISHED_SQL = """
 select status, count(*) as n from trial
 where sweep_id = :sweep and status in ('pending', 'running', 'cancelled')
 group by status
 """
-TOTAL_SQL = "select count(*) from trial where sweep_id = :sweep"
 
 
 def sweep_lines(*, engine: Engine, sweep_id: str | None = None) -> list[SweepLine]:
     """Every sweep (or the one named), newest first, with its trials by state."""
     found = []
     with engine.connect() as conn:
-        for s in conn.execute(text(SWEEPS_SQL)):
-            if sweep_id is not None and s.sweep_id != sweep_id:
-                continue
+        listed = (
+            conn.execute(text(SWEEPS_SQL))
+            if sweep_id is None
+            else conn.execute(text(ONE_SWEEP_SQL), {"sweep": sweep_id})
+        )
+        for s in listed:
             states: dict[str, int] = dict(
                 conn.execute(text(UNFINISHED_SQL), {"sweep": s.sweep_id}).all()
-            )
-            total = (
-                s.trial_count or conn.execute(text(TOTAL_SQL), {"sweep": s.sweep_id}).scalar_one()
             )
             found.append(
                 SweepLine(
@@ -106,7 +108,8 @@ def sweep_lines(*, engine: Engine, sweep_id: str | None = None) -> list[SweepLin
                     s.name,
                     s.status,
                     s.created_at,
-                    int(total),
+                    # Recorded at submission, as `farm sweep status` reads it: never a count.
+                    int(s.trial_count),
                     int(states.get("pending", 0)),
                     int(states.get("running", 0)),
                     int(states.get("cancelled", 0)),
@@ -202,9 +205,15 @@ def page_statements(sweep_id: str, selection: TrialFilter) -> tuple[str, str, di
 def trial_page(*, engine: Engine, sweep_id: str, selection: TrialFilter) -> TrialPage:
     """The page `selection.page` of the trials it selects, PAGE_SIZE to a page."""
     page_sql, count_sql, params = page_statements(sweep_id, selection)
+    offset = (selection.page - 1) * PAGE_SIZE
     with engine.connect() as conn:
         rows = list(conn.execute(text(page_sql), params))
-        matched = int(conn.execute(text(count_sql), params).scalar_one())
+        # A page that is not full, and not past the end, is the last: the rows count themselves
+        # (a text search with few matches then reads the sweep once, not twice).
+        last = 0 < len(rows) < PAGE_SIZE or (not rows and offset == 0)
+        matched = (
+            offset + len(rows) if last else int(conn.execute(text(count_sql), params).scalar_one())
+        )
     pages = max(1, -(-min(matched, COUNT_CAP) // PAGE_SIZE))
     return TrialPage(rows=rows, matched=matched, page=selection.page, pages=pages)
 

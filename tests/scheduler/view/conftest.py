@@ -3,9 +3,12 @@ server, one ideal, one careless whose tool call and reply carry script payloads.
 
 from __future__ import annotations
 
+import os
+import select
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +59,22 @@ SWEEP = {
     "scenarios": {"ids": ["fs.budget-total"]},
     "repetitions": 2,
 }
+
+
+def served_url(proc: subprocess.Popen[bytes], seconds: float = 60) -> str:
+    """The URL `farm view` printed, read from its raw stdout with a bounded wait."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    seen = b""
+    deadline = time.monotonic() + seconds
+    while b"farm view: " not in seen or not seen.split(b"farm view: ", 1)[1].count(b"\n"):
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([fd], [], [], max(left, 0))
+        assert ready, f"farm view printed no URL within {seconds} s: {seen!r}"
+        chunk = os.read(fd, 4096)
+        assert chunk, f"farm view exited: {proc.stderr.read() if proc.stderr else b''!r}"
+        seen += chunk
+    return seen.split(b"farm view: ", 1)[1].split(b"\n", 1)[0].decode().strip()
 
 
 def farm(*args: str, data: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:

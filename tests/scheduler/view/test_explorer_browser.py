@@ -5,7 +5,6 @@ script payloads a model and a server wrote left inert."""
 from __future__ import annotations
 
 import re
-import select
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,9 +14,7 @@ from urllib.parse import urlencode, urljoin
 import pytest
 
 from tests.scheduler.report.test_report_html import _chromium, _run
-from tests.scheduler.view.conftest import Recorded
-
-START_S = 60
+from tests.scheduler.view.conftest import Recorded, served_url
 
 
 @pytest.fixture
@@ -36,18 +33,9 @@ def served(recorded: Recorded) -> Iterator[str]:
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
     )
     try:
-        assert proc.stdout is not None
-        url = ""
-        while not url:
-            ready, _, _ = select.select([proc.stdout], [], [], START_S)
-            assert ready, f"farm view printed no URL within {START_S} s"
-            line = proc.stdout.readline()
-            assert line, f"farm view exited: {proc.stderr.read() if proc.stderr else ''}"
-            if line.startswith("farm view: "):
-                url = line.split(": ", 1)[1].strip()
+        url = served_url(proc)
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url), url
         yield url
     finally:
