@@ -10,11 +10,11 @@ primary key. The count above a page stops at COUNT_CAP, so counting never reads 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import event, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from mcp_farm.scheduler.scorecard.queries.columns import CONFIG
 from mcp_farm.scheduler.view.filters import PAGE_SIZE, TrialFilter
@@ -232,6 +232,9 @@ class TrialRecord:
     """Its judgement rows: per scoring pass, run and criterion."""
     siblings: list[Any]
     """Trials of the same sweep, scenario, repetition and wording in other configurations."""
+    replays: list[tuple[str, Any]] = field(default_factory=list)
+    """(`replays` or `replayed by`, trial row): the recorded trial this one replays, and the
+    trials of later sweeps that replay this one."""
 
 
 TRIAL_SQL = f"select trial.*, {CONFIG} as config from trial where trial_id = :t"
@@ -248,6 +251,46 @@ where sweep_id = :sweep and scenario_id = :scenario and repetition = :rep
   and variant = :variant and trial_id <> :t
 order by model_id, prompt_id, toolset
 """
+
+
+SAME_PLACE_SQL = f"""
+select trial_id, sweep_id, model_id, {CONFIG} as config, outcome, status from trial
+where sweep_id = :sweep and model_id = :model and prompt_id = :prompt and toolset = :toolset
+  and scenario_id = :scenario and repetition = :rep and variant = :variant
+"""
+REPLAYING_SQL = "select sweep_id, spec_json from sweep where spec_json like '%replay%'"
+
+
+def _replays(conn: Connection, trial: Any) -> list[tuple[str, Any]]:
+    """The trial a replay trial replays (same place in the recorded sweep), and the trials
+    that replay this one (same place in each sweep whose replay targets name this sweep)."""
+    place = {
+        "model": trial.model_id,
+        "prompt": trial.prompt_id,
+        "toolset": trial.toolset,
+        "scenario": trial.scenario_id,
+        "rep": trial.repetition,
+        "variant": trial.variant,
+    }
+    model = _loads(trial.payload_json).get("model") or {}
+    found: list[tuple[str, Any]] = []
+    if model.get("adapter") == "replay" and model.get("model"):
+        rows = conn.execute(text(SAME_PLACE_SQL), place | {"sweep": model["model"]})
+        found += [("replays", r) for r in rows]
+    for s in conn.execute(text(REPLAYING_SQL)):
+        models = _loads(s.spec_json).get("models") or []
+        if any(m.get("adapter") == "replay" and m.get("model") == trial.sweep_id for m in models):
+            rows = conn.execute(text(SAME_PLACE_SQL), place | {"sweep": s.sweep_id})
+            found += [("replayed by", r) for r in rows]
+    return found
+
+
+def _loads(raw: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def trial_record(*, engine: Engine, trial_id: str) -> TrialRecord | None:
@@ -273,6 +316,7 @@ def trial_record(*, engine: Engine, trial_id: str) -> TrialRecord | None:
             answers=list(conn.execute(text(ANSWERS_SQL), by_id)),
             judgements=list(conn.execute(text(JUDGEMENTS_SQL), by_id)),
             siblings=list(siblings),
+            replays=_replays(conn, trial),
         )
 
 

@@ -136,6 +136,10 @@ def _num(value: Any) -> str:
     return "–" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
 
 
+def _pair(relation: str, other: str, this: str) -> dict[str, str]:
+    return {"a": other, "b": this} if relation == "replays" else {"a": this, "b": other}
+
+
 def trial_page(record: TrialRecord) -> str:
     """Everything stored about one trial."""
     t = record.trial
@@ -146,6 +150,12 @@ def trial_page(record: TrialRecord) -> str:
         link(url("/compare", {"a": t.trial_id, "b": s.trial_id}), f"{s.model_id} / {s.config}")
         + f' <span class="{e(s.outcome or s.status)}">{e(s.outcome or s.status)}</span>'
         for s in record.siblings
+    ]
+    others += [
+        # The recording on the left, its replay on the right.
+        link(url("/compare", _pair(relation, r.trial_id, t.trial_id)), f"{relation} {r.sweep_id}")
+        + f' <span class="{e(r.outcome or r.status)}">{e(r.outcome or r.status)}</span>'
+        for relation, r in record.replays
     ]
     compare = (
         "<h2>Side by side with</h2><ul>" + "".join(f"<li>{o}</li>" for o in others) + "</ul>"

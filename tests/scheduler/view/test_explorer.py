@@ -186,3 +186,19 @@ def test_farm_trial_show_prints_the_transcript_and_the_verdict(recorded: Recorde
     assert "\x1b[" not in out
     missing = farm("trial", "show", "ffffffffff", data=recorded.data)
     assert missing.returncode == 2 and "no trial" in missing.stderr
+
+
+def test_a_trial_and_its_replay_open_side_by_side(recorded: Recorded) -> None:
+    replayed = farm("replay", recorded.sweep_id, data=recorded.data)
+    assert replayed.returncode == 0, replayed.stderr
+    web = client(recorded)
+    page = web.get(f"/trials/{recorded.careless}").text
+    pair = re.search(r'href="(/compare\?a=[0-9a-f]+&amp;b=[0-9a-f]+)">replayed by ([^<]+)<', page)
+    assert pair, "the replay is not linked"
+    assert pair.group(1).startswith(f"/compare?a={recorded.careless}")
+    side = web.get(pair.group(1).replace("&amp;", "&")).text
+    differing = re.findall(r'<td>([^<]+)</td><td><pre class="differs">', side)
+    assert "sweep" in differing and "model" not in differing and "call #1" not in differing
+    replay_id = re.search(r"b=([0-9a-f]+)", pair.group(1)).group(1)  # type: ignore[union-attr]
+    back = web.get(f"/trials/{replay_id}").text
+    assert f"/compare?a={recorded.careless}&amp;b={replay_id}" in back, "no link back"
