@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from mcp_farm.scheduler.view.html import e, frame, link, secs, table, url
+from mcp_farm.scheduler.view.pages import REFRESH_S
 from mcp_farm.scheduler.view.transcript import Entry, Verdict, entries, pins, verdict
 
 if TYPE_CHECKING:
@@ -182,6 +183,8 @@ def trial_page(record: TrialRecord) -> str:
             (url(f"/sweeps/{t.sweep_id}"), t.sweep_id),
             (url(f"/sweeps/{t.sweep_id}/trials", {"scenario": t.scenario_id}), t.scenario_id),
         ],
+        # A trial not yet recorded reloads until it is.
+        refresh_s=REFRESH_S if t.status in ("pending", "running") else 0,
     )
 
 

@@ -5,14 +5,22 @@ script payloads a model and a server wrote left inert."""
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from html import unescape
 from urllib.parse import urlencode, urljoin
 
 import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
 
+from mcp_farm.scheduler.view.app import HEADERS
 from tests.scheduler.report.test_report_html import _chromium, _run
 from tests.scheduler.view.conftest import Recorded, served_url
 
@@ -46,6 +54,9 @@ def served(recorded: Recorded) -> Iterator[str]:
 def dom(chromium: str, url: str) -> str:
     dumped = _run(chromium, "--virtual-time-budget=3000", "--dump-dom", url)
     assert dumped.returncode == 0, dumped.stderr[-2000:]
+    # The pages need nothing the policy forbids: a refusal would mean a page relies on it.
+    console = [line for line in dumped.stderr.splitlines() if "CONSOLE" in line]
+    assert console == [], console
     return dumped.stdout
 
 
@@ -86,3 +97,32 @@ def test_a_person_finds_a_failing_trial_and_reads_why(served: str, recorded: Rec
     assert "&lt;script&gt;document.title='pwned-tool'&lt;/script&gt;" in transcript
     assert "&lt;script&gt;document.title='pwned-reply'&lt;/script&gt;" in transcript
     assert "<img" not in transcript and "<script" not in transcript
+
+
+def test_the_policy_blocks_a_script_that_reached_a_page_anyway() -> None:
+    """Defence in depth: were escaping ever missed, the explorer's headers stop the script."""
+    chromium = _chromium()
+
+    async def planted(_: Request) -> HTMLResponse:
+        body = "<title>clean</title><script>document.title='ran'</script>"
+        return HTMLResponse(body, headers=HEADERS)
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    # Listening before the server starts: Chromium's connection waits in the backlog until
+    # the server accepts it, so nothing has to wait for the server to be ready.
+    listener.listen()
+    app = Starlette(routes=[Route("/", planted)])
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        dumped = _run(
+            chromium, "--virtual-time-budget=2000", "--dump-dom", f"http://127.0.0.1:{port}/"
+        )
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+    assert "<title>clean</title>" in dumped.stdout, "the planted script ran"
+    assert "script-src 'none'" in dumped.stderr, "Chromium reported no blocked script"
