@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import base64
 import re
+from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import insert, text
 from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
 from mcp_farm.scheduler.view.app import CSP, ViewError, check_bind, create_app
 from mcp_farm.scheduler.view.filters import FilterError, TrialFilter
 from mcp_farm.scheduler.view.queries import page_statements
+from mcp_farm.schema.db import AnswerScoreRow, JudgementRow, ScoringRow, make_engine
 from tests.scheduler.view.conftest import REPLY_PAYLOAD, TOOL_PAYLOAD, Recorded, farm
 
 
@@ -202,3 +204,56 @@ def test_a_trial_and_its_replay_open_side_by_side(recorded: Recorded) -> None:
     replay_id = re.search(r"b=([0-9a-f]+)", pair.group(1)).group(1)  # type: ignore[union-attr]
     back = web.get(f"/trials/{replay_id}").text
     assert f"/compare?a={recorded.careless}&amp;b={replay_id}" in back, "no link back"
+
+
+def test_answer_scores_and_judge_verdicts_show_and_select_by_scoring_pass(
+    recorded: Recorded,
+) -> None:
+    now = datetime.now(UTC)
+    writer = make_engine(f"sqlite:///{recorded.data / 'farm.sqlite'}")
+    with writer.begin() as conn:
+        conn.execute(
+            insert(ScoringRow).values(
+                scoring_id="pass-one",
+                sweep_id=recorded.sweep_id,
+                kind="rescore",
+                created_at=now,
+                config_json="{}",
+            )
+        )
+        conn.execute(
+            insert(AnswerScoreRow).values(
+                trial_id=recorded.careless,
+                scoring_id="pass-one",
+                sweep_id=recorded.sweep_id,
+                model_id="careless",
+                prompt_id="native",
+                scenario_id="fs.budget-total",
+                outcome="wrong_params",
+                efficiency=0.5,
+                fairness=0.25,
+                adoption=0.125,
+                created_at=now,
+            )
+        )
+        conn.execute(
+            insert(JudgementRow).values(
+                trial_id=recorded.careless,
+                scoring_id="pass-one",
+                run=0,
+                criterion="correctness",
+                sweep_id=recorded.sweep_id,
+                step="answer",
+                score=1.0,
+                rationale="<b>names no total</b>",
+            )
+        )
+    web = client(recorded)
+    scored = web.get(f"/sweeps/{recorded.sweep_id}/trials", params={"scoring": "pass-one"})
+    assert rows(scored.text) == [recorded.careless]
+    page = web.get(f"/trials/{recorded.careless}").text
+    assert "Answer scores" in page and "0.250" in page and "rescore" in page
+    assert "Judge verdicts" in page and "&lt;b&gt;names no total&lt;/b&gt;" in page
+    shown = farm("trial", "show", recorded.careless, data=recorded.data).stdout
+    assert "fairness 0.250, adoption 0.125" in shown
+    assert "correctness: 1.0 <b>names no total</b>" in shown
