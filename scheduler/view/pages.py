@@ -150,11 +150,10 @@ def _filter_form(sweep_id: str, f: TrialFilter) -> str:
 
 
 def _pager(sweep_id: str, f: TrialFilter, page: TrialPage) -> str:
-    count = f"more than {page.matched - 1:,}" if page.capped else f"{page.matched:,}"
-    parts = [f"{count} trial(s); page {page.page} of {page.pages}"]
+    parts = [page.summary()]
     if page.page > 1:
         parts.append(link(_trials_url(sweep_id, **f.query(page=page.page - 1)), "‹ previous"))
-    if page.page < page.pages:
+    if page.has_next:
         parts.append(link(_trials_url(sweep_id, **f.query(page=page.page + 1)), "next ›"))
     return f'<p class="pager">{" · ".join(parts)}</p>'
 

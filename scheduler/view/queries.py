@@ -19,8 +19,9 @@ from sqlalchemy.engine import Connection, Engine
 from mcp_farm.scheduler.scorecard.queries.columns import CONFIG
 from mcp_farm.scheduler.view.filters import PAGE_SIZE, TrialFilter
 
-COUNT_CAP = 10_000
-"""A page says "more than 10,000" rather than count a big selection to its end."""
+COUNT_CAP = 1_000
+"""A page says "more than 1,000" rather than count a big selection to its end (paging goes on
+past it while pages are full)."""
 
 LIST_COLUMNS = f"""trial_id, sweep_id, model_id, {CONFIG} as config, scenario_id, tier,
 repetition, variant, status, outcome, first_try, route, left_cassette, detail, latency_s,
@@ -183,11 +184,26 @@ class TrialPage:
     matched: int
     """How many trials the filter selects, up to COUNT_CAP + 1."""
     page: int
-    pages: int
 
     @property
     def capped(self) -> bool:
         return self.matched > COUNT_CAP
+
+    @property
+    def pages(self) -> int | None:
+        """How many pages there are; None when the count was capped."""
+        return None if self.capped else max(1, -(-self.matched // PAGE_SIZE))
+
+    @property
+    def has_next(self) -> bool:
+        pages = self.pages
+        return len(self.rows) == PAGE_SIZE if pages is None else self.page < pages
+
+    def summary(self) -> str:
+        """`123 trial(s); page 2 of 3`, or `more than 1,000 trial(s); page 30`."""
+        if self.pages is None:
+            return f"more than {COUNT_CAP:,} trial(s); page {self.page}"
+        return f"{self.matched:,} trial(s); page {self.page} of {self.pages}"
 
 
 def page_statements(sweep_id: str, selection: TrialFilter) -> tuple[str, str, dict[str, Any]]:
@@ -211,11 +227,13 @@ def trial_page(*, engine: Engine, sweep_id: str, selection: TrialFilter) -> Tria
         # A page that is not full, and not past the end, is the last: the rows count themselves
         # (a text search with few matches then reads the sweep once, not twice).
         last = 0 < len(rows) < PAGE_SIZE or (not rows and offset == 0)
+        # Past the cap the count says no more than that: no need to run it again.
         matched = (
-            offset + len(rows) if last else int(conn.execute(text(count_sql), params).scalar_one())
+            offset + len(rows)
+            if last or offset >= COUNT_CAP
+            else int(conn.execute(text(count_sql), params).scalar_one())
         )
-    pages = max(1, -(-min(matched, COUNT_CAP) // PAGE_SIZE))
-    return TrialPage(rows=rows, matched=matched, page=selection.page, pages=pages)
+    return TrialPage(rows=rows, matched=matched, page=selection.page)
 
 
 @dataclass(frozen=True)

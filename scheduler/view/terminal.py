@@ -61,8 +61,7 @@ def print_trials(page: TrialPage, out: Console) -> None:
 
 
 def _count(page: TrialPage, out: Console) -> None:
-    count = f"more than {page.matched - 1:,}" if page.capped else f"{page.matched:,}"
-    out.print(f"{count} trial(s); page {page.page} of {page.pages}", highlight=False)
+    out.print(page.summary(), highlight=False)
 
 
 def _entry_lines(item: Entry) -> list[str]:

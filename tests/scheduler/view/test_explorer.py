@@ -6,16 +6,18 @@ from __future__ import annotations
 import base64
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import insert, text
 from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
+from bench.synthetic import load, scenarios, trials
 from mcp_farm.scheduler.view.app import CSP, ViewError, check_bind, create_app
-from mcp_farm.scheduler.view.filters import FilterError, TrialFilter
-from mcp_farm.scheduler.view.queries import page_statements
-from mcp_farm.schema.db import AnswerScoreRow, JudgementRow, ScoringRow, make_engine
+from mcp_farm.scheduler.view.filters import PAGE_SIZE, FilterError, TrialFilter
+from mcp_farm.scheduler.view.queries import COUNT_CAP, page_statements, trial_page
+from mcp_farm.schema.db import AnswerScoreRow, JudgementRow, ScoringRow, init_db, make_engine
 from tests.scheduler.view.conftest import REPLY_PAYLOAD, TOOL_PAYLOAD, Recorded, farm
 
 
@@ -257,3 +259,22 @@ def test_answer_scores_and_judge_verdicts_show_and_select_by_scoring_pass(
     shown = farm("trial", "show", recorded.careless, data=recorded.data).stdout
     assert "fairness 0.250, adoption 0.125" in shown
     assert "correctness: 1.0 <b>names no total</b>" in shown
+
+
+def test_counting_stops_at_the_cap_and_paging_goes_on_past_it(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'farm.sqlite'}")
+    init_db(engine)
+    load(engine, "big", trials("big", [("m", "p")], scenarios(30, seed=2), 40, lambda *_: 0.5, 4))
+    first = trial_page(engine=engine, sweep_id="big", selection=TrialFilter.read({}))
+    assert first.capped and first.summary() == f"more than {COUNT_CAP:,} trial(s); page 1"
+    assert first.has_next
+    last_full = trial_page(
+        engine=engine, sweep_id="big", selection=TrialFilter.read({"page": "24"})
+    )
+    assert len(last_full.rows) == PAGE_SIZE and last_full.has_next
+    past = trial_page(engine=engine, sweep_id="big", selection=TrialFilter.read({"page": "25"}))
+    assert past.rows == [] and not past.has_next
+    few = trial_page(
+        engine=engine, sweep_id="big", selection=TrialFilter.read({"scenario": "s0003"})
+    )
+    assert few.summary() == "40 trial(s); page 1 of 1" and not few.has_next
