@@ -52,6 +52,11 @@ PAGES = [
         f"/sweeps/{SWEEP}/trials",
         {"model": "model-b", "config": "json", "scenario": "s0123"},
     ),
+    (
+        "a tool cell (model × config × expected tool)",
+        f"/sweeps/{SWEEP}/trials",
+        {"model": "model-a", "config": "native", "tool": "tool_03"},
+    ),
     ("one outcome", f"/sweeps/{SWEEP}/trials", {"outcome": "wrong_tool"}),
     (
         "cell × outcome",
