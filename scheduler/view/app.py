@@ -29,6 +29,7 @@ from mcp_farm.scheduler.view.queries import sweep_lines, trial_page, trial_recor
 from mcp_farm.scheduler.view.trial_page import compare_page
 from mcp_farm.scheduler.view.trial_page import trial_page as one_trial_page
 from mcp_farm.schema import FarmError
+from mcp_farm.schema.redact import REMEMBER_MIN_CHARS
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -62,7 +63,10 @@ def is_loopback(host: str) -> bool:
 
 
 def check_bind(host: str, password: str | None) -> None:
-    """Refuse to listen beyond loopback without a password."""
+    """Refuse to listen beyond loopback without a password, and a password too short to be
+    masked in logs (schema/redact.py)."""
+    if password and len(password) < REMEMBER_MIN_CHARS:
+        raise ViewError(f"FARM_VIEW_PASSWORD needs at least {REMEMBER_MIN_CHARS} characters")
     if not is_loopback(host) and not password:
         raise ViewError(
             f"farm view --host {host}: listening beyond loopback needs a password; set "

@@ -139,6 +139,8 @@ def test_listening_beyond_loopback_needs_a_password() -> None:
         check_bind("0.0.0.0", None)
     with pytest.raises(ViewError):
         check_bind("192.168.1.20", "")
+    with pytest.raises(ViewError, match="at least 8 characters"):
+        check_bind("0.0.0.0", "short")
 
 
 def test_farm_view_refuses_a_public_address_without_a_password(recorded: Recorded) -> None:
