@@ -52,7 +52,7 @@ def view(
     """
     import uvicorn
 
-    from mcp_farm.scheduler.view.app import check_bind, create_app
+    from mcp_farm.scheduler.view.app import ViewError, check_bind, create_app
     from mcp_farm.schema import mask_url, remember_secret
 
     settings = settings_from(db, data_dir)
@@ -63,7 +63,10 @@ def view(
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind((host, port))
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        raise ViewError(f"farm view cannot listen on {host}:{port}: {exc.strerror}") from None
     bound = listener.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     # The URL first, on a line of its own, so a script (or a test) can read it.

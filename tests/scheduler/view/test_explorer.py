@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import re
+import socket
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -147,6 +148,16 @@ def test_farm_view_refuses_a_public_address_without_a_password(recorded: Recorde
     done = farm("view", "--host", "0.0.0.0", data=recorded.data, timeout=60)
     assert done.returncode == 2
     assert "FARM_VIEW_PASSWORD" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_farm_view_on_a_port_in_use_says_so_in_one_line(recorded: Recorded) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = farm("view", "--port", port, data=recorded.data, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
 
 @pytest.mark.parametrize(
