@@ -94,6 +94,20 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "(tool_call whole_json)",
         ["ALTER TABLE tool_call ADD COLUMN whole_json VARCHAR NOT NULL DEFAULT ''"],
     ),
+    (
+        12,
+        "trial explorer: indexes for a sweep's trials by configuration and scenario, by "
+        "outcome, by latency, and by scenario",
+        [
+            "CREATE INDEX IF NOT EXISTS ix_trial_browse ON trial (sweep_id, model_id, "
+            "prompt_id, toolset, scenario_id, repetition, variant)",
+            "CREATE INDEX IF NOT EXISTS ix_trial_browse_outcome ON trial (sweep_id, outcome, "
+            "model_id, prompt_id, toolset, scenario_id, repetition, variant)",
+            "CREATE INDEX IF NOT EXISTS ix_trial_browse_latency ON trial (sweep_id, latency_s)",
+            "CREATE INDEX IF NOT EXISTS ix_trial_browse_scenario ON trial (sweep_id, scenario_id, "
+            "repetition)",
+        ],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -27,7 +27,34 @@ class TrialRow(SQLModel, table=True):
     """One trial: inserted `pending` at submission, upserted by the worker that runs it."""
 
     __tablename__ = "trial"
-    __table_args__ = (Index("ix_trial_sweep_status", "sweep_id", "status"),)
+    __table_args__ = (
+        Index("ix_trial_sweep_status", "sweep_id", "status"),
+        # The trial explorer's pages (scheduler/view): a sweep's trials in scenario order, with
+        # or without one outcome, by latency, and one scenario across configurations; see migration 12.
+        Index(
+            "ix_trial_browse",
+            "sweep_id",
+            "model_id",
+            "prompt_id",
+            "toolset",
+            "scenario_id",
+            "repetition",
+            "variant",
+        ),
+        Index(
+            "ix_trial_browse_outcome",
+            "sweep_id",
+            "outcome",
+            "model_id",
+            "prompt_id",
+            "toolset",
+            "scenario_id",
+            "repetition",
+            "variant",
+        ),
+        Index("ix_trial_browse_latency", "sweep_id", "latency_s"),
+        Index("ix_trial_browse_scenario", "sweep_id", "scenario_id", "repetition"),
+    )
 
     trial_id: str = Field(primary_key=True)
     sweep_id: str = Field(index=True)
