@@ -171,10 +171,11 @@ class JudgeVariance(Frozen):
     icc1: float | None
     """ICC(1): the share of score variance that is the transcripts, not the judge."""
     resolution: float | None
-    """The smallest difference between two scenario-level means the runs can resolve: the
-    two-sided 95% threshold, 1.96·√2·σ_scenario/√R."""
+    """Per scenario: the smallest difference between two scenario-level means the runs can
+    resolve, the two-sided 95% threshold of a t-test that estimates σ from the runs,
+    t₀.₉₇₅(2R − 2)·√2·σ_scenario/√R; null below R = 2."""
     resolution_80: float | None = None
-    """The difference found 80% of the time at that threshold: (1.96 + 0.84)·√2·σ/√R."""
+    """Per scenario: the difference that t-test finds 80% of the time (noncentral t)."""
     noise_floor: float
     """Criterion-level differences below this are noise, never findings."""
     per_criterion: dict[str, float] = Field(default_factory=dict)

@@ -53,7 +53,8 @@ LAYER_HEADS += ["grounding", "effic.", "adoption", "fluency", "discover"]
 PHASE_HEADS = ["model", "config", "grounded", "unresolved", "halluc.", "reasoning", "tool I/O"]
 PHASE_HEADS += ["verification", "model s", "judge s"]
 JUDGE_HEADS = ["judge", "rubric", "trials×runs", "unreadable", "σ criterion", "σ step"]
-JUDGE_HEADS += ["σ scenario", "ICC(1)", "resolves Δ≥", "Δ at 80% power", "noise floor", "anchors"]
+JUDGE_HEADS += ["σ scenario", "ICC(1)", "scenario means: resolves Δ≥", "at 80% power"]
+JUDGE_HEADS += ["noise floor", "anchors"]
 
 
 def answer_tables(answers: AnswerQuality) -> list[AnswerTable]:
@@ -82,7 +83,8 @@ def answer_tables(answers: AnswerQuality) -> list[AnswerTable]:
                 JUDGE_HEADS,
                 [_judge_cells(j) for j in answers.judges],
                 "Rankings use scenario-level means; criterion differences below the noise "
-                "floor are noise.",
+                "floor are noise. Resolution: between two scenario means (t-test on the runs); "
+                "`farm answers plan` gives it for configuration means.",
             )
         )
     return tables
