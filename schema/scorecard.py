@@ -12,7 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 7
+SCORECARD_VERSION = 8
+ANCHOR_THRESHOLD = 0.85
+"""The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
+set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
 
 Dimension = Literal["config", "tool", "tier", "scenario", "phrasing"]
 DIMENSIONS: tuple[Dimension, ...] = ("config", "tool", "tier", "scenario", "phrasing")
@@ -185,6 +188,16 @@ class JudgeVariance(Frozen):
     anchor_rho: float | None = None
     anchor_checked_at: datetime | None = None
     """When that gate run was; null when the gate never ran for this judge and rubric."""
+    anchor_folder: str | None = None
+    """The anchor folder that gate run verified (the latest run of each folder counts: one that
+    failed keeps the judge `failed` whatever another folder says; this names it)."""
+    anchor_lock: str | None = None
+    """SHA256 of that folder's `anchors.lock` as verified."""
+    anchor_threshold: float | None = None
+    """The ρ that gate run required (the lock's threshold)."""
+    anchor_lowered: bool = False
+    """True when that threshold was below the seed's 0.85 (allowed only by
+    `farm anchors lock --allow-lower-threshold`): every report says so beside the verdict."""
 
 
 class Ranked(Frozen):

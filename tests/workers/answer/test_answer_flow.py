@@ -40,6 +40,8 @@ from tests.helpers import (
 )
 
 SCENARIO = "code.where.keep-alive"
+LOCK = "0123456789abcdef" * 4
+"""A lock hash for gate runs recorded by hand."""
 CRITERIA = {
     "right_code": 3,
     "coverage": 3,
@@ -172,14 +174,20 @@ def test_the_anchor_verdict_shown_is_the_latest_gate_run_not_the_stored_one(
             rho=rho,
             passed=passed,
             detail="",
+            folder="scenarios/anchors/code",
+            lock_sha256=LOCK,
+            threshold=0.85,
         )
         card = scorecard_of(engine=engine, sweep_id=sweep_id)  # the stored card, not rebuilt
         assert card.answers is not None
         now = card.answers.judges[0]
         assert now.anchor_checked_at is not None
         shown.append((now.anchors, now.anchor_rho, card.answers.verified))
-        # Every format reads the same verdict, with the time of its gate run.
-        cell = f"{now.anchors} ρ={rho:.2f} ({now.anchor_checked_at:%Y-%m-%d %H:%M} UTC)"
+        # Every format reads the same verdict, with what it verified and when.
+        cell = (
+            f"{now.anchors} ρ={rho:.2f} ≥ 0.85 (anchors scenarios/anchors/code, lock "
+            f"{LOCK[:12]}, {now.anchor_checked_at:%Y-%m-%d %H:%M} UTC)"
+        )
         md = to_markdown(card)
         assert cell in md
         assert ("Unverified ranking" in md) == (not passed)
@@ -194,6 +202,56 @@ def test_the_anchor_verdict_shown_is_the_latest_gate_run_not_the_stored_one(
         assert f">{cell}<" in page.output
         assert ('id="unverified"' in page.output) == (not passed)
     assert shown == [("verified", 0.91, True), ("failed", 0.42, False), ("verified", 0.88, True)]
+    # A failure on the folder, then a pass on another folder at a lowered threshold: the
+    # failure still decides. Then the folder passes at a lowered threshold: verified, and
+    # every report says it was lowered.
+    for passed, folder, threshold in (
+        (False, "scenarios/anchors/code", 0.85),
+        (True, "/tmp/easy-anchors", 0.5),
+    ):
+        record_anchor_check(
+            engine,
+            judge_key=scripted_judge(1).key(),
+            judge_model=judge.judge,
+            rubric_id=judge.rubric_id,
+            rubric_hash=judge.rubric_hash,
+            rho=0.6,
+            passed=passed,
+            detail="",
+            folder=folder,
+            lock_sha256=LOCK,
+            threshold=threshold,
+        )
+    card = scorecard_of(engine=engine, sweep_id=sweep_id)
+    assert card.answers is not None and not card.answers.verified
+    now = card.answers.judges[0]
+    assert (now.anchors, now.anchor_folder) == ("failed", "scenarios/anchors/code")
+    record_anchor_check(
+        engine,
+        judge_key=scripted_judge(1).key(),
+        judge_model=judge.judge,
+        rubric_id=judge.rubric_id,
+        rubric_hash=judge.rubric_hash,
+        rho=0.6,
+        passed=True,
+        detail="",
+        folder="scenarios/anchors/code",
+        lock_sha256=LOCK,
+        threshold=0.5,
+    )
+    card = scorecard_of(engine=engine, sweep_id=sweep_id)
+    assert card.answers is not None and card.answers.verified
+    now = card.answers.judges[0]
+    assert now.anchor_lowered and now.anchor_threshold == 0.5
+    lowered = "verified ρ=0.60 ≥ 0.5, LOWERED below 0.85 (anchors scenarios/anchors/code"
+    assert lowered in to_markdown(card)
+    said = CliRunner().invoke(app, ["report", sweep_id, "--db", db], env={"COLUMNS": "400"})
+    assert lowered in said.output
+    page = CliRunner().invoke(app, ["report", sweep_id, "--format", "html", "--db", db])
+    assert lowered in page.output
+    junit = CliRunner().invoke(app, ["report", sweep_id, "--format", "junit", "--db", db])
+    assert 'anchors_lowered" value="true"' in junit.output
+    assert 'anchors_folder" value="scenarios/anchors/code"' in junit.output
 
 
 def test_rescoring_keeps_the_deterministic_scores_and_adds_judge_rows(
