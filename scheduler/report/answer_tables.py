@@ -54,7 +54,12 @@ LAYER_HEADS += ["grounding", "effic.", "adoption", "fluency", "discover"]
 PHASE_HEADS = ["model", "config", "grounded", "unresolved", "halluc.", "reasoning", "tool I/O"]
 PHASE_HEADS += ["verification", "model s", "judge s"]
 JUDGE_HEADS = ["judge", "rubric", "trials×runs", "unreadable", "σ criterion", "σ step"]
-JUDGE_HEADS += ["σ scenario", "ICC(1)", "scenario means: resolves Δ≥", "at 80% power"]
+JUDGE_HEADS += [
+    "σ scenario",
+    "ICC(1)",
+    "scenario means: resolves Δ≥",
+    "scenario means: Δ at 80% power",
+]
 JUDGE_HEADS += ["noise floor", "anchors"]
 
 
