@@ -72,6 +72,10 @@ def anchor_check(conn: Connection, judge: str, rubric_hash: str) -> Any | None:
     latest: dict[str, Any] = {}
     for row in rows:  # newest first
         latest.setdefault(row.folder, row)
+    if len(latest) > 1:
+        # Checks stored before folders were recorded cannot be re-run as such: the first check
+        # that names its folder supersedes them.
+        latest.pop("", None)
     failed = [row for row in latest.values() if not row.passed]
     return (failed or list(latest.values()) or [None])[0]
 

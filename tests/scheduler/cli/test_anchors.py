@@ -30,9 +30,9 @@ from mcp_farm.scenarios.anchors import (
 )
 from mcp_farm.scheduler.cli.anchors import judge_settings
 from mcp_farm.scheduler.cli.app import app
-from mcp_farm.scheduler.scorecard.queries.answers import anchor_check
+from mcp_farm.scheduler.scorecard.queries.answers import anchor_check, record_anchor_check
 from mcp_farm.schema import digest
-from mcp_farm.schema.db import make_engine
+from mcp_farm.schema.db import init_db, make_engine
 
 RUBRIC = "code-answer"
 SCENARIO = "code.callers.get-comma-header"
@@ -507,3 +507,35 @@ def test_a_lock_that_seals_nothing_of_the_scenarios_says_to_relock(
     out = " ".join(result.output.split())
     assert result.exit_code == 1 and "was edited" not in out
     assert "anchors.lock seals nothing of what the judge is shown" in out and "re-lock" in out
+
+
+def test_a_check_stored_before_folders_were_recorded_yields_to_the_first_that_names_one(
+    tmp_path: Path,
+) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'farm.sqlite'}")
+    init_db(engine)
+
+    def record(passed: bool, folder: str) -> None:
+        record_anchor_check(
+            engine,
+            judge_key="k",
+            judge_model="j",
+            rubric_id=RUBRIC,
+            rubric_hash="h",
+            rho=0.9 if passed else 0.2,
+            passed=passed,
+            detail="",
+            folder=folder,
+        )
+
+    def deciding() -> Any:
+        with engine.connect() as conn:
+            return anchor_check(conn, "k", "h")
+
+    record(False, "")  # as an upgraded database holds it: no folder
+    assert not deciding().passed
+    record(True, "scenarios/anchors/code")
+    assert deciding().passed and deciding().folder == "scenarios/anchors/code"
+    record(False, "scenarios/anchors/code")
+    record(True, "elsewhere")
+    assert not deciding().passed and deciding().folder == "scenarios/anchors/code"
