@@ -56,8 +56,9 @@ class CitationRef:
     line_end: int | None = None
     symbol: str | None = None
     bad_line: str | None = None
-    """What was written as a line but cannot be read as one: too many digits, or digits glued
-    to a letter (`99999a`), `_` or a decimal part."""
+    """What was written as a line but cannot be read as one: too many digits, digits glued to
+    a letter (`99999a`), `_` or a decimal part, a signed number, or one behind other marks
+    (`path:[12]`); see `lines`."""
 
 
 def _names(text: str, offset: int, taken: set[int]) -> list[tuple[int, str]]:
