@@ -7,6 +7,7 @@ database to the same shape. tests/schema/test_migrate.py checks both paths agree
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from sqlalchemy import inspect, select, text
@@ -108,6 +109,16 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "repetition)",
         ],
     ),
+    (
+        13,
+        "what a gate run verified: the anchor folder, its lock's hash and threshold (anchor_check "
+        "folder, lock_sha256, threshold)",
+        [
+            "ALTER TABLE anchor_check ADD COLUMN folder VARCHAR NOT NULL DEFAULT ''",
+            "ALTER TABLE anchor_check ADD COLUMN lock_sha256 VARCHAR NOT NULL DEFAULT ''",
+            "ALTER TABLE anchor_check ADD COLUMN threshold FLOAT",
+        ],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 
@@ -126,6 +137,20 @@ def _stamp(conn: Connection, version: int, description: str) -> None:
     )
 
 
+ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
+
+
+def _apply(conn: Connection, statement: str) -> None:
+    """Run one migration statement. A column added to a table that create_all made in this very
+    run (the table came after the database's version) is there already: skipped."""
+    added = ADD_COLUMN.match(statement)
+    if added is not None:
+        table, column = added.groups()
+        if column in {c["name"] for c in inspect(conn).get_columns(table)}:
+            return
+    conn.execute(text(statement))
+
+
 def migrate(engine: Engine) -> int:
     """Bring the database to the latest schema version; returns the version it was at."""
     try:
@@ -140,7 +165,7 @@ def migrate(engine: Engine) -> int:
             for version, description, statements in MIGRATIONS:
                 if version > start:
                     for statement in statements:
-                        conn.execute(text(statement))
+                        _apply(conn, statement)
                     _stamp(conn, version, description)
             return start
     except OperationalError as exc:

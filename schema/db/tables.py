@@ -227,6 +227,14 @@ class AnchorCheckRow(SQLModel, table=True):
     passed: bool
     detail: str = ""
     checked_at: datetime
+    folder: str = ""
+    """The anchor folder verified (relative to the repository when inside it); empty for a
+    check recorded before folders were."""
+    lock_sha256: str = ""
+    """SHA256 of the folder's `anchors.lock` file as verified (empty when there was none)."""
+    threshold: float | None = None
+    """The ρ the gate required: the lock's threshold (below 0.85 only when the lock was
+    written with `--allow-lower-threshold`)."""
 
 
 class NodeRow(SQLModel, table=True):
