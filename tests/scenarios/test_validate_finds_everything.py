@@ -6,6 +6,7 @@ arguments."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -346,3 +347,67 @@ def test_the_bundled_suites_name_only_tools_their_servers_list(tmp_path: Path) -
     result = _validate("--data-dir", tmp_path / "data")
     assert result.exit_code == 0, result.output
     assert "ok: " in result.output
+
+
+CASSETTE = """\
+cassette: 1
+server: notes
+tools:
+  - name: read_note
+    input_schema: {type: object, properties: {note_id: {type: string}}}
+calls:
+  - tool: read_note
+    arguments: {note_id: groceries}
+    answers:
+      - content: [{type: text, text: "- red lentils"}]
+"""
+
+REPLAYED = """\
+suite: replayed
+servers:
+  - name: notes
+    replay: notes.yaml
+    transport: TRANSPORT
+scenarios:
+  - id: taped.read
+    version: 1
+    tier: simple
+    prompt: What is on my groceries note?
+    servers: [notes]
+    expect:
+      - tool: read_nte
+        params: {note_id: groceries}
+        example: {note_id: groceries}
+"""
+
+VALIDATE_LIMIT_S = 240
+"""How long a validate run may take before the test calls it hung (it starts one server)."""
+
+
+def _validate_process(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """`farm scenarios validate` in a process of its own, killed if it outlives the limit."""
+    command = [sys.executable, "-m", "mcp_farm.scheduler.cli.app", "scenarios", "validate"]
+    return subprocess.run(
+        [*command, *map(str, args), "--data-dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=VALIDATE_LIMIT_S,
+        cwd=REPO_ROOT,
+        env={**os.environ, "COLUMNS": "400"},  # one problem per line
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_validate_lists_a_cassettes_tools_over_either_transport_and_returns(
+    tmp_path: Path, transport: str
+) -> None:
+    _write(tmp_path, "notes.yaml", CASSETTE)
+    suite = _write(tmp_path, "s.yaml", REPLAYED.replace("TRANSPORT", transport))
+    done = _validate_process(tmp_path, suite)  # raises TimeoutExpired if it hangs
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"{suite}:13: scenarios[0].expect[0].tool: 'read_nte' is not a tool of notes; "
+        "did you mean 'read_note'?" in done.stdout
+    ), done.stdout
+    assert "1 problem(s) in 1 file(s)" in done.stdout

@@ -172,8 +172,13 @@ async def _list_all(
             tools[key] = {t.name: dict(t.input_schema or {}) for t in live.tools}
             pool.release(live, healthy=False)  # stopped: nothing else will use it
 
-        async with anyio.create_task_group() as starting:
-            for key, server in servers.items():
-                starting.start_soon(list_one, key, server)
-    pool.close()
+        try:
+            async with anyio.create_task_group() as starting:
+                for key, server in servers.items():
+                    starting.start_soon(list_one, key, server)
+        finally:
+            # Inside the keepers' group: a shared process (a cassette served over HTTP) is
+            # owned by a keeper that runs until the pool stops it, so the group would wait
+            # on it forever if the pool were closed after the group.
+            pool.close()
     return tools, failed
