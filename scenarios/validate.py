@@ -30,10 +30,12 @@ from mcp_farm.scenarios.catalog import (
 )
 from mcp_farm.schema import (
     FILLED_BY_FIELD,
+    PatternTimeout,
     Scenario,
     ServerDef,
     SpecError,
     Suite,
+    budgeted_search,
     read_yaml,
     spec_errors,
     unknown_placeholders,
@@ -92,10 +94,17 @@ def _answer_example_problems(way: Scenario, where: str, source: str) -> list[Spe
     """An answer pattern needs an example answer that it matches."""
     if not way.final_answer:
         return []
-    pattern = re.compile(way.final_answer, re.IGNORECASE)  # compiled at load already
     if way.example_answer is None:
         return [SpecError(source, f"{where}example_answer", "missing")]
-    if not pattern.search(way.example_answer):
+    try:
+        # Within the budget every match of a scenario's pattern has: a pattern that
+        # backtracks without end on its own example is reported, not waited on.
+        found = budgeted_search(
+            way.final_answer, way.example_answer, field="final_answer", flags=re.IGNORECASE
+        )
+    except PatternTimeout as exc:
+        return [SpecError(source, f"{where}final_answer", f"{exc} (its example_answer)")]
+    if found is None:
         return [
             SpecError(
                 source,

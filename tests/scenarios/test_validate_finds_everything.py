@@ -411,3 +411,39 @@ def test_validate_lists_a_cassettes_tools_over_either_transport_and_returns(
         "did you mean 'read_note'?" in done.stdout
     ), done.stdout
     assert "1 problem(s) in 1 file(s)" in done.stdout
+
+
+BACKTRACKING = """\
+suite: backtracking
+scenarios:
+""" + "".join(
+    f"""  - id: s{i}
+    version: 1
+    tier: simple
+    prompt: Say a{i}.
+    servers: [filesystem]
+    final_answer: '{pattern}'
+    example_answer: '{"a" * 60}!'
+"""
+    for i, pattern in enumerate(["(a|aa)+$", "(a|a)*$", "(.*a){12}$", "(a|a?)+$"])
+)
+
+
+def test_validate_matches_example_answers_within_the_budget_and_names_the_pattern(
+    tmp_path: Path,
+) -> None:
+    # Patterns the load check lets through; Python's `re` would backtrack on these for longer
+    # than anyone waits.
+    suite = _write(tmp_path, "b.yaml", BACKTRACKING)
+    done = _validate_process(tmp_path, suite, "--no-servers")  # TimeoutExpired if it hangs
+    lines = done.stdout.splitlines()
+    for i, line in ((0, 8), (1, 15)):
+        assert f"{suite}:{line}: scenarios[{i}].final_answer: final_answer /" in done.stdout, (
+            done.stdout
+        )
+    assert (
+        sum("ran past its 1 s budget on 61 characters (its example_answer)" in x for x in lines)
+        == 2
+    )
+    assert f"{suite}:23: scenarios[2].example_answer: does not match final_answer" in done.stdout
+    assert "3 problem(s) in 1 file(s)" in done.stdout, done.stdout
