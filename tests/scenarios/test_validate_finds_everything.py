@@ -447,3 +447,116 @@ def test_validate_matches_example_answers_within_the_budget_and_names_the_patter
     )
     assert f"{suite}:23: scenarios[2].example_answer: does not match final_answer" in done.stdout
     assert "3 problem(s) in 1 file(s)" in done.stdout, done.stdout
+
+
+SCHEMA_AND_MORE = """\
+suite: mixed
+servers:
+  - name: broken
+    command: 5
+  - name: mine
+    command: ["{python}", "-m", "x", "{sandbx}"]
+scenarios:
+  - id: a
+    version: 1
+    tier: simple
+    prompt: Find the file.
+    paraphrases:
+      - Find: the file
+    servers: [filesystem]
+    tgas: [x]
+    expect:
+      - tool: {one_of: [read_file, {name: read_text_file, params: {path: {regx: a}}}]}
+        params: {path: {exact: a}}
+        example: {path: a}
+  - id: a
+    version: 1
+    tier: simple
+    prompt: Say hi.
+    servers: [nope]
+    final_answer: hello
+    example_answer: goodbye
+"""
+
+
+def test_a_schema_error_hides_none_of_the_files_other_problems(tmp_path: Path) -> None:
+    path = _write(tmp_path, "mixed.yaml", SCHEMA_AND_MORE)
+    suite, problems = check_file(path)
+    assert suite is None  # the file as written does not load
+    found = {(p.line, p.field) for p in problems}
+    assert {
+        (4, "servers[0].command"),
+        (13, "scenarios[0].paraphrases[0]"),
+        (15, "scenarios[0].tgas"),
+        (17, "scenarios[0].expect[0].tool.one_of[1].params.path.regx"),
+        # Found on what parsed, numbered as in the file:
+        (6, "servers[1].command[3]"),
+        (20, "scenarios[1].id"),
+        (24, "scenarios[1].servers[0]"),
+        (26, "scenarios[1].example_answer"),
+    } <= found, problems
+    # Nothing about what was taken out to parse the rest (server 0 without its command).
+    assert not [p for p in problems if "needs `command`" in p.problem]
+
+
+def test_a_colon_in_unquoted_text_is_named_as_the_mapping_it_became(tmp_path: Path) -> None:
+    _suite, problems = check_file(_write(tmp_path, "mixed.yaml", SCHEMA_AND_MORE))
+    said = next(p.problem for p in problems if p.field == "scenarios[0].paraphrases[0]")
+    assert "got the mapping {'Find': 'the file'}" in said
+    assert "YAML reads a `: ` in unquoted text as a key" in said
+    assert "quote the text, as in 'Find: the file'" in said
+
+
+def test_validate_checks_examples_on_what_parsed_of_a_file_with_schema_errors(
+    tmp_path: Path,
+) -> None:
+    broken = CALLS.replace("    allowed_extra: [list_directory, peek]\n", "    alowed: []\n")
+    path = _write(tmp_path, "calls.yaml", broken)
+    result = _validate(path, "--no-servers")
+    assert f"{path}:17: scenarios[0].alowed: Extra inputs are not permitted" in result.output
+    # The workers' example checks still ran, on the scenario that parsed.
+    assert f"{path}:28: scenarios[1].routes[0].expect[0].example.path" in result.output
+    assert "3 problem(s) in 1 file(s)" in result.output, result.output
+
+
+NOISY_SERVER = """\
+import sys
+sys.path.insert(0, {root!r})
+print("Starting up... 3 plugins loaded", flush=True)
+print("{{not json", flush=True)
+from tests.servers.memo import build
+build().run("stdio")
+"""
+
+NOISY_SUITE = """\
+suite: noisy
+servers:
+  - name: chatty
+    command: ["{python}", "NOISY"]
+scenarios:
+  - id: a
+    version: 1
+    tier: simple
+    prompt: List my memos.
+    servers: [chatty]
+    expect:
+      - tool: list_notes
+        example: {}
+"""
+
+
+def test_a_server_printing_stray_lines_on_stdout_is_one_line_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    server = _write(tmp_path, "noisy.py", NOISY_SERVER.format(root=str(REPO_ROOT)))
+    suite = _write(tmp_path, "s.yaml", NOISY_SUITE.replace("NOISY", str(server)))
+    done = _validate_process(tmp_path, suite)
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out and "Failed to parse" not in out, out
+    noted = [line for line in out.splitlines() if "not MCP messages" in line]
+    assert noted == [
+        f"! {suite}:3: servers[0]: server 'chatty' works, but it wrote 2 line(s) to stdout "
+        "that are not MCP messages (the first: 'Starting up... 3 plugins loaded'); a stdio "
+        "server must write only MCP messages there and log to stderr"
+    ]
+    assert done.returncode == 0, out  # a note: the suite itself is right

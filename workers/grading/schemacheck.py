@@ -48,7 +48,7 @@ def _named(pattern: str, name: str) -> bool:
 
 
 def _pattern_properties(
-    validator: Validator, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]
 ) -> Iterator[ValidationError]:
     """jsonschema's `patternProperties`, with each name matched within the budget."""
     if not validator.is_type(instance, "object"):
@@ -60,7 +60,7 @@ def _pattern_properties(
 
 
 def _additional_properties(
-    validator: Validator, allowed: Any, instance: Any, schema: dict[str, Any]
+    validator: Any, allowed: Any, instance: Any, schema: dict[str, Any]
 ) -> Iterator[ValidationError]:
     """jsonschema's `additionalProperties`, its `patternProperties` names matched within the
     budget (the keys come from the model's call)."""
