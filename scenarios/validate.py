@@ -30,11 +30,13 @@ from mcp_farm.scenarios.catalog import (
 )
 from mcp_farm.schema import (
     FILLED_BY_FIELD,
+    ExpectedCall,
     PatternTimeout,
     Scenario,
     ServerDef,
     SpecError,
     Suite,
+    ToolOption,
     budgeted_search,
     read_yaml,
     unknown_placeholders,
@@ -70,6 +72,7 @@ def _lint_problems(suite: Suite, source: str) -> list[SpecError]:
                             "missing: the self-checks replay it as the ideal agent's call",
                         )
                     )
+                problems += _option_example_problems(call, f"{where}.{at}[{j}]", source)
         found: list[SpecError] = []
         for k, (_name, way) in enumerate(scenario.ways()):
             own = scenario.routes and (
@@ -88,6 +91,21 @@ def _lint_problems(suite: Suite, source: str) -> list[SpecError]:
                 SpecError(source, f"{where}.paraphrases", "repeats the prompt or each other")
             )
     return problems
+
+
+def _option_example_problems(step: ExpectedCall, where: str, source: str) -> list[SpecError]:
+    """An alternative judged by params of its own needs an example call of its own: the
+    self-checks call it in the first tool's place (the first tool's is the step's `example`)."""
+    options = () if isinstance(step.tool, str) else step.tool.one_of
+    return [
+        SpecError(
+            source,
+            f"{where}.tool.one_of[{n}].example",
+            f"missing: the self-checks call {option.name} with it in place of {step.names[0]}",
+        )
+        for n, option in enumerate(options)
+        if n and isinstance(option, ToolOption) and option.example is None  # 0: the step's
+    ]
 
 
 def _answer_example_problems(way: Scenario, where: str, source: str) -> list[SpecError]:

@@ -7,6 +7,7 @@ from mcp_farm.schema import (
     ExpectedCall,
     FarmError,
     Scenario,
+    ToolOption,
 )
 from mcp_farm.workers.grading.matchers import (
     absent_problem,
@@ -24,11 +25,20 @@ def example_problems(scenario: Scenario, where: str) -> list[tuple[str, str]]:
             if step.example is not None:
                 field = f"{where}.{at}[{j}].example"
                 found += [(field + f, p) for f, p in _step_problems(step, step.example)]
+            for n, option in enumerate(() if isinstance(step.tool, str) else step.tool.one_of):
+                if isinstance(option, ToolOption) and option.example is not None:
+                    field = f"{where}.{at}[{j}].tool.one_of[{n}].example"
+                    problems = _step_problems(step, option.example, option.name)
+                    found += [(field + f, p) for f, p in problems]
     return found
 
 
-def _step_problems(step: ExpectedCall, example: dict[str, object]) -> list[tuple[str, str]]:
-    tool = step.names[0]  # the tool the ideal agent calls
+def _step_problems(
+    step: ExpectedCall, example: dict[str, object], tool: str | None = None
+) -> list[tuple[str, str]]:
+    """Problems of `example` as a call of `tool` (by default the step's first, the one the
+    ideal agent calls)."""
+    tool = tool or step.names[0]
     found = []
     for arg, matcher in step.params_for(tool).items():
         if matcher.sources():
