@@ -211,6 +211,9 @@ class ToolOption(Strict):
 
     name: str
     params: dict[str, ParamMatcher]
+    example: dict[str, Any] | None = None
+    """Arguments an ideal agent calling this alternative would send: the self-checks call it
+    in the step's first tool's place, and it must pass."""
 
 
 def _option_shape(value: Any) -> str:

@@ -10,6 +10,7 @@ from mcp_farm.schema import (
     ExpectedCall,
     FarmError,
     Scenario,
+    ToolOption,
 )
 from mcp_farm.workers.grading.matchers import (
     absent_problem,
@@ -33,13 +34,24 @@ def example_problems(
                 field = f"{where}.{at}[{j}].example"
                 schema = (schemas or {}).get(step.names[0])
                 found += [(field + f, p) for f, p in _step_problems(step, step.example, schema)]
+            for n, option in enumerate(() if isinstance(step.tool, str) else step.tool.one_of):
+                if isinstance(option, ToolOption) and option.example is not None:
+                    field = f"{where}.{at}[{j}].tool.one_of[{n}].example"
+                    schema = (schemas or {}).get(option.name)
+                    problems = _step_problems(step, option.example, schema, option.name)
+                    found += [(field + f, p) for f, p in problems]
     return found
 
 
 def _step_problems(
-    step: ExpectedCall, example: dict[str, object], schema: dict[str, Any] | None
+    step: ExpectedCall,
+    example: dict[str, object],
+    schema: dict[str, Any] | None,
+    tool: str | None = None,
 ) -> list[tuple[str, str]]:
-    tool = step.names[0]  # the tool the ideal agent calls
+    """Problems of `example` as a call of `tool` (by default the step's first, the one the
+    ideal agent calls), judged by that tool's input `schema` where it is known."""
+    tool = tool or step.names[0]
     found = []
     for arg, matcher in step.params_for(tool).items():
         if matcher.sources():

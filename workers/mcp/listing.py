@@ -62,7 +62,7 @@ def check_calls(
         for _each, attached in used:
             servers.update({_key(s): s for s in attached.values()})
     root = settings.data_dir / "validate"
-    tools, failed = anyio.run(_list_all, servers, root, settings.server_start_timeout_s)
+    tools, failed, noisy = anyio.run(_list_all, servers, root, settings.server_start_timeout_s)
     if request.start_servers:
         # Only servers that started are probed; the others are reported below.
         working = [(e, {n: s for n, s in a.items() if _key(s) not in failed}) for e, a in used]
@@ -72,8 +72,16 @@ def check_calls(
     if not failed:
         shutil.rmtree(root, ignore_errors=True)  # else its servers.log holds their stderr
     problems: list[SpecProblem] = []
+    notes: list[SpecProblem] = []
     reported: set[str] = set()  # servers whose failure is reported: once, where first used
     for each, attached in used:
+        for name, server in attached.items():
+            if _key(server) in noisy and _key(server) not in reported:
+                reported.add(_key(server))
+                field = _first_use(each.suite, name)
+                notes.append(
+                    SpecProblem(source=each.source, field=field, problem=noisy[_key(server)])
+                )
         problems += [
             SpecProblem(source=each.source, field=field, problem=problem)
             for i, scenario in enumerate(each.suite.scenarios)
@@ -83,7 +91,7 @@ def check_calls(
         ]
         if request.start_servers:
             problems += _tool_problems(each, attached, tools, failed, reported)
-    return CallCheckResult(problems=problems + probed, servers_started=len(tools))
+    return CallCheckResult(problems=problems + probed, servers_started=len(tools), notes=notes)
 
 
 def _tool_problems(
@@ -164,12 +172,14 @@ def _not_installed(server: ServerDef) -> str | None:
 
 async def _list_all(
     servers: dict[str, ServerDef], root: Path, start_timeout_s: float
-) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, str]]:
-    """Each server's tools (name → input schema), or why it could not be listed, by key."""
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, str], dict[str, str]]:
+    """Each server's tools (name → input schema), or why it could not be listed, by key; and
+    what a server that listed them wrote to stdout besides MCP messages."""
     tools: dict[str, dict[str, dict[str, Any]]] = {}
     failed: dict[str, str] = {}
+    noisy: dict[str, str] = {}
     if not servers:
-        return tools, failed
+        return tools, failed, noisy
     limiter = anyio.CapacityLimiter(STARTS_AT_ONCE)
     async with anyio.create_task_group() as keepers:
         pool = ServerPool(keepers, root, start_timeout_s)
@@ -189,10 +199,17 @@ async def _list_all(
                     )
                     return
             tools[key] = {t.name: dict(t.input_schema or {}) for t in live.tools}
+            if live.noise is not None and live.noise.lines:
+                noisy[key] = f"server {server.name!r} works, but {live.noise.said()}"
             pool.release(live, healthy=False)  # stopped: nothing else will use it
 
-        async with anyio.create_task_group() as starting:
-            for key, server in servers.items():
-                starting.start_soon(list_one, key, server)
-    pool.close()
-    return tools, failed
+        try:
+            async with anyio.create_task_group() as starting:
+                for key, server in servers.items():
+                    starting.start_soon(list_one, key, server)
+        finally:
+            # Inside the keepers' group: a shared process (a cassette served over HTTP) is
+            # owned by a keeper that runs until the pool stops it, so the group would wait
+            # on it forever if the pool were closed after the group.
+            pool.close()
+    return tools, failed, noisy
