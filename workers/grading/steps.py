@@ -87,10 +87,17 @@ def _meet(
     unmet = sorted(k for k in step.sources() if not found.met.get(k))
     if unmet:
         # A chained argument whose source step never happened: the chain is broken. When the
-        # source was called but failed, that failure is the problem to report, not the chain.
+        # source was called but failed, that failure is the problem to report, not the chain,
+        # unless this step was called before the source was even tried (and may be why the
+        # source failed: a search made after the delete finds nothing).
+        k = unmet[0]
+        tried = [c.index for c in calls if accepts(steps[k], c)]
+        if tried and all(c.index < min(tried) for c in candidates):
+            found.defer(j, "sequence", _before(j, k, steps))
+            return
         kind = "failed" if set(unmet) <= found.errored else "sequence"
         found.defer(
-            j, kind, f"step {j} ({step.label}) needs the result of step {unmet[0]}, never obtained"
+            j, kind, f"step {j} ({step.label}) needs the result of step {k}, never obtained"
         )
         return
     late: str | None = None
@@ -140,9 +147,12 @@ def _early(
     before = sorted(k for k in step.sources() if all(c.index > call.index for c in found.met[k]))
     if not before or not _right_but_chained(step, call, schema_problem):
         return None
-    k = before[0]
+    return _before(j, before[0], steps)
+
+
+def _before(j: int, k: int, steps: list[ExpectedCall]) -> str:
     return (
-        f"step {j} ({step.label}) was called before step {k} ({steps[k].label}), "
+        f"step {j} ({steps[j].label}) was called before step {k} ({steps[k].label}), "
         "whose result it needs"
     )
 

@@ -230,6 +230,11 @@ def test_a_chained_step_made_before_its_source_step_is_a_wrong_sequence() -> Non
     v = graded(s, early)
     assert v.outcome == "wrong_sequence", v.detail
     assert "step 1 (delete) was called before step 0 (search)" in v.detail
+    # Or the search, made after the delete, failed for want of anything to find.
+    failed = [early[0], call(1, "search", "no notes match", ok=False, q="heron")]
+    v = graded(s, failed)
+    assert v.outcome == "wrong_sequence", v.detail
+    assert "was called before step 0 (search)" in v.detail
     # Made after the search, a value the search did not give is still a wrong value.
     late = [call(0, "search", '[{"id": "n-7"}]', q="heron"), call(1, "delete", id="n-8")]
     assert graded(s, late).outcome == "wrong_params"
