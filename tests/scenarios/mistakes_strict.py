@@ -26,13 +26,18 @@ Mistake = tuple[str, Script, str]
 
 
 def _variants(matcher: ParamMatcher, value: Any) -> Iterator[Any]:
-    """Other values this matcher takes as well as the example's (first the likeliest)."""
+    """Other values this matcher takes as well as the example's, in forms a server reads as
+    the same request (another listed option, the same path spelled with `./`, the same text
+    in other case or with a trailing space)."""
     if matcher.one_of is not None:
         yield from (o for o in matcher.one_of if not same_json(o, value))
-    if isinstance(value, str):
-        yield value[1:] if value.startswith("/") else f"/{value}"
-        yield value.swapcase()
-        yield f"{value} "
+    if not isinstance(value, str):
+        return
+    if matcher.kind == "path":
+        head, slash, tail = value.rpartition("/")
+        yield f"{head}/./{tail}" if slash else f"./{value}"
+    yield f"{value} "
+    yield value.swapcase()
 
 
 def _refit(scenario: Scenario, j: int) -> dict[str, Any] | None:
@@ -48,7 +53,7 @@ def _refit(scenario: Scenario, j: int) -> dict[str, Any] | None:
         if arg not in example or matcher.sources() or matcher.kind in ("any", "optional"):
             continue
         for other in _variants(matcher, example[arg]):
-            if check(matcher, other) is None:
+            if other != example[arg] and check(matcher, other) is None:
                 return example | {arg: other}
     return None
 
