@@ -8,8 +8,9 @@ transcript: the reference answer, expected terms and citations of the anchor's s
 editing them in the suite is a mismatch just as editing a transcript is. `farm anchors verify`
 refuses when any hash differs from the lock.
 
-The lock also holds the gate's threshold (`farm anchors lock --threshold`, 0.85 by default),
-and a seal: the SHA256 of everything else in it. A lock edited by hand (a hash, an id, the
+The lock also holds the gate's threshold (`farm anchors lock --threshold`, 0.85 by default;
+lower only with `--allow-lower-threshold`, which the lock records as `lowered`), and a seal: the
+SHA256 of everything else in it. A lock edited by hand (a hash, an id, the
 threshold) no longer matches its seal, so verify says the lock changed rather than blaming a
 file that did not.
 """
@@ -36,15 +37,16 @@ from mcp_farm.schema import (
     digest,
     read_yaml,
 )
+from mcp_farm.schema.scorecard import ANCHOR_THRESHOLD
 
 ANCHORS_DIR = ROOT / "anchors"
 LOCKFILE = "anchors.lock"
 GOLD = "gold.yaml"
 MIN_ANCHORS = 3
 HEX = re.compile(r"[0-9a-f]*")
-THRESHOLD = 0.85
+THRESHOLD = ANCHOR_THRESHOLD
 """Spearman's ρ between the judge's and the gold scores that a rubric/judge must reach, unless
-the lock was written with another."""
+the lock was written with another (a lower one only with `allow_lower`)."""
 SHOWN_FROM_SPEC = {
     "reference": "reference answer",
     "keywords": "expected terms",
@@ -172,11 +174,22 @@ def _seal(content: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
-def write_lock(anchors: AnchorSet, threshold: float = THRESHOLD) -> Path:
+def write_lock(anchors: AnchorSet, threshold: float = THRESHOLD, allow_lower: bool = False) -> Path:
+    """Seal the folder's hashes and the gate's threshold. A threshold below the seed's 0.85 is
+    refused unless `allow_lower`; the lock then records that it was lowered on purpose."""
     if not 0 < threshold <= 1:
         raise ScenarioError(LOCKFILE, "threshold", f"must lie in (0, 1], got {threshold}")
+    if threshold < THRESHOLD and not allow_lower:
+        raise ScenarioError(
+            LOCKFILE,
+            "threshold",
+            f"{threshold:g} is below the seed's {THRESHOLD:g}: pass --allow-lower-threshold to "
+            "lock it anyway (every report will show the gate as lowered)",
+        )
     path = anchors.folder / LOCKFILE
     content = current_hashes(anchors) | {"threshold": threshold}
+    if threshold < THRESHOLD:
+        content["lowered"] = True
     content["seal"] = _seal(content)
     path.write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
     return path
@@ -202,6 +215,20 @@ def read_lock(folder: Path) -> dict[str, Any] | None:
     if not 0 < threshold <= 1:
         raise ScenarioError(str(path), "threshold", f"must lie in (0, 1], got {threshold}")
     return locked
+
+
+def lock_sha256(folder: Path) -> str:
+    """SHA256 of the folder's lock file as it is now (empty when there is none)."""
+    path = folder / LOCKFILE
+    return _sha(path) if path.exists() else ""
+
+
+def shown_folder(folder: Path) -> str:
+    """An anchor folder as a verdict names it: relative to the repository when inside it,
+    else absolute."""
+    resolved = folder.resolve()
+    root = ROOT.parent
+    return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(resolved)
 
 
 def lock_threshold(folder: Path) -> float:
@@ -306,6 +333,13 @@ def lock_problems(anchors: AnchorSet) -> list[str]:
     if _hash(rubric.get("sha256")) != now["rubric"]["sha256"]:
         ours, theirs = _apart(now["rubric"]["sha256"], _hash(rubric.get("sha256")))
         problems.append(f"rubric {now['rubric']['id']} {since}: sha256 {ours} ≠ locked {theirs}")
+    threshold = float(locked.get("threshold", THRESHOLD))
+    if threshold < THRESHOLD and locked.get("lowered") is not True:
+        problems.append(
+            f"{LOCKFILE} sets threshold {threshold:g}, below the seed's {THRESHOLD:g}, without "
+            "saying it was lowered on purpose: re-lock with --allow-lower-threshold, or at "
+            f"{THRESHOLD:g}"
+        )
     if _hash(locked.get("gold")) != now["gold"]:
         problems.append(f"gold scores {GOLD} {since}")
     old: dict[str, Any] = _mapping(locked.get("transcripts"))

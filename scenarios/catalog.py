@@ -111,7 +111,8 @@ def _server_problems(suite: Suite, source: str) -> list[SpecError]:
     the suite is loaded: every worker that runs its trials needs the same files)."""
     problems: list[SpecError] = []
     for i, server in enumerate(suite.servers):
-        if server.replay is not None:
+        missing = server.record == "new_episodes" and not Path(server.replay or "").exists()
+        if server.replay is not None and not missing:  # a recording begins the file
             try:
                 load_cassette(Path(server.replay))
             except SpecError as exc:
@@ -299,8 +300,16 @@ def load_prompt(prompt_id: str, source: str = "sweep", field: str = "prompts") -
 
 
 def servers_for(suite: str) -> dict[str, ServerDef]:
-    """The shared catalogue plus the suite's own servers."""
-    return {**server_catalog(), **{s.name: s for s in load_suite(suite).servers}}
+    """The shared catalogue plus the suite's own servers, each with the suite's ignore rules
+    added to its own."""
+    loaded = load_suite(suite)
+    found = {**server_catalog(), **{s.name: s for s in loaded.servers}}
+    if not loaded.ignore:
+        return found
+    return {
+        name: s.model_copy(update={"ignore": s.ignore.joined(loaded.ignore)})
+        for name, s in found.items()
+    }
 
 
 @lru_cache(maxsize=1)

@@ -1,6 +1,7 @@
 """Check suite files and report every problem at once (`farm scenarios validate`).
 
-Loading a suite for a sweep stops at the first error; a person fixing a file wants all of them:
+Loading a suite for a sweep stops at the first error; a person fixing a file wants all of them,
+so a schema error does not stop the other checks (they run on what parses: schema/parse/salvage):
 schema errors, duplicate ids, unknown servers, chained arguments that point forward, examples
 that do not match their own answer pattern, tools never given an example, answer citations
 that do not exist in the suite's pinned tree, and placeholders in server definitions that the
@@ -14,10 +15,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-
-from pydantic import ValidationError
 
 from mcp_farm.scenarios.catalog import (
     FIXTURES_DIR,
@@ -30,15 +30,19 @@ from mcp_farm.scenarios.catalog import (
 )
 from mcp_farm.schema import (
     FILLED_BY_FIELD,
+    ExpectedCall,
+    PatternTimeout,
     Scenario,
     ServerDef,
     SpecError,
     Suite,
+    ToolOption,
+    budgeted_search,
     read_yaml,
-    spec_errors,
     unknown_placeholders,
     with_lines,
 )
+from mcp_farm.schema.parse.salvage import Salvaged, salvage
 
 
 def suite_files(paths: Iterable[Path]) -> list[Path]:
@@ -68,6 +72,7 @@ def _lint_problems(suite: Suite, source: str) -> list[SpecError]:
                             "missing: the self-checks replay it as the ideal agent's call",
                         )
                     )
+                problems += _option_example_problems(call, f"{where}.{at}[{j}]", source)
         found: list[SpecError] = []
         for k, (_name, way) in enumerate(scenario.ways()):
             own = scenario.routes and (
@@ -88,14 +93,36 @@ def _lint_problems(suite: Suite, source: str) -> list[SpecError]:
     return problems
 
 
+def _option_example_problems(step: ExpectedCall, where: str, source: str) -> list[SpecError]:
+    """An alternative judged by params of its own needs an example call of its own: the
+    self-checks call it in the first tool's place (the first tool's is the step's `example`)."""
+    options = () if isinstance(step.tool, str) else step.tool.one_of
+    return [
+        SpecError(
+            source,
+            f"{where}.tool.one_of[{n}].example",
+            f"missing: the self-checks call {option.name} with it in place of {step.names[0]}",
+        )
+        for n, option in enumerate(options)
+        if n and isinstance(option, ToolOption) and option.example is None  # 0: the step's
+    ]
+
+
 def _answer_example_problems(way: Scenario, where: str, source: str) -> list[SpecError]:
     """An answer pattern needs an example answer that it matches."""
     if not way.final_answer:
         return []
-    pattern = re.compile(way.final_answer, re.IGNORECASE)  # compiled at load already
     if way.example_answer is None:
         return [SpecError(source, f"{where}example_answer", "missing")]
-    if not pattern.search(way.example_answer):
+    try:
+        # Within the budget every match of a scenario's pattern has: a pattern that
+        # backtracks without end on its own example is reported, not waited on.
+        found = budgeted_search(
+            way.final_answer, way.example_answer, field="final_answer", flags=re.IGNORECASE
+        )
+    except PatternTimeout as exc:
+        return [SpecError(source, f"{where}final_answer", f"{exc} (its example_answer)")]
+    if found is None:
         return [
             SpecError(
                 source,
@@ -202,20 +229,59 @@ def _server_problems(suite: Suite, source: str) -> list[SpecError]:
     return problems
 
 
-def check_file(path: Path) -> tuple[Suite | None, list[SpecError]]:
-    """The parsed suite (None if it does not parse) and every problem found in it that needs
-    no server started and no matcher applied, each with its line where the file has it."""
+SuiteCheck = Callable[[Suite, str], list[SpecError]]
+"""One check of a parsed suite that needs no server and no matcher: (suite, source) →
+problems. A new check is one more entry of CHECKS."""
+
+CHECKS: tuple[SuiteCheck, ...] = (
+    structural_problems,
+    _lint_problems,
+    _answer_problems,
+    _server_problems,
+)
+
+
+@dataclass
+class FileCheck:
+    """One suite file checked: what parsed, and every problem found without the workers."""
+
+    path: Path
+    suite: Suite | None
+    """The suite, when the whole file parses; None otherwise."""
+    checked: Suite | None
+    """What of it parsed (the whole suite, or it with what failed taken out): every other
+    check runs on this. None when nothing could be parsed."""
+    problems: list[SpecError]
+    """Every problem found, with its line."""
+    salvaged: Salvaged[Suite] | None = None
+
+    def own(self, problems: Iterable[SpecError]) -> list[SpecError]:
+        """Problems that checks of `checked` found elsewhere (the workers' checks), numbered
+        as in the file and with their lines."""
+        if self.salvaged is None:
+            return with_lines(problems)
+        return with_lines(self.salvaged.later(problems, str(self.path)))
+
+
+def check_parts(path: Path) -> FileCheck:
+    """Check a suite file, every part of it that parses even when some do not."""
     source = str(path)
     try:
         data = read_yaml(path)
     except SpecError as exc:
-        return None, [exc]
+        return FileCheck(path, None, None, [exc])
     if not isinstance(data, dict):
-        return None, [SpecError(source, "", "expected a mapping at the top")]
-    try:
-        suite = with_sandbox_paths(Suite.model_validate(data), path)
-    except ValidationError as exc:
-        return None, with_lines(spec_errors(exc, source))
-    problems = structural_problems(suite, source) + _lint_problems(suite, source)
-    problems += _answer_problems(suite, source) + _server_problems(suite, source)
-    return suite, with_lines(problems)
+        return FileCheck(path, None, None, [SpecError(source, "", "expected a mapping at the top")])
+    salvaged = salvage(Suite, data, source)
+    checked = with_sandbox_paths(salvaged.parsed, path) if salvaged.parsed is not None else None
+    found = [p for check in CHECKS for p in check(checked, source)] if checked else []
+    problems = [*salvaged.errors, *salvaged.later(found, source)]
+    suite = checked if salvaged.whole is not None else None
+    return FileCheck(path, suite, checked, with_lines(problems), salvaged)
+
+
+def check_file(path: Path) -> tuple[Suite | None, list[SpecError]]:
+    """The parsed suite (None if it does not parse) and every problem found in it that needs
+    no server started and no matcher applied, each with its line where the file has it."""
+    checked = check_parts(path)
+    return checked.suite, checked.problems

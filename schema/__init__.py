@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         canonical_json,
         digest,
     )
+    from mcp_farm.schema.parse.ignore import IGNORED, IgnoreRules
     from mcp_farm.schema.parse.lines import with_lines
     from mcp_farm.schema.parse.loading import (
         load_yaml_model,
@@ -156,6 +157,8 @@ _HOMES: dict[str, str] = {
     "require_unique": "mcp_farm.schema.parse.loading",
     "spec_errors": "mcp_farm.schema.parse.loading",
     "validate": "mcp_farm.schema.parse.loading",
+    "IGNORED": "mcp_farm.schema.parse.ignore",
+    "IgnoreRules": "mcp_farm.schema.parse.ignore",
     "MATCH_BUDGET_S": "mcp_farm.schema.parse.regexes",
     "PatternTimeout": "mcp_farm.schema.parse.regexes",
     "budgeted_finditer": "mcp_farm.schema.parse.regexes",
@@ -222,6 +225,7 @@ __all__ = [
     "FILLED_BY_FIELD",
     "GRADER_VERSION",
     "GROUNDINGS",
+    "IGNORED",
     "LOCAL_MODELS",
     "MATCH_BUDGET_S",
     "OUTCOMES",
@@ -240,6 +244,7 @@ __all__ = [
     "Gate",
     "GenerationParams",
     "Grounding",
+    "IgnoreRules",
     "JudgeScore",
     "JudgeSettings",
     "Message",

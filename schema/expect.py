@@ -60,15 +60,18 @@ class ParamMatcher(Strict):
     """
 
     exact: Any = None
-    """The value must equal this, its JSON type held at every depth: `true` is not `1`,
-    `5.0` is not `5`, `[true, 2]` is not `[1, 2]`."""
+    """The value must equal this, its JSON type held at every depth (`true` is not `1`,
+    `[true, 2]` is not `[1, 2]`), except numbers, which compare as the tool's input schema
+    types their place: by value for `number`, integers only for `integer`, types held where
+    the schema does not say."""
     normalized: str | None = None
     """Equal after lower-casing and collapsing whitespace."""
     regex: str | None = None
     """The string value must fully match this regular expression (case-insensitive)."""
     one_of: list[Any] | None = None
     """The value must be one of these, compared as `exact` compares (types held at every
-    depth), except that strings are compared normalised at any depth."""
+    depth, numbers as the schema types them), except that strings are compared normalised at
+    any depth."""
     number: float | None = None
     """The value must be numeric and within `tolerance` of this."""
     tolerance: float = 0.0
@@ -82,7 +85,8 @@ class ParamMatcher(Strict):
     (0-based) made before this call: a chained argument (README, "Chained values")."""
     from_key: str | None = None
     """With `derived_from_step`: the value is the one held under this JSON key of the result
-    (at any depth), or at this path from the top (`order.total`, `items[0].id`)."""
+    (at any depth), or at this path from the top (`order.total`, `items[0].id`), whole: the
+    scalar there, or a scalar of the array or object there, never a part of a string."""
     from_regex: str | None = None
     """With `derived_from_step`: the value is what this regular expression's first capture
     group (or whole match) finds in the result's text (`Total: (\\d+)`)."""
@@ -207,6 +211,9 @@ class ToolOption(Strict):
 
     name: str
     params: dict[str, ParamMatcher]
+    example: dict[str, Any] | None = None
+    """Arguments an ideal agent calling this alternative would send: the self-checks call it
+    in the step's first tool's place, and it must pass."""
 
 
 def _option_shape(value: Any) -> str:

@@ -12,7 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 7
+SCORECARD_VERSION = 8
+ANCHOR_THRESHOLD = 0.85
+"""The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
+set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
 
 Dimension = Literal["config", "tool", "tier", "scenario", "phrasing"]
 DIMENSIONS: tuple[Dimension, ...] = ("config", "tool", "tier", "scenario", "phrasing")
@@ -171,10 +174,11 @@ class JudgeVariance(Frozen):
     icc1: float | None
     """ICC(1): the share of score variance that is the transcripts, not the judge."""
     resolution: float | None
-    """The smallest difference between two scenario-level means the runs can resolve: the
-    two-sided 95% threshold, 1.96·√2·σ_scenario/√R."""
+    """Per scenario: the smallest difference between two scenario-level means the runs can
+    resolve, the two-sided 95% threshold of a t-test that estimates σ from the runs,
+    t₀.₉₇₅(2R − 2)·√2·σ_scenario/√R; null below R = 2."""
     resolution_80: float | None = None
-    """The difference found 80% of the time at that threshold: (1.96 + 0.84)·√2·σ/√R."""
+    """Per scenario: the difference that t-test finds 80% of the time (noncentral t)."""
     noise_floor: float
     """Criterion-level differences below this are noise, never findings."""
     per_criterion: dict[str, float] = Field(default_factory=dict)
@@ -184,6 +188,16 @@ class JudgeVariance(Frozen):
     anchor_rho: float | None = None
     anchor_checked_at: datetime | None = None
     """When that gate run was; null when the gate never ran for this judge and rubric."""
+    anchor_folder: str | None = None
+    """The anchor folder that gate run verified (the latest run of each folder counts: one that
+    failed keeps the judge `failed` whatever another folder says; this names it)."""
+    anchor_lock: str | None = None
+    """SHA256 of that folder's `anchors.lock` as verified."""
+    anchor_threshold: float | None = None
+    """The ρ that gate run required (the lock's threshold)."""
+    anchor_lowered: bool = False
+    """True when that threshold was below the seed's 0.85 (allowed only by
+    `farm anchors lock --allow-lower-threshold`): every report says so beside the verdict."""
 
 
 class Ranked(Frozen):

@@ -91,6 +91,13 @@ class Settings(BaseSettings):
     flower_password: str | None = Field(default=None, repr=False)
     """Flower basic-auth password (FARM_FLOWER_PASSWORD); Flower does not start without one."""
 
+    view_user: str = "farm"
+    """`farm view` basic-auth user (FARM_VIEW_USER)."""
+
+    view_password: str | None = Field(default=None, repr=False)
+    """`farm view` basic-auth password (FARM_VIEW_PASSWORD): needed to listen anywhere but on
+    loopback, and asked for on every page when set."""
+
     def stale_after_s(self) -> float:
         """How old a heartbeat or trial lease is when its holder counts as gone."""
         return STALE_AFTER_BEATS * self.heartbeat_s

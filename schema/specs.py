@@ -17,12 +17,14 @@ from mcp_farm.schema.expect import ExpectedCall as ExpectedCall
 from mcp_farm.schema.expect import ParamMatcher as ParamMatcher
 from mcp_farm.schema.expect import Route
 from mcp_farm.schema.ids import digest
+from mcp_farm.schema.parse.ignore import IgnoreRules
 from mcp_farm.schema.parse.regexes import checked_regex
 from mcp_farm.schema.parse.strict import Strict
 from mcp_farm.schema.placeholders import ENV_PLACEHOLDER as ENV_PLACEHOLDER
 from mcp_farm.schema.redact import has_credentials
 from mcp_farm.schema.vocab import (
     AdapterName,
+    ReplyClock,
     Tier,
     ToolMode,
     Transport,
@@ -273,6 +275,12 @@ class ServerDef(Strict):
     """What the model is told about this server, in every prompt mode, after whatever the
     server says about itself in its initialize reply (as real MCP clients pass it on): how
     its paths resolve, what its data holds. Shown in the system prompt."""
+    record: Literal["none", "new_episodes"] = "none"
+    """For a `replay:` server. `none`: only what the cassette holds is served. `new_episodes`:
+    a call the cassette does not hold goes to the live server, given by `command` (with `env`
+    and `sandbox`) or `url`, started at the first such call of a trial; its answer is served
+    and added to the cassette (a cassette file not there yet is begun from the live server's
+    tool list). Served over stdio, one cassette process and one live server per trial."""
     error_pattern: str | None = None
     """A regular expression searched in a result's text (case-sensitive, `^` at any line) that
     marks a result the server did not flag as an error as failed, for servers that answer a
@@ -284,6 +292,10 @@ class ServerDef(Strict):
     shared: SharedLaunch | None = None
     """Optional: one process for many concurrent trials (see SharedLaunch). Without it, each
     trial in flight has a process of its own."""
+    ignore: IgnoreRules = Field(default_factory=IgnoreRules)
+    """Values this server gives differently every time (timestamps, random ids), by JSON path
+    or regex: left out of `farm replay`'s diffs and of cassette matching (its calls'
+    arguments, and which answers count as new when capturing). A suite's `ignore:` adds to it."""
 
     @field_validator("error_pattern")
     @classmethod
@@ -294,6 +306,8 @@ class ServerDef(Strict):
     def _transport_fields(self) -> ServerDef:
         if self.replay is not None:
             return self._replay_alone()
+        if self.record != "none":
+            raise ValueError("`record` is for a `replay:` server (a cassette)")
         if self.transport == "stdio" and not self.command:
             raise ValueError("a stdio server needs `command`")
         if self.transport == "http" and not self.url:
@@ -317,6 +331,10 @@ class ServerDef(Strict):
         return self
 
     def _replay_alone(self) -> ServerDef:
+        if not self.replay:
+            raise ValueError("`replay` needs the path of a cassette file")
+        if self.record == "new_episodes":
+            return self._recording_live()
         given = [
             name
             for name in ("command", "url", "env", "sandbox", "shared", "reset")
@@ -325,10 +343,26 @@ class ServerDef(Strict):
         if given:
             fields = ", ".join(f"`{name}`" for name in given)
             raise ValueError(
-                f"a `replay:` server is the cassette, served by the farm: leave out {fields}"
+                f"a `replay:` server is the cassette, served by the farm: leave out {fields} "
+                "(or give `record: new_episodes` to send what it does not hold to them)"
             )
-        if not self.replay:
-            raise ValueError("`replay` needs the path of a cassette file")
+        return self
+
+    def _recording_live(self) -> ServerDef:
+        if bool(self.command) == bool(self.url):
+            raise ValueError(
+                "`record: new_episodes` needs the live server: `command` or `url`, one of them"
+            )
+        given = [name for name in ("shared", "reset") if getattr(self, name)]
+        if self.transport != "stdio" or given:
+            named = [*given, *(["transport"] if self.transport != "stdio" else [])]
+            fields = ", ".join(f"`{name}`" for name in named)
+            raise ValueError(
+                "a cassette recording new episodes is served over stdio, one process per "
+                f"trial: leave out {fields}"
+            )
+        if self.sandbox is None and any("{sandbox}" in t for t in self.command or []):
+            raise ValueError("`{sandbox}` is used but no `sandbox:` folder is given to copy")
         return self
 
 
@@ -345,6 +379,9 @@ class Suite(Strict):
     """The pinned source tree that citations in answers are checked against."""
     rubric: str | None = None
     """Default rubric id (scenarios/rubrics/<id>.yaml) for scenarios with an `answer`."""
+    ignore: IgnoreRules = Field(default_factory=IgnoreRules)
+    """Ignore rules (ServerDef.ignore) added to those of every server this suite's scenarios
+    attach, its own servers and the catalogue's alike."""
     scenarios: list[Scenario] = Field(min_length=1)
 
 
@@ -411,7 +448,10 @@ class ModelTarget(Strict):
     """The longest one model reply may take (× `time_scale`): past it the trial ends as a
     `timeout` by the model's limit. It guards against a hung model; the model's work is bounded
     by tokens (the prompt config's `max_tokens` per reply) and turns (the scenario's
-    `max_turns`), which a slow machine does not change."""
+    `max_turns`), which a slow machine does not change. Seconds of wall-clock time for a model
+    behind an endpoint; for a `local` model, which runs in the worker's own process, seconds of
+    CPU time of the thread generating the reply (and a reply that gets no CPU time for as long,
+    30 s at least, is hung): a busy machine stretches a local reply's wall time, not its work."""
     time_scale: float = Field(default=1.0, gt=0, exclude_if=lambda scale: scale == 1.0)
     """How much slower than usual this model's hardware is (a lab box, a loaded CI runner):
     the model's per-reply limit is multiplied by it. Recorded in each trial's provenance; left
@@ -428,6 +468,16 @@ class ModelTarget(Strict):
     """`openai` only: ask for a streamed reply (server-sent events) and record the time to
     the first token. Off by default: some servers stream tool calls badly. Left out of the
     target's JSON when off, so the ids of trials that do not stream stay as they were."""
+
+    @property
+    def reply_clock(self) -> ReplyClock:
+        """What the per-reply limit is measured on (see `request_timeout_s`)."""
+        return "cpu" if self.adapter == "local" else "wall"
+
+    @property
+    def reply_limit_s(self) -> float:
+        """The per-reply limit that applies, in seconds of `reply_clock`."""
+        return self.request_timeout_s * self.time_scale
 
     def key(self) -> str:
         """Identifies this target across processes (pins included): e.g. which judge passed

@@ -20,6 +20,7 @@ from mcp_farm.schema.specs import (
 )
 from mcp_farm.schema.vocab import (
     Outcome,
+    ReplyClock,
     StopReason,
     Tier,
     TrialStatus,
@@ -138,6 +139,12 @@ class ToolCallRecord(BaseModel):
     values, never stored or sent (see `whole_result`)."""
     result_digest: str = ""
     """sha256 of the full text result."""
+    whole_json: str = ""
+    """What replay compares beyond the transcript, as JSON (workers/session.py `whole_record`):
+    `text`, the whole text where the model was not shown it as it is (cut, or a failure shown
+    as `Error: …`), `structured`, the structured content, and `structured_digest`, its sha256;
+    each part kept up to WHOLE_STORE_CHARS, `text_cut`/`structured_cut` marking a longer one.
+    `{}` for a result with nothing beyond the transcript; empty when no server answered."""
     latency_s: float = 0.0
 
     @property
@@ -163,6 +170,17 @@ class TrialProvenance(BaseModel):
     model_pins: dict[str, str]
     time_scale: float = 1.0
     """The model target's `time_scale`: its per-reply limit was `request_timeout_s` × this."""
+    request_timeout_s: float | None = None
+    """The model target's `request_timeout_s`; None in trials recorded before it was kept."""
+    reply_limit_s: float | None = None
+    """The per-reply limit that applied (`request_timeout_s` × `time_scale`), in seconds of
+    `reply_clock`; None in trials recorded before it was kept."""
+    reply_clock: ReplyClock | None = None
+    """What that limit was measured on: `wall` (a model behind an endpoint) or `cpu` (the
+    generating thread's CPU time, for a model in the worker's own process)."""
+    server_tools: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Per attached server, per tool it listed: a digest of its description (`d:`) and of its
+    input and output schemas (`s:`), so a replay can say which tools changed."""
 
 
 class TrialResult(BaseModel):

@@ -11,6 +11,10 @@ ToolMode = Literal["native", "json", "grammar"]
 
 AdapterName = Literal["openai", "local", "scripted", "replay"]
 
+ReplyClock = Literal["wall", "cpu"]
+"""What a model's per-reply limit is measured on: the wall clock (a model behind an endpoint),
+or the CPU time of the thread generating the reply (a model in the worker's own process)."""
+
 Transport = Literal["stdio", "http"]
 
 TrialStatus = Literal["pending", "running", "done", "cancelled"]

@@ -23,12 +23,14 @@ from mcp_farm.schema import (
     TokenCounts,
     ToolCallRecord,
     TranscriptCall,
+    canonical_json,
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.counting import repeats_allowed
 from mcp_farm.workers.mcp.capture import left_cassette
 from mcp_farm.workers.mcp.connections import (
     Connected,
+    refusal,
     result_text,
 )
 from mcp_farm.workers.model.base import ModelClient
@@ -43,6 +45,10 @@ from mcp_farm.workers.model.toolspec import ParsedCall
 WHOLE_KEEP_CHARS = 1_000_000
 """Characters of a result kept in memory for chained values, whatever the model was shown: a
 bound on what one pathological result can cost a worker."""
+
+WHOLE_STORE_CHARS = 200_000
+"""Characters of a result's whole text, and of its structured content as JSON, stored for
+replay beyond what the transcript holds; past it the digests still tell a change apart."""
 
 
 @dataclass
@@ -66,6 +72,8 @@ class SessionState:
     limit_detail: str = ""
     """Which limit ended the session, in words, when the model's did."""
     left_cassette: bool = False
+    server_tools: dict[str, dict[str, str]] = field(default_factory=dict)
+    """What the attached servers listed (Connected.listed), for the trial's provenance."""
     """A call got a cassette server's answer for a call it never recorded."""
 
 
@@ -93,7 +101,8 @@ def _recordable(arguments: dict[Any, Any]) -> dict[str, Any]:
 
 
 async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallRecord:
-    """Run one call on the server that owns the tool; unknown tools and tool errors are recorded."""
+    """Run one call on the server that owns the tool; unknown tools, tool errors and JSON-RPC
+    errors are recorded as failed calls."""
     spec = conn.tools.get(call.name)
     if spec is None:
         return ToolCallRecord(
@@ -119,7 +128,10 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
     if not spec.read_only:
         conn.touched.add(spec.server)
     started = time.perf_counter()
-    result = await conn.sessions[spec.server].call_tool(spec.tool, call.arguments)
+    try:
+        result = await conn.sessions[spec.server].call_tool(spec.tool, call.arguments)
+    except MCPError as exc:  # the server refused the call over JSON-RPC: the call failed
+        result = refusal(spec.server, spec.tool, exc)
     latency = time.perf_counter() - started
     return recorded(index, spec.server, spec.tool, call.arguments, result, latency, conn)
 
@@ -169,9 +181,34 @@ def recorded(
         result_text=shown,
         whole_text=text[:WHOLE_KEEP_CHARS] if shown != text else "",
         # surrogatepass: a server's text may hold a lone surrogate, which plain UTF-8 refuses.
-        result_digest=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+        result_digest=_sha256(text),
+        whole_json=whole_record(text, shown, failed, result),
         latency_s=latency,
     )
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def whole_record(text: str, shown: str, failed: bool, result: Any) -> str:
+    """What replay needs of a result beyond the transcript's tool message: the whole text when
+    the message is not it (cut, or a failure shown as `Error: …`), and the structured content
+    with its digest; each part up to WHOLE_STORE_CHARS (see ToolCallRecord.whole_json)."""
+    whole: dict[str, Any] = {}
+    if failed or shown != text:
+        whole["text"] = text[:WHOLE_STORE_CHARS]
+        if len(text) > WHOLE_STORE_CHARS:
+            whole["text_cut"] = True
+    structured = getattr(result, "structured_content", None)
+    if structured is not None:
+        as_json = canonical_json(structured)
+        whole["structured_digest"] = _sha256(as_json)
+        if len(as_json) <= WHOLE_STORE_CHARS:
+            whole["structured"] = structured
+        else:
+            whole["structured_cut"] = True
+    return canonical_json(whole)
 
 
 def _setup_owner(call: SetupCall, conn: Connected) -> str:

@@ -89,11 +89,14 @@ async def _converse(
             try:
                 schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
                 await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
-                limit_s = spec.model.request_timeout_s * spec.model.time_scale
+                # A model in this process bounds its own replies by CPU time (model/guard.py).
+                wall = spec.model.reply_clock == "wall"
+                limit_s = spec.model.reply_limit_s if wall else None
                 prompt, seed, variant = spec.prompt, spec.seed, spec.variant
                 await run_session(state, scenario, prompt, client, conn, seed, variant, limit_s)
             finally:
                 state.left_cassette = conn.left_cassette
+                state.server_tools = conn.listed
     finally:
         if capture is not None:
             # What was exchanged before a timeout or a failure was exchanged all the same.
@@ -200,7 +203,9 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         tool_calls=state.calls,
         setup_calls=state.setup_calls,
         left_cassette=state.left_cassette,
-        provenance=provenance(spec, settings, client.pins if client else {}),
+        provenance=provenance(spec, settings, client.pins if client else {}).model_copy(
+            update={"server_tools": state.server_tools}
+        ),
     )
     if spec.judge is not None and scenario.answer is not None and verdict.outcome not in UNGRADED:
         # Judged after the clock stopped: judging is never part of the trial's latency.

@@ -17,5 +17,13 @@ def replay_definition(server: ServerDef) -> ServerDef:
     if server.replay is None:
         return server
     command = ["{python}", "-m", SERVE_MODULE, server.replay]
+    if server.ignore:
+        command += ["--ignore", server.ignore.model_dump_json()]
+    if server.record == "new_episodes":
+        # The live server's command comes last, each word as written: the farm fills its
+        # placeholders ({sandbox}, {python}) like those of any command.
+        live = ["--live-url", server.url] if server.url else ["--live", *(server.command or [])]
+        update = {"command": [*command, *live], "url": None, "reset": "session"}
+        return server.model_copy(update=update)
     shared = SharedLaunch(command=[*command, "--transport", "http", "--shared", "--port", "{port}"])
     return server.model_copy(update={"command": command, "shared": shared, "reset": "session"})

@@ -1,7 +1,9 @@
 """Serve a cassette as an MCP server: the recorded tools, the recorded answers to recorded calls,
-and a tool error marked `not recorded` for any other call.
+and a tool error marked `not recorded` for any other call, or, recording new episodes, the live
+server's answer to it, added to the cassette.
 
     python -m mcp_farm.scenarios.cassette.serve CASSETTE [--transport http --port 8765]
+        [--ignore RULES] [--live-url URL | --live COMMAND...]
 
 A server definition with `replay: CASSETTE` starts this (scenarios/cassette/launch.py). Calls
 are matched by tool and the canonical JSON of their arguments; within one MCP session the n-th
@@ -12,26 +14,37 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ContentBlock, InputRequiredResult, TextContent, Tool
 from pydantic import TypeAdapter, ValidationError
 
+from mcp_farm.scenarios.cassette.live import LiveLaunch, LiveLink, LiveUnavailable
 from mcp_farm.scenarios.cassette.tape import (
     MISS_META,
     MISS_PREFIX,
     Cassette,
-    call_key,
+    Exchange,
+    add_to_cassette,
+    answers_by_key,
     load_cassette,
+    masked,
+    match_key,
+    recorded_answer,
+    recorded_tool,
 )
 from mcp_farm.scenarios.servers._sdk import (
     MCPServer,
     serve,
 )
-from mcp_farm.schema import SpecError, canonical_json, with_lines
+from mcp_farm.schema import IgnoreRules, SpecError, canonical_json, with_lines
 
 SESSION_HEADER = "mcp-session-id"
 """The header naming a session over streamable HTTP; stdio has one session, the process."""
@@ -42,38 +55,58 @@ SHOWN_ARGUMENTS = 300
 _BLOCK: TypeAdapter[Any] = TypeAdapter(ContentBlock)
 
 
-def _results(cassette: Cassette, source: str) -> dict[str, list[CallToolResult]]:
-    """Each recorded call's answers as MCP results; SpecError naming the field of a content
-    block MCP would not accept."""
-    found: dict[str, list[CallToolResult]] = {}
+def _checked(cassette: Cassette, source: str) -> None:
+    """SpecError naming the field of a content block MCP would not accept."""
     for i, exchange in enumerate(cassette.calls):
-        answers = []
         for j, answer in enumerate(exchange.answers):
-            blocks = []
             for k, block in enumerate(answer.content):
                 try:
-                    blocks.append(_BLOCK.validate_python(block))
+                    _BLOCK.validate_python(block)
                 except ValidationError as exc:
                     where = f"calls[{i}].answers[{j}].content[{k}]"
                     problem = exc.errors()[0]["msg"]
                     raise with_lines([SpecError(source, where, problem)])[0] from None
-            answers.append(
-                CallToolResult(
-                    content=blocks,
-                    structured_content=answer.structured_content,
-                    is_error=answer.is_error,
-                )
+
+
+def _results(
+    cassette: Cassette, source: str, rules: IgnoreRules
+) -> dict[str, list[CallToolResult]]:
+    """Each recorded call's answers as MCP results, by the key calls are matched by."""
+    _checked(cassette, source)
+    return {
+        key: [
+            CallToolResult(
+                content=[_BLOCK.validate_python(b) for b in answer.content],
+                structured_content=answer.structured_content,
+                is_error=answer.is_error,
             )
-        found[exchange.key] = answers
-    return found
+            for answer in answers
+        ]
+        for key, answers in answers_by_key(cassette, rules).items()
+    }
 
 
 class CassetteServer(MCPServer):
-    """An MCP server that lists a cassette's tools and answers from its recorded calls."""
+    """An MCP server that lists a cassette's tools and answers from its recorded calls; with
+    a live server (`live`), it records new episodes: what the cassette does not hold is asked
+    of the live server, served, and added to the cassette file."""
 
-    def __init__(self, cassette: Cassette, source: str) -> None:
-        super().__init__(cassette.server, instructions=cassette.instructions or None)
-        self.source = source
+    def __init__(
+        self,
+        cassette: Cassette,
+        source: str,
+        rules: IgnoreRules | None = None,
+        live: LiveLaunch | None = None,
+    ) -> None:
+        super().__init__(
+            cassette.server,
+            instructions=cassette.instructions or None,
+            lifespan=self._live_link if live is not None else None,
+        )
+        self.cassette, self.source, self.launch = cassette, source, live
+        self.link: LiveLink | None = None
+        self.live_keys: set[str] = set()
+        """Calls this process sent to the live server: they go there every time after."""
         self.tools = [
             Tool(
                 name=t.name,
@@ -84,18 +117,58 @@ class CassetteServer(MCPServer):
             )
             for t in cassette.tools
         ]
-        self.answers = _results(cassette, source)
+        self.rules = rules or IgnoreRules()
+        """What the server definition says to ignore in a call's arguments when matching."""
+        self.answers = _results(cassette, source, self.rules)
         self.served: dict[str, Counter[str]] = {}
         """Per MCP session, how often each recorded call was answered."""
 
+    @asynccontextmanager
+    async def _live_link(self, _server: Any) -> AsyncIterator[dict[str, Any]]:
+        """For the server's run: a link to the live server, opened at its first use."""
+        assert self.launch is not None
+        async with anyio.create_task_group() as tg:
+            self.link = LiveLink(tg, self.launch)
+            try:
+                yield {}
+            finally:
+                self.link.closed.set()
+
     async def list_tools(self) -> list[Tool]:
+        if not self.tools and self.link is not None:  # a cassette begun by this recording
+            try:
+                listed = await self.link.tools()
+            except LiveUnavailable:
+                return []  # the first call says why
+            begun = self.cassette.model_copy(update={"tools": [recorded_tool(t) for t in listed]})
+            await anyio.to_thread.run_sync(add_to_cassette, Path(self.source), begun, self.rules)
+            self.cassette, self.tools = begun, listed
         return self.tools
+
+    async def _recorded_live(
+        self, name: str, arguments: dict[str, Any], key: str
+    ) -> CallToolResult:
+        """The live server's answer to a call, added to the cassette file."""
+        assert self.link is not None
+        started = time.perf_counter()
+        try:
+            result = await self.link.call(name, arguments)
+        except LiveUnavailable as exc:
+            return _miss(name, arguments, f" Recording new episodes failed: {exc}")
+        answer = recorded_answer(result, time.perf_counter() - started)
+        exchange = Exchange(tool=name, arguments=masked(arguments), answers=[answer])
+        new = self.cassette.model_copy(update={"calls": [exchange]})
+        await anyio.to_thread.run_sync(add_to_cassette, Path(self.source), new, self.rules)
+        self.live_keys.add(key)
+        return result
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        key = call_key(name, arguments)
+        key = match_key(name, arguments, self.rules)
         answers = self.answers.get(key)
+        if self.link is not None and (answers is None or key in self.live_keys):
+            return await self._recorded_live(name, arguments, key)
         if answers is None:
             return _miss(name, arguments)
         headers = context.headers if context is not None else None
@@ -106,7 +179,7 @@ class CassetteServer(MCPServer):
         return answer
 
 
-def _miss(name: str, arguments: dict[str, Any]) -> CallToolResult:
+def _miss(name: str, arguments: dict[str, Any], why: str = "") -> CallToolResult:
     # Returned, not raised as a ToolError: the `_meta` marker must travel with the error so
     # the farm can mark the trial, whatever the error's text says.
     shown = canonical_json(arguments)
@@ -114,7 +187,7 @@ def _miss(name: str, arguments: dict[str, Any]) -> CallToolResult:
         shown = shown[:SHOWN_ARGUMENTS] + "…"
     text = (
         f"{MISS_PREFIX} {name} {shown}. This server replays recorded answers, and no call of "
-        f"{name} with these arguments was recorded."
+        f"{name} with these arguments was recorded.{why}"
     )
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
@@ -123,18 +196,47 @@ def _miss(name: str, arguments: dict[str, Any]) -> CallToolResult:
     )
 
 
-def build(path: Path) -> CassetteServer:
-    """The server for the cassette at `path`; SpecError naming the file when it is unusable."""
-    return CassetteServer(load_cassette(path), str(path))
+def build(
+    path: Path, rules: IgnoreRules | None = None, live: LiveLaunch | None = None
+) -> CassetteServer:
+    """The server for the cassette at `path`; SpecError naming the file when it is unusable.
+    Recording new episodes (`live`), a missing file is a cassette begun empty."""
+    if live is not None and not path.exists():
+        return CassetteServer(Cassette(server=path.stem, tools=[]), str(path), rules, live)
+    return CassetteServer(load_cassette(path), str(path), rules, live)
 
 
 def _args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cassette", type=Path, help="the cassette file (YAML) to serve")
+    parser.add_argument(
+        "--ignore",
+        default="{}",
+        help='the server definition\'s ignore rules, as JSON (`{"paths": [...], '
+        '"patterns": [...]}`): values of a call\'s arguments left out when matching',
+    )
+    parser.add_argument(
+        "--live-url", default=None, help="record new episodes from the live server at this URL"
+    )
+    parser.add_argument(
+        "--live",
+        nargs=argparse.REMAINDER,
+        default=None,
+        help="record new episodes from the live server this command starts (the rest of the "
+        "command line)",
+    )
 
 
 def _build_or_exit(args: argparse.Namespace) -> CassetteServer:
     try:
-        return build(args.cassette)
+        rules = IgnoreRules.model_validate_json(args.ignore)
+    except ValidationError as exc:
+        print(f"cannot serve the cassette: --ignore: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    live = None
+    if args.live_url or args.live:
+        live = LiveLaunch(command=list(args.live or []), url=args.live_url)
+    try:
+        return build(args.cassette, rules, live)
     except SpecError as exc:
         # stderr: on stdio, stdout is the protocol stream. The farm shows the server's stderr
         # log when a server fails to start.

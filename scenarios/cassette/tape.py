@@ -8,8 +8,11 @@ and spacing in the file do not matter. docs/cassettes.md describes the format an
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,9 +20,11 @@ import yaml
 from pydantic import Field
 
 from mcp_farm.schema import (
+    IgnoreRules,
     SpecError,
     canonical_json,
     digest,
+    mask_secrets,
     read_yaml,
     validate,
     with_lines,
@@ -64,12 +69,20 @@ class Answer(Strict):
     """How long the server took when the answer was first recorded (for people; the cassette
     server answers at once)."""
 
-    def same_as(self, other: Answer) -> bool:
-        """Whether two answers say the same (their timing aside)."""
-        return self.fingerprint() == other.fingerprint()
+    def same_as(self, other: Answer, rules: IgnoreRules | None = None) -> bool:
+        """Whether two answers say the same (their timing, and what `rules` ignore, aside)."""
+        return self.fingerprint(rules) == other.fingerprint(rules)
 
-    def fingerprint(self) -> str:
-        return digest([self.content, self.structured_content, self.is_error])
+    def fingerprint(self, rules: IgnoreRules | None = None) -> str:
+        if not rules:
+            return digest([self.content, self.structured_content, self.is_error])
+        content = [
+            {**b, "text": rules.in_result(b["text"])}
+            if isinstance(b.get("text"), str)
+            else rules.applied(b)
+            for b in self.content
+        ]
+        return digest([content, rules.applied(self.structured_content), self.is_error])
 
 
 class Exchange(Strict):
@@ -84,6 +97,10 @@ class Exchange(Strict):
     @property
     def key(self) -> str:
         return call_key(self.tool, self.arguments)
+
+    def key_under(self, rules: IgnoreRules | None) -> str:
+        """What the call is matched by, the values `rules` ignore aside (`match_key`)."""
+        return match_key(self.tool, self.arguments, rules)
 
 
 class Cassette(Strict):
@@ -107,6 +124,24 @@ class Cassette(Strict):
 def call_key(tool: str, arguments: dict[str, Any]) -> str:
     """What a call is matched by: its tool and the canonical JSON of its arguments."""
     return canonical_json([tool, arguments])
+
+
+def match_key(tool: str, arguments: dict[str, Any], rules: IgnoreRules | None) -> str:
+    """`call_key` of the arguments with what the server's ignore rules name replaced: two
+    calls that differ only in an ignored value (a timestamp) are one call."""
+    return call_key(tool, rules.applied(arguments) if rules else arguments)
+
+
+def answers_by_key(cassette: Cassette, rules: IgnoreRules | None) -> dict[str, list[Answer]]:
+    """Each call's answers by `match_key`; entries the rules make one call pool their answers,
+    in the file's order, each distinct answer once."""
+    found: dict[str, list[Answer]] = {}
+    for exchange in cassette.calls:
+        answers = found.setdefault(exchange.key_under(rules), [])
+        for answer in exchange.answers:
+            if not any(answer.same_as(a, rules) for a in answers):
+                answers.append(answer)
+    return found
 
 
 def _problems(cassette: Cassette, source: str) -> list[SpecError]:
@@ -189,20 +224,87 @@ def write_cassette(cassette: Cassette, path: Path) -> None:
         raise
 
 
-def merged(old: Cassette | None, new: Cassette) -> Cassette:
+def merged(old: Cassette | None, new: Cassette, rules: IgnoreRules | None = None) -> Cassette:
     """`old` with what `new` adds: its tool list and instructions (the latest listing wins),
-    calls it lacks, and answers its calls lack (after those already there)."""
+    calls it lacks, and answers its calls lack (after those already there); calls and
+    answers that differ only in what `rules` ignore are the same."""
     if old is None:
         return new
-    calls = {exchange.key: exchange for exchange in old.calls}
+    calls = {exchange.key_under(rules): exchange for exchange in old.calls}
     for exchange in new.calls:
-        known = calls.get(exchange.key)
+        key = exchange.key_under(rules)
+        known = calls.get(key)
         if known is None:
-            calls[exchange.key] = exchange
+            calls[key] = exchange
             continue
         answers = list(known.answers)
         for answer in exchange.answers:
-            if not any(answer.same_as(a) for a in answers):
+            if not any(answer.same_as(a, rules) for a in answers):
                 answers.append(answer)
-        calls[exchange.key] = known.model_copy(update={"answers": answers})
+        calls[key] = known.model_copy(update={"answers": answers})
     return new.model_copy(update={"calls": list(calls.values())})
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the cassette's lock file (`.<file>.lock` beside it): one writer at a time, across
+    threads and processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.with_name(f".{path.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def add_to_cassette(path: Path, new: Cassette, rules: IgnoreRules | None = None) -> Cassette:
+    """Merge `new` into the cassette at `path` (created when missing) under its lock; the
+    cassette as written."""
+    with locked(path):
+        whole = merged(load_cassette(path) if path.exists() else None, new, rules)
+        write_cassette(whole, path)
+    return whole
+
+
+def masked(value: Any) -> Any:
+    """A JSON value with every secret the process knows masked (`mask_secrets`), keys too."""
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, dict):
+        return {mask_secrets(str(k)): masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(v) for v in value]
+    return value
+
+
+def recorded_tool(tool: Any) -> RecordedTool:
+    """A listed MCP tool as a cassette holds it, secrets masked."""
+    annotations = tool.annotations
+    return RecordedTool.model_validate(
+        masked(
+            {
+                "name": tool.name,
+                "description": tool.description or "",
+                "input_schema": dict(tool.input_schema or {}),
+                "output_schema": tool.output_schema,
+                "annotations": annotations.model_dump(mode="json", exclude_none=True)
+                if annotations
+                else None,
+            }
+        )
+    )
+
+
+def recorded_answer(result: Any, latency_s: float) -> Answer:
+    """An MCP call result as a cassette holds it, whole, secrets masked."""
+    return Answer.model_validate(
+        masked(
+            {
+                "content": [b.model_dump(mode="json", exclude_none=True) for b in result.content],
+                "structured_content": result.structured_content,
+                "is_error": bool(result.is_error),
+                "latency_s": round(latency_s, 6),
+            }
+        )
+    )

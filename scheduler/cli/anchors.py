@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -50,16 +51,25 @@ def lock_cmd(
     threshold: Annotated[
         float, typer.Option(help="Spearman's ρ the judge must reach; kept in the sealed lock")
     ] = 0.85,
+    allow_lower_threshold: Annotated[
+        bool,
+        typer.Option(
+            "--allow-lower-threshold",
+            help="Accept a threshold below 0.85 (every verdict shows the gate as lowered)",
+        ),
+    ] = False,
 ) -> None:
     """Freeze the anchor transcripts, what the judge is shown from their scenarios (reference
     answers, terms, citations), the rubric, the gold scores and the gate's threshold."""
-    from mcp_farm.scenarios.anchors import anchor_folder, load_anchors, write_lock
+    from mcp_farm.scenarios.anchors import THRESHOLD, anchor_folder, load_anchors, write_lock
 
     anchors = load_anchors(anchor_folder(folder))
-    path = write_lock(anchors, threshold)
+    path = write_lock(anchors, threshold, allow_lower=allow_lower_threshold)
+    lowered = f" (lowered below the seed's {THRESHOLD:g})" if threshold < THRESHOLD else ""
     console.print(
         f"locked {len(anchors.anchors)} anchors with their scenarios' reference answers and "
-        f"terms, rubric {anchors.rubric_id}, gold scores and threshold ρ ≥ {threshold:g} in {path}"
+        f"terms, rubric {anchors.rubric_id}, gold scores and threshold ρ ≥ {threshold:g}"
+        f"{lowered} in {path}"
     )
 
 
@@ -112,8 +122,10 @@ def verify_cmd(
         anchor_folder,
         load_anchors,
         lock_problems,
+        lock_sha256,
         lock_threshold,
         read_lock,
+        shown_folder,
     )
     from mcp_farm.schema import load_task
     from mcp_farm.schema.tasks.messages import (
@@ -149,13 +161,14 @@ def verify_cmd(
             f"judge {found.judge}: ρ = {rho:.3f} over {_pairs(anchors.gold)} anchor × criterion "
             f"scores ({found.unreadable} unreadable), {found.judge_s:.1f} s"
         )
-    _record(engine_from(settings), judge, anchors, rho, problems)
+    gate = Gate(shown_folder(anchors.folder), lock_sha256(anchors.folder), threshold)
+    _record(engine_from(settings), judge, anchors, rho, problems, gate)
     if problems:
-        console.print("[bold red]anchor gate failed[/bold red]")
+        console.print(f"[bold red]anchor gate failed[/bold red] {gate.said()}", highlight=False)
         for problem in problems:
             console.print(f"  ✗ {problem}", highlight=False)
         raise typer.Exit(GATE_FAILED)
-    console.print(f"[green]anchor gate passed[/green] (ρ ≥ {threshold:g})")
+    console.print(f"[green]anchor gate passed[/green] {gate.said()}", highlight=False)
 
 
 def _pairs(gold: dict[str, dict[str, float]]) -> int:
@@ -177,8 +190,31 @@ def _agreement(
     return rho, ""
 
 
+@dataclass(frozen=True)
+class Gate:
+    """What one gate run verifies: the anchor folder, its lock's hash and the threshold."""
+
+    folder: str
+    lock: str
+    threshold: float
+
+    def said(self) -> str:
+        """`(ρ ≥ 0.85; anchors scenarios/anchors/code, lock 1a2b3c4d5e6f)`, the threshold
+        marked when it is below the seed's."""
+        from mcp_farm.scenarios.anchors import THRESHOLD
+
+        low = f", LOWERED below {THRESHOLD:g}" if self.threshold < THRESHOLD else ""
+        lock = f"lock {self.lock[:12]}" if self.lock else "no lock"
+        return f"(ρ ≥ {self.threshold:g}{low}; anchors {self.folder}, {lock})"
+
+
 def _record(
-    engine: Engine, judge: JudgeSettings, anchors: AnchorSet, rho: float | None, problems: list[str]
+    engine: Engine,
+    judge: JudgeSettings,
+    anchors: AnchorSet,
+    rho: float | None,
+    problems: list[str],
+    gate: Gate,
 ) -> None:
     from mcp_farm.scheduler.scorecard.queries.answers import record_anchor_check
 
@@ -192,4 +228,7 @@ def _record(
         rho=None if rho is None or rho != rho else rho,
         passed=not problems,
         detail="; ".join(problems),
+        folder=gate.folder,
+        lock_sha256=gate.lock,
+        threshold=gate.threshold,
     )

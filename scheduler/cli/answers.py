@@ -35,11 +35,11 @@ def plan_cmd(
 ) -> None:
     """From the sweep's judge σ (scenario level): the judge runs per transcript, and the
     scenarios at the sweep's runs, that resolve DIFFERENCE between two configurations' means,
-    at the two-sided 95% threshold and with POWER."""
+    at the two-sided 95% threshold and with POWER, by a t-test that estimates σ from the runs."""
     from mcp_farm.scheduler.operations.progress import latest_sweep_id
     from mcp_farm.scheduler.operations.queries import check_sweep
     from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
-    from mcp_farm.scheduler.statistics.judge_variance import plan
+    from mcp_farm.scheduler.statistics.power import plan
 
     if not 0 < difference <= 1:
         raise SpecError("--difference", str(difference), "must lie in (0, 1]")
@@ -60,9 +60,13 @@ def plan_cmd(
         )
     scenarios = max(1, len({r.key for r in card.answers.of("scenario")}) if card.answers else 0)
     table = Table(header_style="bold", pad_edge=False)
-    heads = ["judge", "rubric", "σ scenario", "runs now", "to reach", "Δ now"]
-    heads += ["runs, one scenario", f"runs per transcript ({scenarios} scenarios)"]
-    heads += ["scenarios at runs now"]
+    of = f"{scenarios} scenario{'' if scenarios == 1 else 's'}"
+    runs_now = sorted({j.runs for j in judges})
+    heads = ["judge", "rubric", "σ of one run's scenario mean", "runs now", "to reach"]
+    heads += [f"Δ now, configuration mean ({of})"]
+    heads += ["runs, one scenario's mean alone"]
+    heads += [f"runs per transcript, configuration mean ({of})"]
+    heads += ["scenarios, configuration mean at runs now"]
     for head in heads:
         table.add_column(head, overflow="fold")
     powers = dict.fromkeys([0.5, power])  # the threshold, then the power asked for
@@ -76,19 +80,26 @@ def plan_cmd(
                 f"{j.sigma_scenario:.3f}",
                 str(j.runs),
                 "95% threshold" if p == 0.5 else f"{p:.0%} power",
-                f"{made.detectable_now:.3f}",
-                str(made.runs_one_scenario),
-                str(made.runs_per_transcript),
-                str(made.scenarios),
+                "–" if made.detectable_now is None else f"{made.detectable_now:.3f}",
+                _count(made.runs_one_scenario),
+                _count(made.runs_per_transcript),
+                _count(made.scenarios),
             )
     console.print(
-        f"To resolve Δ = {difference:g} between two configurations' means (two-sided 95%) in "
-        f"sweep {sweep_id}, {scenarios} scenarios:"
+        f"To resolve Δ = {difference:g} between two configurations' means (two-sided 95% t-test, "
+        f"σ estimated from the runs) in sweep {sweep_id}, {of} at "
+        f"{'/'.join(map(str, runs_now))} judge runs:"
     )
     console.print(table)
     console.print(
-        "[dim]Judge noise only, not the spread between scenarios. A configuration's mean over S "
-        "scenarios of R judge runs each carries judge error σ/√(R·S): R·S must reach the runs "
-        "one scenario needs. Δ now: what the sweep resolves today. At the 95% threshold a true "
-        "Δ is found half the time; plan by the power row.[/dim]"
+        "[dim]Judge noise only, not the spread between scenarios. One scenario's mean alone: "
+        "two means of N runs, σ on 2N − 2 degrees of freedom. A configuration's mean over S "
+        "scenarios of R runs averages R·S readings, σ on 2·S·(R − 1). Δ now: what the sweep "
+        "resolves today, per configuration (the scorecard's judge table gives it per scenario). "
+        "At the 95% threshold a true Δ is found about half the time; plan by the power row. "
+        "–: out of reach (one run gives σ no degrees of freedom).[/dim]"
     )
+
+
+def _count(value: int | None) -> str:
+    return "–" if value is None else str(value)

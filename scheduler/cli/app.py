@@ -12,6 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from mcp_farm.scheduler.cli import (
+    explore as cli_explore,
+)
+from mcp_farm.scheduler.cli import (
     nodes as cli_nodes,
 )
 from mcp_farm.scheduler.cli import (
@@ -58,6 +61,7 @@ app.command()(rescore)
 app.command()(replay)
 cli_nodes.register(app)
 cli_report.register(app)
+cli_explore.register(app)
 
 
 @app.callback()

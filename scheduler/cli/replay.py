@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
 from mcp_farm.scheduler.cli.common import (
+    GATE_FAILED,
     BrokerOption,
     DataDirOption,
     DbOption,
@@ -21,7 +25,7 @@ if TYPE_CHECKING:
 
     from mcp_farm.scheduler.operations.progress import SweepProgress
     from mcp_farm.scheduler.submission.expand import Plan
-    from mcp_farm.scheduler.submission.replay import TrialChange
+    from mcp_farm.scheduler.submission.replay import ToolChange, TrialChange
     from mcp_farm.schema import Settings
 
 
@@ -39,6 +43,20 @@ def replay(
             "lists the changes",
         ),
     ] = False,
+    fail_on_change: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-change",
+            help="Exit 1 when any trial or any server's tool list changed (after the servers' "
+            "ignore rules), for CI",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the changes as one JSON document on stdout (notes go to stderr)"
+        ),
+    ] = False,
     db: DbOption = None,
     data_dir: DataDirOption = None,
     broker: BrokerOption = None,
@@ -51,6 +69,7 @@ def replay(
 
     A replay already recorded is not run again (--rerun does): its changes are listed from the
     stored results, or, while its trials are still queued on the farm, how far it has got.
+    Values the servers' `ignore:` rules name (timestamps, random ids) are not compared.
     """
     from mcp_farm.scheduler.operations.progress import sweep_progress
     from mcp_farm.scheduler.operations.queries import EMBEDDED_QUEUE
@@ -60,6 +79,8 @@ def replay(
     from mcp_farm.scheduler.submission.replay import replay_spec, with_recordings
     from mcp_farm.schema import FarmError, SweepSpec
 
+    notes = Console(stderr=True) if as_json else console
+    listing = Listing(as_json=as_json, fail_on_change=fail_on_change, notes=notes)
     settings = settings_from(db, data_dir, broker)
     engine = engine_from(settings)
     stored = sweep_spec_json(engine=engine, sweep_id=sweep_id)
@@ -69,7 +90,7 @@ def replay(
     recorded = recorded_trials(engine=engine, sweep_id=sweep_id)
     plan = expand(replay_spec(source, sweep_id), f"replay of {sweep_id}")
     plan = with_recordings(plan, recorded, sweep_id)
-    console.print(
+    notes.print(
         f"[bold]{plan.sweep_id}[/bold]: {len(plan.trials)} recorded trials of {sweep_id} "
         "replayed against today's servers (no model runs: this measures the servers)"
     )
@@ -81,8 +102,8 @@ def replay(
     on_farm = before is not None and bool(set(before.by_queue) - {EMBEDDED_QUEUE})
     if before is not None and (on_farm or submit):
         if not rerun:  # recorded already: its changes, once its trials are done
-            if not _still_running(before, sweep_id):
-                report_changes(engine, sweep_id, plan.sweep_id, recorded)
+            if not _still_running(before, sweep_id, notes):
+                report_changes(engine, plan, sweep_id, recorded, listing)
             return
         if before.remaining and on_farm:
             raise FarmError(
@@ -92,21 +113,31 @@ def replay(
             )
     if submit:
         submit_replay(plan, settings, engine, again=before is not None)
-        console.print(
+        notes.print(
             f"when its trials are done, `farm replay {sweep_id}` lists the changes "
             f"(watch: farm sweep status {plan.sweep_id} --watch)",
             highlight=False,
         )
         return
-    run_embedded(plan=plan, settings=settings, engine=engine, console=console, rerun=rerun)
-    report_changes(engine, sweep_id, plan.sweep_id, recorded)
+    run_embedded(plan=plan, settings=settings, engine=engine, console=notes, rerun=rerun)
+    report_changes(engine, plan, sweep_id, recorded, listing)
 
 
-def _still_running(progress: SweepProgress, source_id: str) -> bool:
+@dataclass(frozen=True)
+class Listing:
+    """How `farm replay` lists what it found."""
+
+    as_json: bool
+    fail_on_change: bool
+    notes: Console
+    """Where lines for people go: stdout, or stderr when stdout carries JSON."""
+
+
+def _still_running(progress: SweepProgress, source_id: str, notes: Console) -> bool:
     """Say how far a replay on the farm has got, when it has trials left; whether it has."""
     if not progress.remaining:
         return False
-    console.print(
+    notes.print(
         f"[yellow]not finished[/yellow]: {progress.finished}/{progress.total} trials of "
         f"{progress.sweep_id} done. Watch it with `farm sweep status {progress.sweep_id} "
         f"--watch`, then run `farm replay {source_id}` again for the changes.",
@@ -118,8 +149,6 @@ def _still_running(progress: SweepProgress, source_id: str) -> bool:
 def submit_replay(plan: Plan, settings: Settings, engine: Engine, *, again: bool) -> None:
     """Record the replay's trials and publish them to their queue, like `farm sweep submit`;
     `again` (a --rerun of a recorded replay) makes every trial pending and publishes it anew."""
-    from rich.console import Console
-
     from mcp_farm.scheduler.cli.sweep import warn_if_local
     from mcp_farm.scheduler.submission.publish import publish_trials
     from mcp_farm.scheduler.submission.queries import record_plan, reopen_for_rerun
@@ -139,20 +168,95 @@ def submit_replay(plan: Plan, settings: Settings, engine: Engine, *, again: bool
     console.print(f"published {published} replay trials to {where}", highlight=False)
 
 
-def report_changes(engine: Engine, source_id: str, replay_id: str, recorded: list[Any]) -> None:
+def report_changes(
+    engine: Engine, plan: Plan, source_id: str, recorded: list[Any], listing: Listing
+) -> None:
     """List what the replay changed, from the stored results of both sweeps (`recorded`: the
-    source sweep's trials, already read)."""
+    source sweep's trials, already read), the servers' ignore rules applied; exit 1 on a
+    change when `listing.fail_on_change`."""
     from mcp_farm.scheduler.submission.queries import recorded_calls, recorded_trials
-    from mcp_farm.scheduler.submission.replay import changes
+    from mcp_farm.scheduler.submission.replay import (
+        changes,
+        ignore_rules,
+        listed_tools,
+        tool_changes,
+    )
 
+    replay_id = plan.sweep_id
+    replayed = recorded_trials(engine=engine, sweep_id=replay_id)
     found = changes(
         recorded,
-        recorded_trials(engine=engine, sweep_id=replay_id),
+        replayed,
         recorded_calls(engine=engine, sweep_id=source_id),
         recorded_calls(engine=engine, sweep_id=replay_id),
+        ignore_rules(plan),
     )
-    print_changes(found, len(recorded))
-    console.print(f"[dim]farm compare {source_id} {replay_id}[/dim]", highlight=False)
+    was_tools = listed_tools(recorded)
+    tools = tool_changes(was_tools, listed_tools(replayed))
+    if listing.as_json:
+        document = changes_document(source_id, replay_id, len(recorded), found, tools)
+        typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+    else:
+        print_tool_changes(tools, known=bool(was_tools))
+        print_changes(found, len(recorded))
+        console.print(f"[dim]farm compare {source_id} {replay_id}[/dim]", highlight=False)
+    if listing.fail_on_change and (found or tools):
+        listing.notes.print(
+            f"[red]changed[/red]: {len(found)} trial(s), {len(tools)} tool(s) (--fail-on-change)",
+            highlight=False,
+        )
+        raise typer.Exit(GATE_FAILED)
+
+
+def changes_document(
+    source_id: str,
+    replay_id: str,
+    total: int,
+    found: list[TrialChange],
+    tools: list[ToolChange],
+) -> dict[str, Any]:
+    """The changes as `farm replay --json` prints them (docs/replay.md, "For CI")."""
+    return {
+        "version": 1,
+        "source": source_id,
+        "replay": replay_id,
+        "trials": total,
+        "changed": len(found),
+        "outcomes_changed": sum(1 for c in found if c.outcome_changed),
+        "tools": [asdict(t) for t in tools],
+        "changes": [
+            {
+                **dict(zip(KEY_FIELDS, change.key, strict=True)),
+                "before": change.before,
+                "after": change.after,
+                "calls": [
+                    {
+                        "index": c.index,
+                        "tool": c.tool,
+                        "kind": c.kind,
+                        "detail": c.detail,
+                        "diff": c.diff,
+                    }
+                    for c in change.calls
+                ],
+            }
+            for change in found
+        ],
+    }
+
+
+KEY_FIELDS = ("model", "prompt", "scenario", "toolset", "repetition", "wording")
+"""The names of a trial key's parts in `farm replay --json`."""
+
+
+def print_tool_changes(tools: list[ToolChange], *, known: bool) -> None:
+    if not known:
+        console.print(
+            "[dim]tool lists: not compared (the recording predates their record)[/dim]",
+            highlight=False,
+        )
+    for t in tools:
+        console.print(f"tool {escape(t.server)}.{escape(t.tool)}: {t.what}", highlight=False)
 
 
 def print_changes(found: list[TrialChange], total: int) -> None:

@@ -245,14 +245,16 @@ def compare_cmd(
             f"{100 * d.low:+.0f}…{100 * d.high:+.0f}",
             f"{c.p_adjusted:.3f}",
             f"{pct(c.first_try[0])}→{pct(c.first_try[1])}",
-            f"[{colour}]{c.verdict}[/{colour}]",
+            f"[{colour}]{c.verdict_text}[/{colour}]",
         )
     console.print(table)
     regressions = sum(1 for c in found if c.verdict == "regression")
     improvements = sum(1 for c in found if c.verdict == "improvement")
+    unresolved = sum(1 for c in found if c.verdict == "not significant")
     console.print(
         f"{len(found)} cells compared: {regressions} regression(s), {improvements} "
         f"improvement(s), {len(found) - regressions - improvements} without a significant change"
+        + (f" ({unresolved} with too few trials to tell)" if unresolved else "")
         + ("" if all_cells else " (--all lists them)")
     )
     if fail_on_regression and regressions:

@@ -130,16 +130,19 @@ def validate(
     data_dir: DataDirOption = None,
 ) -> None:
     """Check every suite file and print every problem, with its line; exit 1 if there is any."""
-    from mcp_farm.scenarios.validate import check_file, suite_files
+    from mcp_farm.scenarios.validate import check_parts, suite_files
     from mcp_farm.schema.tasks.messages import SuiteToCheck
 
     files = suite_files(paths or [])
-    found = {str(path): check_file(path) for path in files}
-    parsed = [SuiteToCheck(source=k, suite=s) for k, (s, _) in found.items() if s is not None]
-    more = _call_problems(parsed, settings_from(data_dir=data_dir), start_servers=servers)
+    found = {str(path): check_parts(path) for path in files}
+    # What parsed of each file, even of one with schema errors: every check runs on it.
+    parsed = [
+        SuiteToCheck(source=k, suite=c.checked) for k, c in found.items() if c.checked is not None
+    ]
+    more, notes = _call_problems(parsed, settings_from(data_dir=data_dir), start_servers=servers)
     printed: set[str] = set()
-    for source, (_suite, problems) in found.items():
-        mine = [*problems, *(p for p in more if p.source == source)]
+    for source, checked in found.items():
+        mine = [*checked.problems, *checked.own(p for p in more if p.source == source)]
         # In the order of the file (a catalogue server's problems after the file's own).
         for problem in sorted(mine, key=lambda p: (p.source != source, p.line or 0)):
             if str(problem) in printed:
@@ -147,6 +150,9 @@ def validate(
             printed.add(str(problem))
             # Escaped: a problem quotes the file's values (a pattern like `[a-z]`), not markup.
             console.print(f"[red]✗[/red] {escape(str(problem))}", highlight=False)
+    for source, checked in found.items():
+        for note in checked.own(n for n in notes if n.source == source):
+            console.print(f"[yellow]![/yellow] {escape(str(note))}", highlight=False)
     if printed:
         console.print(f"[bold red]{len(printed)} problem(s)[/bold red] in {len(files)} file(s)")
         raise typer.Exit(1)
@@ -156,11 +162,11 @@ def validate(
 
 def _call_problems(
     suites: list[SuiteToCheck], settings: Settings, *, start_servers: bool
-) -> list[SpecError]:
+) -> tuple[list[SpecError], list[SpecError]]:
     """What the workers' code checks (`farm.check_calls`, found by name: the scheduler never
     imports the workers): examples against their steps' matchers, and, with `start_servers`,
-    tool names and matcher shapes against what the servers list."""
-    from mcp_farm.schema import SpecError, load_task, with_lines
+    tool names and matcher shapes against what the servers list. Problems, then notes."""
+    from mcp_farm.schema import SpecError, load_task
     from mcp_farm.schema.tasks.messages import (
         CallCheckRequest,
         CallCheckResult,
@@ -168,12 +174,15 @@ def _call_problems(
     )
 
     if not suites:
-        return []
+        return [], []
     request = CallCheckRequest(suites=suites, start_servers=start_servers)
     with console.status("starting the suites' servers" if start_servers else "checking examples"):
         reply = load_task("farm.check_calls")(request, settings)
     result = read_result("farm.check_calls", reply, CallCheckResult)
-    return with_lines(SpecError(p.source, p.field, p.problem) for p in result.problems)
+    return (
+        [SpecError(p.source, p.field, p.problem) for p in result.problems],
+        [SpecError(n.source, n.field, n.problem) for n in result.notes],
+    )
 
 
 def _tools(scenario: Scenario) -> str:

@@ -12,6 +12,7 @@ from mcp_farm.scheduler.report.cells import (
     secs,
 )
 from mcp_farm.schema.scorecard import (
+    ANCHOR_THRESHOLD,
     AnswerQuality,
     AnswerRow,
     JudgeVariance,
@@ -53,7 +54,13 @@ LAYER_HEADS += ["grounding", "effic.", "adoption", "fluency", "discover"]
 PHASE_HEADS = ["model", "config", "grounded", "unresolved", "halluc.", "reasoning", "tool I/O"]
 PHASE_HEADS += ["verification", "model s", "judge s"]
 JUDGE_HEADS = ["judge", "rubric", "trials×runs", "unreadable", "σ criterion", "σ step"]
-JUDGE_HEADS += ["σ scenario", "ICC(1)", "resolves Δ≥", "Δ at 80% power", "noise floor", "anchors"]
+JUDGE_HEADS += [
+    "σ scenario",
+    "ICC(1)",
+    "scenario means: resolves Δ≥",
+    "scenario means: Δ at 80% power",
+]
+JUDGE_HEADS += ["noise floor", "anchors"]
 
 
 def answer_tables(answers: AnswerQuality) -> list[AnswerTable]:
@@ -82,7 +89,8 @@ def answer_tables(answers: AnswerQuality) -> list[AnswerTable]:
                 JUDGE_HEADS,
                 [_judge_cells(j) for j in answers.judges],
                 "Rankings use scenario-level means; criterion differences below the noise "
-                "floor are noise.",
+                "floor are noise. Resolution: between two scenario means (t-test on the runs); "
+                "`farm answers plan` gives it for configuration means.",
             )
         )
     return tables
@@ -117,11 +125,24 @@ def _judge_cells(j: JudgeVariance) -> list[str]:
 
 
 def _anchors(judge: JudgeVariance) -> str:
-    """The latest gate run's verdict, with its ρ and when it ran."""
+    """The deciding gate run's verdict, with its ρ, the threshold it required (marked when
+    lowered below the seed's), the anchor folder and lock it verified, and when it ran."""
     rho = judge.anchor_rho
     shown = judge.anchors if rho is None else f"{judge.anchors} ρ={rho:.2f}"
+    if judge.anchor_threshold is not None:
+        shown += f" ≥ {judge.anchor_threshold:g}" if rho is not None else ""
+        shown += f", threshold {judge.anchor_threshold:g}" if rho is None else ""
+        if judge.anchor_lowered:
+            shown += f", LOWERED below {ANCHOR_THRESHOLD:g}"
+    what = []
+    if judge.anchor_folder:
+        what.append(f"anchors {judge.anchor_folder}")
+    if judge.anchor_lock:
+        what.append(f"lock {judge.anchor_lock[:12]}")
     when = judge.anchor_checked_at
-    return shown if when is None else f"{shown} ({when:%Y-%m-%d %H:%M} UTC)"
+    if when is not None:
+        what.append(f"{when:%Y-%m-%d %H:%M} UTC")
+    return f"{shown} ({', '.join(what)})" if what else shown
 
 
 def _tokens(row: AnswerRow, phase: str) -> str:
@@ -159,6 +180,13 @@ def answer_properties(answers: AnswerQuality, row: AnswerRow) -> list[tuple[str,
         ]
         if j.anchor_checked_at is not None:
             found.append((f"{prefix}.anchors_checked_at", j.anchor_checked_at.isoformat()))
+        found += [
+            (f"{prefix}.anchors_folder", j.anchor_folder),
+            (f"{prefix}.anchors_lock", j.anchor_lock),
+            (f"{prefix}.anchors_threshold", j.anchor_threshold),
+        ]
+        if j.anchor_threshold is not None:
+            found.append((f"{prefix}.anchors_lowered", str(j.anchor_lowered).lower()))
     return [
         (name, value if isinstance(value, str) else f"{value:.4f}")
         for name, value in found

@@ -26,6 +26,7 @@ from mcp_farm.scheduler.statistics.judge_variance import (
 )
 from mcp_farm.schema import JudgeSettings
 from mcp_farm.schema.scorecard import (
+    ANCHOR_THRESHOLD,
     AnswerQuality,
     AnswerRow,
     JudgeVariance,
@@ -139,16 +140,30 @@ def _variance(
 
 
 def _verdict(check: Any | None) -> dict[str, Any]:
-    """The JudgeVariance fields of an anchor check row (`passed`, `rho`, `checked_at`)."""
+    """The JudgeVariance fields of the deciding anchor check row: its verdict, ρ and time, and
+    what it verified (folder, lock hash, threshold, whether that was lowered)."""
     if check is None:
-        return {"anchors": "unverified", "anchor_rho": None, "anchor_checked_at": None}
-    checked = check[2]
+        return {
+            "anchors": "unverified",
+            "anchor_rho": None,
+            "anchor_checked_at": None,
+            "anchor_folder": None,
+            "anchor_lock": None,
+            "anchor_threshold": None,
+            "anchor_lowered": False,
+        }
+    checked = check.checked_at
     if isinstance(checked, str):  # SQLite hands timestamps back as text
         checked = datetime.fromisoformat(checked)
+    threshold = check.threshold
     return {
-        "anchors": "verified" if check[0] else "failed",
-        "anchor_rho": check[1],
+        "anchors": "verified" if check.passed else "failed",
+        "anchor_rho": check.rho,
         "anchor_checked_at": checked,
+        "anchor_folder": check.folder or None,
+        "anchor_lock": check.lock_sha256 or None,
+        "anchor_threshold": threshold,
+        "anchor_lowered": threshold is not None and threshold < ANCHOR_THRESHOLD,
     }
 
 

@@ -25,6 +25,8 @@ from mcp_farm.scheduler.statistics.rates import (
     compare_rates,
     first_try_rate,
     holm,
+    resolved,
+    trials_to_resolve,
 )
 from mcp_farm.schema import UNGRADED, SpecError
 
@@ -75,9 +77,30 @@ class Compared:
 
     @property
     def verdict(self) -> str:
-        if not self.significant:
-            return "same"
-        return "regression" if self.diff.diff < 0 else "improvement"
+        """`regression` or `improvement` when significant; `same` when the interval lies
+        within ±EQUIVALENCE; otherwise `not significant`: too few trials to tell."""
+        if self.significant:
+            return "regression" if self.diff.diff < 0 else "improvement"
+        return "same" if resolved(self.diff) else "not significant"
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict as a report shows it: an unresolved cell says its trials and about how
+        many repetitions (per scenario of the cell) would resolve it."""
+        if self.verdict != "not significant":
+            return self.verdict
+        d = self.diff
+        sizes = f"n={d.a_n}" if d.a_n == d.b_n else f"n={d.a_n}/{d.b_n}"
+        needed = trials_to_resolve(d)
+        scenarios = max(d.clusters, 1)
+        if needed is None:
+            return f"not significant ({sizes}): a difference this small needs far more trials"
+        repetitions = -(-needed // scenarios)
+        return (
+            f"not significant ({sizes}): about {repetitions} repetitions a side"
+            + (f" of its {scenarios} scenarios" if scenarios > 1 else "")
+            + " would resolve it"
+        )
 
 
 def _cells(
@@ -136,5 +159,5 @@ def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Com
             Compared(dimension, key[1], d, p, (left_first.get(key), right_first.get(key)))
             for key, d, p in zip(keys, diffs, adjusted, strict=True)
         ]
-    rank = {"regression": 0, "improvement": 1, "same": 2}
+    rank = {"regression": 0, "improvement": 1, "not significant": 2, "same": 3}
     return sorted(found, key=lambda c: (rank[c.verdict], c.diff.diff, c.dimension, c.label))

@@ -16,14 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from mcp_farm.scheduler.statistics.power import detectable
 from mcp_farm.scheduler.statistics.rates import (
-    Z95,
     student_p,
     student_quantile,
 )
@@ -53,12 +52,13 @@ class Variance:
     variance that is the trials and not the judge (negative when the judge's spread exceeds
     the trials'). None with fewer than 2 trials of ≥ 2 readable runs, or no variance at all."""
     resolution: float | None
-    """Smallest resolvable difference of two scenario-level means: 1.96·√2·sigma_scenario/√R.
-    A scenario mean over R runs carries judge error σ/√R; two independent ones differ with
-    error √2·σ/√R, and 1.96 of those is the two-sided 95% threshold."""
+    """Per scenario: the smallest resolvable difference of two scenario-level means,
+    t·√2·sigma_scenario/√R with t the two-sided 95% critical value on 2R − 2 degrees of freedom
+    (the test estimates σ from the two means' runs). A scenario mean over R runs carries judge
+    error σ/√R; two independent ones differ with error √2·σ/√R. None below R = 2."""
     resolution_80: float | None
-    """The difference that crosses that threshold 80% of the time (80% power):
-    (1.96 + 0.84)·√2·sigma_scenario/√R. The figure to plan judge runs by."""
+    """Per scenario: the difference that t-test finds 80% of the time (noncentral t). The
+    figure to plan judge runs by."""
     trials: int
     runs: int
     """R: the most common number of readable runs per trial (the smaller on a tie)."""
@@ -190,9 +190,9 @@ def judge_variance(
     per_trial = np.bincount(trial_cells[0]) if trial_cells[0].size else trial_cells[0]
     runs = _mode(per_trial[per_trial > 0])
     resolution = resolution_80 = None
-    if sigma_scenario is not None and runs > 0:
-        resolution = Z95 * math.sqrt(2) * sigma_scenario / math.sqrt(runs)
-        resolution_80 = detectable(sigma_scenario, runs, 0.8)
+    if sigma_scenario is not None and runs >= 2:
+        resolution = detectable(sigma_scenario, runs, 2 * runs - 2, 0.5)
+        resolution_80 = detectable(sigma_scenario, runs, 2 * runs - 2, 0.8)
     return Variance(
         sigma_criterion=_pooled(variances),
         sigma_step=sigma_step,
@@ -206,51 +206,6 @@ def judge_variance(
         unreadable=int((~readable).sum()),
         noise_floor=noise_floor,
         per_criterion=per_criterion,
-    )
-
-
-def detectable(sigma: float, runs: int, power: float) -> float:
-    """The difference of two means over `runs` judge runs each (judge SD `sigma`) that a
-    two-sided 95% test finds with probability `power`: (z₀.₉₇₅ + z_power)·√2·σ/√R."""
-    return (Z95 + NormalDist().inv_cdf(power)) * math.sqrt(2) * sigma / math.sqrt(runs)
-
-
-def runs_needed(sigma: float, difference: float, power: float) -> int:
-    """Judge runs per mean for `detectable` to reach `difference`: ⌈2·((z₀.₉₇₅ + z_p)·σ/d)²⌉.
-    For a configuration's mean over S scenarios (judge errors independent across them), the
-    product runs × scenarios must reach this number."""
-    return max(1, math.ceil(2 * ((Z95 + NormalDist().inv_cdf(power)) * sigma / difference) ** 2))
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What resolving a difference of configuration means takes, for one judge at one power
-    (0.5 is the 95% threshold itself: a true difference of that size is found half the time)."""
-
-    power: float
-    detectable_now: float
-    """The difference a configuration's mean resolves now, over the sweep's scenarios and
-    judge runs: `detectable(σ, runs × scenarios, power)`."""
-    runs_one_scenario: int
-    """Judge runs per transcript for one scenario's mean to resolve the difference."""
-    runs_per_transcript: int
-    """Judge runs per transcript for a configuration's mean over the sweep's scenarios (at
-    least 2, so the judge's variance stays measurable)."""
-    scenarios: int
-    """Scenarios a configuration's mean needs at the sweep's judge runs per transcript."""
-
-
-def plan(sigma: float, runs: int, scenarios: int, difference: float, power: float) -> Plan:
-    """Judge runs and scenarios for a difference of configuration means, from the judge's
-    scenario-level σ: a mean over S scenarios of R runs each carries judge error σ/√(R·S), so
-    R·S must reach `runs_needed` (judge noise only, not the spread between scenarios)."""
-    need = runs_needed(sigma, difference, power)
-    return Plan(
-        power=power,
-        detectable_now=detectable(sigma, runs * scenarios, power),
-        runs_one_scenario=need,
-        runs_per_transcript=max(2, math.ceil(need / scenarios)),
-        scenarios=math.ceil(need / runs),
     )
 
 

@@ -228,3 +228,39 @@ def holm(pvalues: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * pvalues[i]))
         adjusted[i] = running
     return adjusted
+
+
+EQUIVALENCE = 0.10
+"""Two arms are `same` only when the whole 95% interval of their difference lies within ±10
+points; a wider interval around a non-significant difference means too few trials to tell."""
+
+MAX_RESOLVE_N = 10_000
+"""The most trials a side `trials_to_resolve` looks at; past it, the answer is "more"."""
+
+
+def resolved(diff: Difference, alpha: float = 0.05) -> bool:
+    """Whether a difference says something: significant, or known to be within ±EQUIVALENCE."""
+    return diff.p < alpha or (diff.low >= -EQUIVALENCE and diff.high <= EQUIVALENCE)
+
+
+def trials_to_resolve(diff: Difference, alpha: float = 0.05) -> int | None:
+    """About how many trials a side would resolve a difference at the rates seen: make it
+    significant, or narrow its interval to ±EQUIVALENCE. Pooled counts and Fisher's test, with
+    no multiple-comparison adjustment and no clustering, so it is a floor, not a promise;
+    None past MAX_RESOLVE_N or when a side has no trials."""
+    if diff.a_n == 0 or diff.b_n == 0:
+        return None
+
+    def settles(n: int) -> bool:
+        a, b = round(diff.a_rate * n), round(diff.b_rate * n)
+        return resolved(compare_rates({"": (n, a)}, {"": (n, b)}), alpha)
+
+    low, high = max(diff.a_n, diff.b_n, 1), max(diff.a_n, diff.b_n, 2)
+    while not settles(high):
+        if high >= MAX_RESOLVE_N:
+            return None
+        low, high = high, min(2 * high, MAX_RESOLVE_N)
+    while high - low > 1:  # rounding makes it nearly, not strictly, monotone: a close answer
+        middle = (low + high) // 2
+        low, high = (low, middle) if settles(middle) else (middle, high)
+    return high

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.engine import Connection, Engine
@@ -162,14 +162,26 @@ def recorded_trials(*, engine: Engine, sweep_id: str) -> list[Any]:
                     col(TrialRow.stop_reason),
                     col(TrialRow.detail),
                     col(TrialRow.transcript_json),
+                    col(TrialRow.provenance_json),
                 ).where(col(TrialRow.sweep_id) == sweep_id, col(TrialRow.status) == "done")
             ).all()
         )
 
 
-def recorded_calls(*, engine: Engine, sweep_id: str) -> dict[str, list[tuple[str, bool, str]]]:
-    """trial id → its tool calls in order: (tool, ok, error)."""
-    found: dict[str, list[tuple[str, bool, str]]] = {}
+class RecordedCall(NamedTuple):
+    """One stored tool call, as replay compares it."""
+
+    tool: str
+    ok: bool
+    error: str
+    server: str | None
+    digest: str
+    whole_json: str
+
+
+def recorded_calls(*, engine: Engine, sweep_id: str) -> dict[str, list[RecordedCall]]:
+    """trial id → its tool calls in order."""
+    found: dict[str, list[RecordedCall]] = {}
     with session_scope(engine) as session:
         rows = session.execute(
             select(
@@ -177,10 +189,14 @@ def recorded_calls(*, engine: Engine, sweep_id: str) -> dict[str, list[tuple[str
                 col(ToolCallRow.tool),
                 col(ToolCallRow.ok),
                 col(ToolCallRow.error),
+                col(ToolCallRow.server),
+                col(ToolCallRow.result_digest),
+                col(ToolCallRow.whole_json),
             )
             .where(col(ToolCallRow.sweep_id) == sweep_id)
             .order_by(col(ToolCallRow.trial_id), col(ToolCallRow.idx))
         )
-        for trial_id, tool, ok, error in rows:
-            found.setdefault(trial_id, []).append((tool, bool(ok), error or ""))
+        for trial_id, tool, ok, error, server, digest, whole in rows:
+            call = RecordedCall(tool, bool(ok), error or "", server, digest or "", whole or "")
+            found.setdefault(trial_id, []).append(call)
     return found

@@ -7,6 +7,7 @@ database to the same shape. tests/schema/test_migrate.py checks both paths agree
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from sqlalchemy import inspect, select, text
@@ -88,6 +89,36 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "left_cassette)",
         ["ALTER TABLE trial ADD COLUMN left_cassette BOOLEAN NOT NULL DEFAULT FALSE"],
     ),
+    (
+        11,
+        "whole results for replay: the whole text and the structured content of a result "
+        "(tool_call whole_json)",
+        ["ALTER TABLE tool_call ADD COLUMN whole_json VARCHAR NOT NULL DEFAULT ''"],
+    ),
+    (
+        12,
+        "trial explorer: indexes for a sweep's trials by configuration and scenario, by "
+        "outcome, by latency, and by scenario",
+        [
+            "CREATE INDEX IF NOT EXISTS ix_trial_browse ON trial (sweep_id, model_id, "
+            "prompt_id, toolset, scenario_id, repetition, variant)",
+            "CREATE INDEX IF NOT EXISTS ix_trial_browse_outcome ON trial (sweep_id, outcome, "
+            "model_id, prompt_id, toolset, scenario_id, repetition, variant)",
+            "CREATE INDEX IF NOT EXISTS ix_trial_browse_latency ON trial (sweep_id, latency_s)",
+            "CREATE INDEX IF NOT EXISTS ix_trial_browse_scenario ON trial (sweep_id, scenario_id, "
+            "repetition)",
+        ],
+    ),
+    (
+        13,
+        "what a gate run verified: the anchor folder, its lock's hash and threshold (anchor_check "
+        "folder, lock_sha256, threshold)",
+        [
+            "ALTER TABLE anchor_check ADD COLUMN folder VARCHAR NOT NULL DEFAULT ''",
+            "ALTER TABLE anchor_check ADD COLUMN lock_sha256 VARCHAR NOT NULL DEFAULT ''",
+            "ALTER TABLE anchor_check ADD COLUMN threshold FLOAT",
+        ],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 
@@ -106,6 +137,20 @@ def _stamp(conn: Connection, version: int, description: str) -> None:
     )
 
 
+ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
+
+
+def _apply(conn: Connection, statement: str) -> None:
+    """Run one migration statement. A column added to a table that create_all made in this very
+    run (the table came after the database's version) is there already: skipped."""
+    added = ADD_COLUMN.match(statement)
+    if added is not None:
+        table, column = added.groups()
+        if column in {c["name"] for c in inspect(conn).get_columns(table)}:
+            return
+    conn.execute(text(statement))
+
+
 def migrate(engine: Engine) -> int:
     """Bring the database to the latest schema version; returns the version it was at."""
     try:
@@ -120,7 +165,7 @@ def migrate(engine: Engine) -> int:
             for version, description, statements in MIGRATIONS:
                 if version > start:
                     for statement in statements:
-                        conn.execute(text(statement))
+                        _apply(conn, statement)
                     _stamp(conn, version, description)
             return start
     except OperationalError as exc:

@@ -27,7 +27,34 @@ class TrialRow(SQLModel, table=True):
     """One trial: inserted `pending` at submission, upserted by the worker that runs it."""
 
     __tablename__ = "trial"
-    __table_args__ = (Index("ix_trial_sweep_status", "sweep_id", "status"),)
+    __table_args__ = (
+        Index("ix_trial_sweep_status", "sweep_id", "status"),
+        # The trial explorer's pages (scheduler/view): a sweep's trials in scenario order, with
+        # or without one outcome, by latency, and one scenario across configurations; see migration 12.
+        Index(
+            "ix_trial_browse",
+            "sweep_id",
+            "model_id",
+            "prompt_id",
+            "toolset",
+            "scenario_id",
+            "repetition",
+            "variant",
+        ),
+        Index(
+            "ix_trial_browse_outcome",
+            "sweep_id",
+            "outcome",
+            "model_id",
+            "prompt_id",
+            "toolset",
+            "scenario_id",
+            "repetition",
+            "variant",
+        ),
+        Index("ix_trial_browse_latency", "sweep_id", "latency_s"),
+        Index("ix_trial_browse_scenario", "sweep_id", "scenario_id", "repetition"),
+    )
 
     trial_id: str = Field(primary_key=True)
     sweep_id: str = Field(index=True)
@@ -106,6 +133,9 @@ class ToolCallRow(SQLModel, table=True):
     ok: bool
     error: str | None = None
     result_digest: str = ""
+    whole_json: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    """The whole result where the transcript does not hold it, and its structured content
+    (ToolCallRecord.whole_json); empty for calls recorded before schema version 11."""
     latency_s: float = 0.0
 
 
@@ -197,6 +227,14 @@ class AnchorCheckRow(SQLModel, table=True):
     passed: bool
     detail: str = ""
     checked_at: datetime
+    folder: str = ""
+    """The anchor folder verified (relative to the repository when inside it); empty for a
+    check recorded before folders were."""
+    lock_sha256: str = ""
+    """SHA256 of the folder's `anchors.lock` file as verified (empty when there was none)."""
+    threshold: float | None = None
+    """The ρ the gate required: the lock's threshold (below 0.85 only when the lock was
+    written with `--allow-lower-threshold`)."""
 
 
 class NodeRow(SQLModel, table=True):

@@ -110,14 +110,30 @@ def spec_errors(exc: ValidationError, source: str) -> list[SpecError]:
     """Each pydantic error as a SpecError naming the field (and the value, when short)."""
     found = []
     for error in exc.errors():
-        # Drop pydantic's internal validator names ("function-after[...]") from the path.
-        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
         value = error.get("input")
         shown = f" (got {_short(value)})" if not isinstance(value, dict | list) else ""
         # Our own validators raise ValueError; pydantic's "Value error, " prefix says nothing.
-        message = error["msg"].removeprefix("Value error, ")
-        found.append(SpecError(source, field_path(loc), f"{message}{shown}"))
+        message = error["msg"].removeprefix("Value error, ") + shown
+        if error["type"] == "string_type" and isinstance(value, dict) and len(value) == 1:
+            message += _mapping_hint(value)
+        found.append(SpecError(source, field_path(plain_loc(error["loc"])), message))
     return found
+
+
+def plain_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """A pydantic error's location as the file's path: without pydantic's internal validator
+    and union tag names (`function-after[...]`, `tool[choice]`)."""
+    return tuple(p for p in loc if not (isinstance(p, str) and "[" in p))
+
+
+def _mapping_hint(value: dict[Any, Any]) -> str:
+    """Why text became a one-entry mapping: an unquoted `: ` inside it."""
+    key, inner = next(iter(value.items()))
+    written = f"{key}: {inner}" if inner is not None else f"{key}:"
+    return (
+        f" (got the mapping {_short(value)}: YAML reads a `: ` in unquoted text as a key and "
+        f"its value; quote the text, as in {_short(written)})"
+    )
 
 
 def _short(value: Any) -> str:

@@ -163,6 +163,9 @@ class CallCheckResult(TaskMessage):
     problems: list[SpecProblem]
     """Every problem found, suite by suite in the request's order."""
     servers_started: int
+    notes: list[SpecProblem] = Field(default_factory=list)
+    """What is worth knowing but does not make the suite wrong (a server that writes stray
+    lines to stdout yet works), once per server."""
 
 
 # ---- reading --------------------------------------------------------------------------------

@@ -4,6 +4,11 @@ A scenario's ideal agent runs on a warm runtime three times: without the scenari
 with it, and without it again. What the servers answered the first and the last time must be
 the same; a difference is the seed (or the seeded trial's writes) showing through, which
 `reuse: false`, a `sandbox:` or a declared `reset:` promised could not happen.
+
+The first trial establishes the clean state only if the seed then makes a difference: when the
+seeded trial gets the same answers as the one before it, the seed was already there (a server
+that keeps state past its claimed reset, from an earlier run) or cannot be seen, and the probe
+says it cannot decide instead of passing.
 """
 
 from __future__ import annotations
@@ -64,7 +69,16 @@ def leak_problem(
         runs.append(runtime.run(spec, settings))
     if runs[1].outcome == "infra_error":
         return f"{scenario.id}: the seeded trial could not run: {runs[1].detail}"
-    before, after = _answers(runs[0]), _answers(runs[2])
+    before, seeded_answers, after = (_answers(run) for run in runs)
+    if before == seeded_answers:
+        # The clean state was not clean, or the seed shows nowhere: either way a trial after
+        # the seeded one would look the same whether or not the seed leaks.
+        return (
+            f"{scenario.id}: the probe cannot decide: the trial before the seeded one got "
+            "the same answers as the seeded one, so the seed was there before the probe "
+            "seeded it (an earlier trial or run left it, and the server's reset did not clear "
+            "it) or the ideal agent's calls do not show it"
+        )
     for was, now in zip(before, after, strict=False):
         if was != now:
             return (

@@ -8,6 +8,7 @@ is there to catch (and to let through what it allows).
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,24 +27,14 @@ from tests.scenarios.mistakes_strict import blame_mistakes
 Script = list[dict[str, Any]]
 Mistake = tuple[str, Script, str]
 
-# Calls an agent may make instead of a step's first tool, and should pass with: the same step
-# done through another of its `tool: {one_of: [...]}` names (arguments differ between tools, so
-# they are given here rather than guessed). Per scenario: (route, or None without routes; step;
-# tool; arguments). Every alternative that carries its own `params` in a bundled scenario is
-# listed, so each is called at least once (test_selfcheck holds this).
+# Calls an agent may make instead of a step's first tool, and should pass with, that the
+# scenario cannot say itself: an alternative judged by the step's shared params whose tool needs
+# other arguments than the first tool's example. Per scenario: (route, or None without routes;
+# step; tool; arguments). An alternative with params of its own carries its `example` in the
+# scenario; one sharing the params is otherwise called with the step's example.
 Alternate = tuple[str | None, int, str, dict[str, Any]]
 ALTERNATE_CALLS: dict[str, list[Alternate]] = {
-    "ref.fs.raise-timeout": [(None, 0, "read_file", {"path": "webapp/src/session.js"})],
     "mail.marco-and-priya": [(None, 0, "search_email", {"query": "Marco"})],
-    "ref.fs.readme-version": [(None, 0, "read_multiple_files", {"paths": ["webapp/README.md"]})],
-    "ref.memory.tea": [
-        ("look-then-add", 0, "open_nodes", {"names": ["Ada Lovelace"]}),
-        ("look-then-add", 0, "read_graph", {}),
-    ],
-    "ref.memory.colleague-dinner": [
-        (None, 0, "search_nodes", {"query": "Ada Lovelace"}),
-        (None, 0, "read_graph", {}),
-    ],
 }
 
 
@@ -227,12 +218,32 @@ def _refuses(step: ExpectedCall, tool: str, arguments: dict[str, Any]) -> bool:
     return False
 
 
+def alternate_calls(scenario: Scenario) -> list[Alternate]:
+    """Each alternative of each step (on every route) and the arguments an ideal agent calls
+    it with: listed in ALTERNATE_CALLS, else its own `example`, else, sharing the step's
+    params, the step's example. An alternative with params of its own and no example is left
+    out (`farm scenarios validate` names it)."""
+    listed = ALTERNATE_CALLS.get(scenario.id, [])
+    found = list(listed)
+    for route, way in scenario.ways():
+        for j, step in enumerate(way.expect):
+            options = () if isinstance(step.tool, str) else step.tool.one_of[1:]
+            for option in options:
+                name = option if isinstance(option, str) else option.name
+                if any((r, k, t) == (route, j, name) for r, k, t, _a in listed):
+                    continue
+                example = step.example if isinstance(option, str) else option.example
+                if example is not None:
+                    found.append((route, j, name, example))
+    return found
+
+
 def alternate_mistakes(scenario: Scenario) -> Iterator[Mistake]:
-    """Each listed alternative of a step called instead of its first tool (a pass, on the
-    route it belongs to); and, for an alternative with params of its own, that tool called
-    with the first tool's arguments where its own params refuse them (wrong_params)."""
+    """Each alternative of a step called instead of its first tool (a pass, on the route it
+    belongs to); and, for an alternative with params of its own, that tool called with the
+    first tool's arguments where its own params refuse them (wrong_params)."""
     ways = dict(scenario.ways())
-    for route, j, tool, arguments in ALTERNATE_CALLS.get(scenario.id, []):
+    for route, j, tool, arguments in alternate_calls(scenario):
         way = ways[route]
         step: ExpectedCall = way.expect[j]
         assert tool in step.names[1:], f"{scenario.id}: {tool} is not an alternative of step {j}"
@@ -427,10 +438,32 @@ def scenario_mistakes(scenario: Scenario) -> Iterator[Mistake]:
     yield from SCENARIO_MISTAKES.get(scenario.id, [])
 
 
+def mixed_route_mistakes(scenario: Scenario) -> Iterator[Mistake]:
+    """Two routes mixed: one route's first call, then another's later calls (or the first
+    route without its last call, then the other's one call). When the mix calls, for every
+    route, a tool that route neither expects nor allows, every route refuses it: wrong_tool,
+    whatever the calls return. The first pair of routes that gives such a mix."""
+    ways = scenario.ways()
+    calls = {name: ideal_script(way)[:-1] for name, way in ways}
+    for (first, _w), (second, way) in itertools.permutations(ways, 2):
+        one, other = calls[first], calls[second]
+        if len(other) >= 2:
+            mixed = [*one[:1], *other[1:]]
+        elif len(one) >= 2:
+            mixed = [*one[:-1], *other]
+        else:
+            continue
+        tools = {c["call"]["name"] for c in mixed}
+        if all(tools - w.accepted_tools - set(w.allowed_extra) for _n, w in ways):
+            answer = {"answer": way.example_answer or "done"}
+            yield f"mixes-routes-{first}-and-{second}", [*mixed, answer], "wrong_tool"
+            return
+
+
 def route_mistakes(scenario: Scenario) -> list[Mistake]:
-    """A wrong route for a bundled scenario with routes (ROUTE_MISTAKES)."""
-    assert scenario.id in ROUTE_MISTAKES, f"{scenario.id} has routes but no route mistake"
-    return list(ROUTE_MISTAKES[scenario.id])
+    """Wrong routes of a scenario with routes: two routes mixed, read off the scenario, and
+    the scenario's own (ROUTE_MISTAKES, for bundled scenarios whose routes share tools)."""
+    return [*mixed_route_mistakes(scenario), *ROUTE_MISTAKES.get(scenario.id, [])]
 
 
 def form_mistakes(scenario: Scenario) -> list[Mistake]:

@@ -1,4 +1,5 @@
-"""Self-checks of every bundled suite, through the real servers (third-party ones included).
+"""Self-checks of every bundled suite (or of your own: FARM_SELFCHECK_SUITES), through the
+real servers (third-party ones included).
 
 For each scenario, an ideal scripted agent (its expected calls with their `example` arguments,
 then its `example_answer`) must pass, and a scripted agent making one known mistake must get
@@ -33,15 +34,30 @@ from tests.helpers import (
 )
 from tests.scenarios.leaks import leak_problem
 from tests.scenarios.mistakes import (
-    ALTERNATE_CALLS,
+    alternate_calls,
     alternate_mistakes,
     form_mistakes,
     route_mistakes,
 )
+from tests.scenarios.mistakes_match import match_mistakes
 
 pytestmark = pytest.mark.integration
 
-SUITES = [path.stem for path in suite_files([])]
+OWN_SUITES = "FARM_SELFCHECK_SUITES"
+"""Suite files (or folders of them) to self-check instead of the bundled suites, separated
+like PATH: `FARM_SELFCHECK_SUITES=my/suite.yaml pytest tests/scenarios/test_selfcheck.py`
+(README, "Self-checking your own suite")."""
+
+
+def _suites() -> list[str]:
+    own = [Path(p) for p in os.environ.get(OWN_SUITES, "").split(os.pathsep) if p]
+    if own:
+        return [str(path.resolve()) for path in suite_files(own)]
+    return [path.stem for path in suite_files([])]
+
+
+SUITES = _suites()
+BUNDLED = not os.environ.get(OWN_SUITES)
 INVENTED = {"call": {"name": "open_portal", "arguments": {}}}
 WRONG_ANSWER = {"answer": "Sorry, I could not find that."}
 
@@ -84,7 +100,7 @@ def mistakes(
     if scenario.final_answer and not _matches(scenario.final_answer, WRONG_ANSWER["answer"]):
         found.append(("gives-a-wrong-answer", [*calls, WRONG_ANSWER], "output_mismatch"))
     alternates = [] if route is not None else list(alternate_mistakes(scenario))
-    return found + form_mistakes(scenario) + alternates
+    return found + form_mistakes(scenario) + match_mistakes(scenario) + alternates
 
 
 def _matches(pattern: str, text: str) -> bool:
@@ -115,6 +131,7 @@ def _third_party_installed() -> None:
             pytest.fail(message)
 
 
+@pytest.mark.skipif(not BUNDLED, reason="checks the bundled suites only")
 def test_the_bundled_suites_are_the_size_and_shape_promised() -> None:
     first_party = [
         s for suite in SUITES if suite != "thirdparty" for s in load_suite(suite).scenarios
@@ -132,13 +149,14 @@ def test_the_bundled_suites_are_the_size_and_shape_promised() -> None:
 
 def test_every_alternative_with_params_of_its_own_is_called_by_some_self_check() -> None:
     # The ideal agent calls each step's first tool only: an alternative judged by its own
-    # params is shown to work only if a listed call makes it.
-    listed = {
-        (sid, route, j, tool)
-        for sid, calls in ALTERNATE_CALLS.items()
-        for route, j, tool, _a in calls
+    # params is shown to work only if a self-check calls it (its `example`, or a listed call).
+    called = {
+        (s.id, route, j, tool)
+        for suite in SUITES
+        for s in load_suite(suite).scenarios
+        for route, j, tool, _a in alternate_calls(s)
     }
-    unlisted = [
+    uncalled = [
         (s.id, route, j, tool)
         for suite in SUITES
         for s in load_suite(suite).scenarios
@@ -147,9 +165,9 @@ def test_every_alternative_with_params_of_its_own_is_called_by_some_self_check()
         for tool in step.names[1:]
         if not isinstance(step.tool, str)
         and step.tool.own_params(tool) is not None
-        and (s.id, route, j, tool) not in listed
+        and (s.id, route, j, tool) not in called
     ]
-    assert unlisted == []
+    assert uncalled == []
 
 
 @pytest.mark.parametrize(("suite", "scenario", "name", "script", "outcome"), CASES)

@@ -6,6 +6,7 @@ arguments."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -346,3 +347,216 @@ def test_the_bundled_suites_name_only_tools_their_servers_list(tmp_path: Path) -
     result = _validate("--data-dir", tmp_path / "data")
     assert result.exit_code == 0, result.output
     assert "ok: " in result.output
+
+
+CASSETTE = """\
+cassette: 1
+server: notes
+tools:
+  - name: read_note
+    input_schema: {type: object, properties: {note_id: {type: string}}}
+calls:
+  - tool: read_note
+    arguments: {note_id: groceries}
+    answers:
+      - content: [{type: text, text: "- red lentils"}]
+"""
+
+REPLAYED = """\
+suite: replayed
+servers:
+  - name: notes
+    replay: notes.yaml
+    transport: TRANSPORT
+scenarios:
+  - id: taped.read
+    version: 1
+    tier: simple
+    prompt: What is on my groceries note?
+    servers: [notes]
+    expect:
+      - tool: read_nte
+        params: {note_id: groceries}
+        example: {note_id: groceries}
+"""
+
+VALIDATE_LIMIT_S = 240
+"""How long a validate run may take before the test calls it hung (it starts one server)."""
+
+
+def _validate_process(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """`farm scenarios validate` in a process of its own, killed if it outlives the limit."""
+    command = [sys.executable, "-m", "mcp_farm.scheduler.cli.app", "scenarios", "validate"]
+    return subprocess.run(
+        [*command, *map(str, args), "--data-dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=VALIDATE_LIMIT_S,
+        cwd=REPO_ROOT,
+        env={**os.environ, "COLUMNS": "400"},  # one problem per line
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_validate_lists_a_cassettes_tools_over_either_transport_and_returns(
+    tmp_path: Path, transport: str
+) -> None:
+    _write(tmp_path, "notes.yaml", CASSETTE)
+    suite = _write(tmp_path, "s.yaml", REPLAYED.replace("TRANSPORT", transport))
+    done = _validate_process(tmp_path, suite)  # raises TimeoutExpired if it hangs
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"{suite}:13: scenarios[0].expect[0].tool: 'read_nte' is not a tool of notes; "
+        "did you mean 'read_note'?" in done.stdout
+    ), done.stdout
+    assert "1 problem(s) in 1 file(s)" in done.stdout
+
+
+BACKTRACKING = """\
+suite: backtracking
+scenarios:
+""" + "".join(
+    f"""  - id: s{i}
+    version: 1
+    tier: simple
+    prompt: Say a{i}.
+    servers: [filesystem]
+    final_answer: '{pattern}'
+    example_answer: '{"a" * 60}!'
+"""
+    for i, pattern in enumerate(["(a|aa)+$", "(a|a)*$", "(.*a){12}$", "(a|a?)+$"])
+)
+
+
+def test_validate_matches_example_answers_within_the_budget_and_names_the_pattern(
+    tmp_path: Path,
+) -> None:
+    # Patterns the load check lets through; Python's `re` would backtrack on these for longer
+    # than anyone waits.
+    suite = _write(tmp_path, "b.yaml", BACKTRACKING)
+    done = _validate_process(tmp_path, suite, "--no-servers")  # TimeoutExpired if it hangs
+    lines = done.stdout.splitlines()
+    for i, line in ((0, 8), (1, 15)):
+        assert f"{suite}:{line}: scenarios[{i}].final_answer: final_answer /" in done.stdout, (
+            done.stdout
+        )
+    assert (
+        sum("ran past its 1 s budget on 61 characters (its example_answer)" in x for x in lines)
+        == 2
+    )
+    assert f"{suite}:23: scenarios[2].example_answer: does not match final_answer" in done.stdout
+    assert "3 problem(s) in 1 file(s)" in done.stdout, done.stdout
+
+
+SCHEMA_AND_MORE = """\
+suite: mixed
+servers:
+  - name: broken
+    command: 5
+  - name: mine
+    command: ["{python}", "-m", "x", "{sandbx}"]
+scenarios:
+  - id: a
+    version: 1
+    tier: simple
+    prompt: Find the file.
+    paraphrases:
+      - Find: the file
+    servers: [filesystem]
+    tgas: [x]
+    expect:
+      - tool: {one_of: [read_file, {name: read_text_file, params: {path: {regx: a}}}]}
+        params: {path: {exact: a}}
+        example: {path: a}
+  - id: a
+    version: 1
+    tier: simple
+    prompt: Say hi.
+    servers: [nope]
+    final_answer: hello
+    example_answer: goodbye
+"""
+
+
+def test_a_schema_error_hides_none_of_the_files_other_problems(tmp_path: Path) -> None:
+    path = _write(tmp_path, "mixed.yaml", SCHEMA_AND_MORE)
+    suite, problems = check_file(path)
+    assert suite is None  # the file as written does not load
+    found = {(p.line, p.field) for p in problems}
+    assert {
+        (4, "servers[0].command"),
+        (13, "scenarios[0].paraphrases[0]"),
+        (15, "scenarios[0].tgas"),
+        (17, "scenarios[0].expect[0].tool.one_of[1].params.path.regx"),
+        # Found on what parsed, numbered as in the file:
+        (6, "servers[1].command[3]"),
+        (20, "scenarios[1].id"),
+        (24, "scenarios[1].servers[0]"),
+        (26, "scenarios[1].example_answer"),
+    } <= found, problems
+    # Nothing about what was taken out to parse the rest (server 0 without its command).
+    assert not [p for p in problems if "needs `command`" in p.problem]
+
+
+def test_a_colon_in_unquoted_text_is_named_as_the_mapping_it_became(tmp_path: Path) -> None:
+    _suite, problems = check_file(_write(tmp_path, "mixed.yaml", SCHEMA_AND_MORE))
+    said = next(p.problem for p in problems if p.field == "scenarios[0].paraphrases[0]")
+    assert "got the mapping {'Find': 'the file'}" in said
+    assert "YAML reads a `: ` in unquoted text as a key" in said
+    assert "quote the text, as in 'Find: the file'" in said
+
+
+def test_validate_checks_examples_on_what_parsed_of_a_file_with_schema_errors(
+    tmp_path: Path,
+) -> None:
+    broken = CALLS.replace("    allowed_extra: [list_directory, peek]\n", "    alowed: []\n")
+    path = _write(tmp_path, "calls.yaml", broken)
+    result = _validate(path, "--no-servers")
+    assert f"{path}:17: scenarios[0].alowed: Extra inputs are not permitted" in result.output
+    # The workers' example checks still ran, on the scenario that parsed.
+    assert f"{path}:28: scenarios[1].routes[0].expect[0].example.path" in result.output
+    assert "3 problem(s) in 1 file(s)" in result.output, result.output
+
+
+NOISY_SERVER = """\
+import sys
+sys.path.insert(0, {root!r})
+print("Starting up... 3 plugins loaded", flush=True)
+print("{{not json", flush=True)
+from tests.servers.memo import build
+build().run("stdio")
+"""
+
+NOISY_SUITE = """\
+suite: noisy
+servers:
+  - name: chatty
+    command: ["{python}", "NOISY"]
+scenarios:
+  - id: a
+    version: 1
+    tier: simple
+    prompt: List my memos.
+    servers: [chatty]
+    expect:
+      - tool: list_notes
+        example: {}
+"""
+
+
+def test_a_server_printing_stray_lines_on_stdout_is_one_line_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    server = _write(tmp_path, "noisy.py", NOISY_SERVER.format(root=str(REPO_ROOT)))
+    suite = _write(tmp_path, "s.yaml", NOISY_SUITE.replace("NOISY", str(server)))
+    done = _validate_process(tmp_path, suite)
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out and "Failed to parse" not in out, out
+    noted = [line for line in out.splitlines() if "not MCP messages" in line]
+    assert noted == [
+        f"! {suite}:3: servers[0]: server 'chatty' works, but it wrote 2 line(s) to stdout "
+        "that are not MCP messages (the first: 'Starting up... 3 plugins loaded'); a stdio "
+        "server must write only MCP messages there and log to stderr"
+    ]
+    assert done.returncode == 0, out  # a note: the suite itself is right

@@ -80,3 +80,28 @@ def test_a_new_database_gets_the_same_columns_as_a_migrated_one(tmp_path: Path) 
     for table in ("sweep", "trial", "tool_call", "node", "scorecard"):
         assert columns(migrated, table) == columns(fresh, table), table
     require_latest(fresh, "sqlite:///new")
+
+
+def test_a_version_10_database_keeps_its_gate_runs_and_gains_what_they_verified(
+    tmp_path: Path,
+) -> None:
+    # A database as version 10 left it: anchor_check without folder, lock hash or threshold.
+    path = tmp_path / "v10.sqlite"
+    init_db(make_engine(f"sqlite:///{path}"))
+    with sqlite3.connect(path) as db:
+        for column in ("folder", "lock_sha256", "threshold"):
+            db.execute(f"ALTER TABLE anchor_check DROP COLUMN {column}")
+        db.execute("DELETE FROM schema_version WHERE version > 10")
+        db.execute(
+            "INSERT INTO anchor_check (judge_key, judge_model, rubric_id, rubric_hash, rho,"
+            " passed, detail, checked_at) VALUES ('k', 'j', 'r', 'h', 0.9, 1, '',"
+            " '2026-11-01 10:00:00')"
+        )
+    engine = make_engine(f"sqlite:///{path}")
+    assert schema_version(engine) == 10
+    init_db(engine)
+    assert schema_version(engine) == SCHEMA_VERSION
+    assert {"folder", "lock_sha256", "threshold"} <= columns(engine, "anchor_check")
+    with sqlite3.connect(path) as db:
+        row = db.execute("SELECT rho, folder, lock_sha256, threshold FROM anchor_check").fetchone()
+    assert row == (0.9, "", "", None)

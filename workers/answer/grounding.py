@@ -21,6 +21,13 @@ from mcp_farm.schema import (
     Citation,
     Grounding,
 )
+from mcp_farm.workers.answer.lines import (
+    Lines,
+    after,
+    before,
+    in_cell,
+    table_lines,
+)
 
 EXTENSIONS = "py|pyi|md|rst|txt|toml|cfg|ini|json|ya?ml|js|ts|c|h|rs|go|java|sh"
 # A path: relative, absolute, or with a drive letter; `/` or `\` between its parts. Not
@@ -30,24 +37,6 @@ CITE = re.compile(
     rf"[\w.-]*\w\.(?:{EXTENSIONS}))"
     r"(?![\w/(])"
 )
-# A number right after a path is its line, however it is joined to it: past a closing
-# backtick, spaces (never a line break), one of `:` `#` `(` `,`, then `at`/`on`, then a line
-# word (`line`, `lines`, `ln`, `l.`, `L`), each optional; a second number after `-`, `–`, `—`,
-# `..`, `to`, `through` or `and` ends a range. Every form reads its number, so a line past
-# the end fails whatever the form, instead of leaving a bare path that a file grounds.
-_H = r"[^\S\n]*"
-_WORD = r"(?i:lines?|ln\.?|l\.?)"
-LINE = re.compile(
-    rf"`?{_H}(?:(?:[:#,]|(?P<open>\())?{_H})?(?:(?i:at|on)(?=\s){_H})?"
-    rf"(?:{_WORD}{_H})?(?P<start>\d+)"
-    rf"(?:{_H}(?:[-–—]|\.\.|(?i:to|through|and)(?=\s)){_H}(?:{_WORD}{_H})?(?P<end>\d+))?"
-)
-# What makes the number no line: glued to a letter, `_` or a decimal part (`99999a`, `12行`,
-# `12.5`). Such a citation is never grounded. A `:` after it (`12:5`, a column) is no glue.
-GLUED = re.compile(r"(?:\.\d|\w)[\w.]*")
-CLOSE = re.compile(rf"{_H}\)")
-LINE_DIGITS = 9
-"""Longer line numbers are no line of any file: such a citation is never grounded."""
 DRIVE = re.compile(r"^[A-Za-z]:/")
 SYMBOL = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`")
 # A clause ends at a sentence stop, a blank line, or a new list item, table row or heading; a
@@ -67,8 +56,9 @@ class CitationRef:
     line_end: int | None = None
     symbol: str | None = None
     bad_line: str | None = None
-    """What was written as a line but cannot be read as one: too many digits, or digits glued
-    to a letter (`99999a`), `_` or a decimal part."""
+    """What was written as a line but cannot be read as one: too many digits, digits glued to
+    a letter (`99999a`), `_` or a decimal part, a signed number, or one behind other marks
+    (`path:[12]`); see `lines`."""
 
 
 def _names(text: str, offset: int, taken: set[int]) -> list[tuple[int, str]]:
@@ -107,42 +97,44 @@ def _symbol_near(prose: str, start: int, end: int, taken: set[int]) -> str | Non
     return names[0][1]
 
 
-def _lines(prose: str, at: int) -> tuple[int, int | None, int | None, str | None]:
-    """Where the citation whose path ends at `at` ends, and its lines in order (a range
-    written backwards names the same lines), or the text that was meant as a line but cannot
-    be read as one (too many digits, or glued to what follows)."""
-    m = LINE.match(prose, at)
-    if m is None:
-        return at, None, None, None
-    first, last = m.group("start"), m.group("end") or m.group("start")
-    glued = GLUED.match(prose, m.end())
-    if glued is not None:
-        return glued.end(), None, None, prose[m.start("start") : glued.end()]
-    end = m.end()
-    if m.group("open"):
-        close = CLOSE.match(prose, end)
-        end = close.end() if close else end
-    for digits in (first, last):
-        if len(digits.lstrip("0")) > LINE_DIGITS:
-            return end, None, None, digits
-    return end, min(int(first), int(last)), max(int(first), int(last)), None
+def _written(
+    prose: str, path: re.Match[str], rows: dict[tuple[int, int], tuple[int, int]]
+) -> Lines:
+    """The lines written with a path: after it, else in its table row's line column, else
+    before it (`line 12 of path`)."""
+    found = after(prose, path.end())
+    if found.read:
+        return found
+    cell = next((c for (low, high), c in rows.items() if low <= path.start() < high), None)
+    if cell is not None:
+        found = in_cell(prose, cell)
+        if found.read:
+            return Lines(path.end(), found.start, found.last, found.bad)
+    return before(prose, path.start()) or found
 
 
 def extract(prose: str) -> list[CitationRef]:
-    """Every distinct `path` with the line or lines written after it (`path:12`, `path:L12`,
-    `path#L12-L20`, `path (line 12)`, `path, lines 1 to 9`, `path at line 12`, … see `LINE`),
-    and the symbol named beside it. A citation repeated word for word (same path, lines and
-    symbol) counts once. `\\` in a path reads as `/`."""
+    """Every distinct `path` with the line or lines written with it (`path:12`, `path:L12`,
+    `path#L12-L20`, `path (line 12)`, `File "path", line 12`, `line 12 of path`, a table's
+    line column, … see `lines`), and the symbol named beside it. A citation repeated word for
+    word (same path, lines and symbol) counts once. `\\` in a path reads as `/`."""
     found: dict[tuple[str, int | None, int | None, str | None, str | None], CitationRef] = {}
     taken: set[int] = set()
+    rows = dict(table_lines(prose))
+    consumed = 0
     for m in CITE.finditer(prose):
+        if m.start() < consumed:
+            continue  # inside what an earlier citation wrote (a link's target)
         path = m.group("path").replace("\\", "/")
         while path.startswith("./"):
             path = path[2:]
-        end, start, last, bad = _lines(prose, m.end())
+        lines = _written(prose, m, rows)
+        end = max(lines.end, m.end())
+        consumed = end
         symbol = _symbol_near(prose, m.start(), end, taken)
-        key = (path, start, last, symbol, bad)
-        found.setdefault(key, CitationRef(prose[m.start() : end], path, start, last, symbol, bad))
+        key = (path, lines.start, lines.last, symbol, lines.bad)
+        text = prose[min(lines.end, m.start()) : end]
+        found.setdefault(key, CitationRef(text, path, lines.start, lines.last, symbol, lines.bad))
     return list(found.values())
 
 

@@ -19,7 +19,10 @@ A chained matcher may also say *which* value it is, so that a value found elsewh
 result (an addend where the sum is meant) does not pass: `from_key` names a JSON key (found at
 any depth) or a path from the top (`order.total`, `items[0].id`); `from_regex` is a regular
 expression searched in the result's text, whose first capture group (or whole match) is the
-value. Only the values so selected are offered.
+value. Only the values so selected are offered, and a key's value is offered whole: the
+scalar under the key, or one of the scalars inside the array or object there, never a run of
+a string (`"Status: paused"` is not the observation `"Status: paused since May"`). A result
+that is not JSON has no keys; the reason says so rather than "not the value".
 """
 
 from __future__ import annotations
@@ -115,6 +118,19 @@ def _selected(result: str, key: str) -> list[Any]:
     return list(_by_key(decoded, key))
 
 
+def _scalars(value: Any) -> Iterator[Any]:
+    """A decoded value itself when it is a scalar, else every scalar inside it (not keys)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif item is not None:
+            yield item
+
+
 def _captured(result: str, pattern: str) -> list[str]:
     """What `from_regex` captures in a result's text: group 1 of every match, or the match."""
     grouped = compiled_pattern(pattern, field="from_regex").groups > 0
@@ -203,7 +219,9 @@ def found_as(
 ) -> bool:
     """`found_in`, or with a selector: whether `value` is the value the selector picks."""
     if key is not None:
-        return any(_in_json(value, picked) for picked in _selected(result, key))
+        return any(
+            _same(value, scalar) for picked in _selected(result, key) for scalar in _scalars(picked)
+        )
     if pattern is not None:
         return any(_same(value, picked) for picked in _captured(result, pattern))
     return found_in(value, result)
@@ -223,7 +241,38 @@ def derived_problem(
     if any(found_as(value, c.whole_result, key, pattern) for c in earlier):
         return None
     if key is not None:
-        return f"{shorten(value)} is not the value of {key!r} in the result of step {step}"
+        return _key_problem(value, step, key, [c.whole_result for c in earlier])
     if pattern is not None:
         return f"{shorten(value)} is not what /{pattern}/ captures in the result of step {step}"
     return f"{shorten(value)} is not a whole value of the result of step {step}"
+
+
+def key_problem(result: str, key: str) -> str | None:
+    """Why `from_key` picks nothing in a result: no such key, or a result that is not a JSON
+    object or array at all (a server printing a Python repr, say); None when it picks a value."""
+    if _selected(result, key):
+        return None
+    decoded = _decoded(result)
+    if isinstance(decoded, dict | list):
+        return f"holds no key {key!r}, so from_key picks nothing"
+    return (
+        f"is not a JSON object or array ({shorten(result)}), so from_key {key!r} picks "
+        "nothing; from_regex reads a text result"
+    )
+
+
+def _key_problem(value: Any, step: int, key: str, results: list[str]) -> str:
+    """Why `value` is not the value `from_key` picks in any of the results of step `step`."""
+    problems = [key_problem(r, key) for r in results]
+    if not results or any(p is None for p in problems):
+        return f"{shorten(value)} is not the value of {key!r} in the result of step {step}"
+    # Not JSON is the graver news: a key that is missing could be there another time.
+    worst = next((p for p in problems if p and p.startswith("is not")), problems[0])
+    return f"the result of step {step} {worst}"
+
+
+def _decoded(result: str) -> Any | None:
+    try:
+        return loads(result)
+    except UnreadableJson:
+        return None

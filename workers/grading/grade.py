@@ -87,7 +87,10 @@ def _match_steps(
     a trial at its loop, so what is missing after it is what the stop cut off, and under
     `calls: strict` a repeat is where the trial went round instead of on."""
     found = find(
-        scenario, calls, lambda c, declared: _schema_problem(c, schemas.get(c.tool), declared)
+        scenario,
+        calls,
+        lambda c, declared: _schema_problem(c, schemas.get(c.tool), declared),
+        schemas,
     )
     done = found.steps_met
     if found.params:

@@ -27,6 +27,10 @@ from mcp_farm.workers.grading.normal import (
     same_json,
 )
 from mcp_farm.workers.grading.schemacheck import schema_error
+from mcp_farm.workers.grading.typed import (
+    UNTYPED,
+    Typed,
+)
 from mcp_farm.workers.model.safejson import (
     shorten,
     wire_problem,
@@ -57,8 +61,12 @@ def absent_problem(matcher: ParamMatcher) -> str | None:
     return None if matcher.kind == "optional" else "missing"
 
 
-def check(matcher: ParamMatcher, value: Any, chain: Chain = NO_CHAIN) -> str | None:
-    """None when the value satisfies the matcher, else the reason in words.
+def check(
+    matcher: ParamMatcher, value: Any, chain: Chain = NO_CHAIN, typed: Typed = UNTYPED
+) -> str | None:
+    """None when the value satisfies the matcher, else the reason in words. `typed` is the
+    value's place in the tool's input schema: `exact` and `one_of` compare numbers as it
+    types them (`Typed.argument(schema, name)`; without it, JSON types are held).
 
     Whatever the value holds, this returns; only a matcher that cannot be applied raises
     (SpecError: the scenario's fault, never the model's). A value that was given is judged
@@ -73,26 +81,26 @@ def check(matcher: ParamMatcher, value: Any, chain: Chain = NO_CHAIN) -> str | N
         # Decoders pass only plain JSON; a value from elsewhere (a set, an integer too long to
         # print) would break the comparisons below, and matches nothing a scenario can say.
         return f"not a plain JSON value: {problem}"
-    return _judge(matcher, value, chain)
+    return _judge(matcher, value, chain, typed)
 
 
-def _judge(matcher: ParamMatcher, value: Any, chain: Chain) -> str | None:
+def _judge(matcher: ParamMatcher, value: Any, chain: Chain, typed: Typed) -> str | None:
     kind = matcher.kind
     if matcher.optional is not None:
-        return _judge(matcher.optional, value, chain)
+        return _judge(matcher.optional, value, chain, typed)
     if kind == "any":
         return None
     if kind in ("items", "contains"):
-        return _array_problem(matcher, value, chain)
+        return _array_problem(matcher, value, chain, typed)
     if kind == "keys":
-        return _object_problem(matcher, value, chain)
+        return _object_problem(matcher, value, chain, typed)
     if kind == "derived_from_step":
         assert matcher.derived_from_step is not None
         return derived_problem(
             value, matcher.derived_from_step, chain, matcher.from_key, matcher.from_regex
         )
     if kind == "exact":
-        ok = same_json(value, matcher.exact)
+        ok = same_json(value, matcher.exact, typed=typed)
         return None if ok else f"expected {shorten(matcher.exact)}, got {shorten(value)}"
     if kind == "number":
         assert matcher.number is not None
@@ -108,14 +116,14 @@ def _judge(matcher: ParamMatcher, value: Any, chain: Chain) -> str | None:
         return f"does not fit the schema: {error.message}" if error is not None else None
     if kind == "one_of":
         options = matcher.one_of or []
-        hit = any(same_json(value, o, fold=True) for o in options)
+        hit = any(same_json(value, o, fold=True, typed=typed) for o in options)
         return None if hit else f"expected one of {shorten(options)}, got {shorten(value)}"
     if not isinstance(value, str):
         return f"expected a string, got {type(value).__name__} {shorten(value)}"
     return _check_text(matcher, kind, value)
 
 
-def _array_problem(matcher: ParamMatcher, value: Any, chain: Chain) -> str | None:
+def _array_problem(matcher: ParamMatcher, value: Any, chain: Chain, typed: Typed) -> str | None:
     if not isinstance(value, list):
         return f"expected an array, got {type(value).__name__} {shorten(value)}"
     if isinstance(matcher.items, list):
@@ -125,12 +133,12 @@ def _array_problem(matcher: ParamMatcher, value: Any, chain: Chain) -> str | Non
     else:
         pairs = [(matcher.items, item) for item in value] if matcher.items else []
     for i, (each, item) in enumerate(pairs):
-        reason = _judge(each, item, chain)
+        reason = _judge(each, item, chain, typed.item(i))
         if reason:
             return located(f"[{i}]", reason)
     wanted = [matcher.contains] if isinstance(matcher.contains, ParamMatcher) else matcher.contains
     for k, each in enumerate(wanted or []):
-        reasons = [_judge(each, item, chain) for item in value]
+        reasons = [_judge(each, item, chain, typed.item(i)) for i, item in enumerate(value)]
         if all(reasons):
             name = "contains" if isinstance(matcher.contains, ParamMatcher) else f"contains[{k}]"
             why = located("; item [0]", reasons[0] or "") if value else "; the array is empty"
@@ -138,12 +146,15 @@ def _array_problem(matcher: ParamMatcher, value: Any, chain: Chain) -> str | Non
     return None
 
 
-def _object_problem(matcher: ParamMatcher, value: Any, chain: Chain) -> str | None:
+def _object_problem(matcher: ParamMatcher, value: Any, chain: Chain, typed: Typed) -> str | None:
     if not isinstance(value, dict):
         return f"expected an object, got {type(value).__name__} {shorten(value)}"
     keys = matcher.keys or {}
     for key, each in keys.items():
-        reason = absent_problem(each) if key not in value else _judge(each, value[key], chain)
+        if key not in value:
+            reason = absent_problem(each)
+        else:
+            reason = _judge(each, value[key], chain, typed.key(key))
         if reason:
             return located(f".{key}", reason)
     if matcher.extra_keys == "forbid":

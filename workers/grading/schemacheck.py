@@ -6,8 +6,10 @@ was a quarter of a trial's grading time. Here a schema is checked and compiled t
 is seen (keyed by its canonical JSON) and the same validator judges every later value, with the
 same errors `jsonschema.validate` raises.
 
-A schema's `pattern` (a scenario's or a server's) is matched within the farm's time budget for
-patterns (`mcp_farm.schema.parse.regexes`): past it, PatternTimeout, never a hung grader.
+A schema's regular expressions (a scenario's or a server's: `pattern`, and the names of
+`patternProperties`, which `additionalProperties` consults too) are matched within the farm's
+time budget for patterns (`mcp_farm.schema.parse.regexes`): past it, PatternTimeout, never a
+hung grader. (`unevaluatedProperties` beside `patternProperties` still matches with `re`.)
 """
 
 from __future__ import annotations
@@ -41,12 +43,68 @@ def _pattern(
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
+def _named(pattern: str, name: str) -> bool:
+    return budgeted_search(pattern, name, field="JSON schema patternProperties") is not None
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    """jsonschema's `patternProperties`, with each name matched within the budget."""
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for name, value in instance.items():
+            if _named(pattern, name):
+                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, allowed: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    """jsonschema's `additionalProperties`, its `patternProperties` names matched within the
+    budget (the keys come from the model's call)."""
+    if not validator.is_type(instance, "object"):
+        return
+    listed, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+    extras = sorted(
+        (name for name in instance if name not in listed)
+        if not patterns
+        else (
+            name
+            for name in instance
+            if name not in listed and not any(_named(p, name) for p in patterns)
+        ),
+        key=str,
+    )
+    if validator.is_type(allowed, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], allowed, path=extra)
+    elif not allowed and extras:
+        shown = ", ".join(repr(extra) for extra in extras)
+        if patterns:
+            regexes = ", ".join(repr(p) for p in sorted(patterns))
+            verb = "does" if len(extras) == 1 else "do"
+            yield ValidationError(f"{shown} {verb} not match any of the regexes: {regexes}")
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(
+                f"Additional properties are not allowed ({shown} {verb} unexpected)"
+            )
+
+
 def _with_budget(cls: type[Validator]) -> type[Validator]:
-    """The draft's validator class, its `pattern` keyword matched within the budget."""
+    """The draft's validator class, its regular expressions (`pattern`, the names of
+    `patternProperties`) matched within the budget."""
     found = _budgeted.get(cls)
     if found is None:
+        keywords = {
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties,
+        }
         # jsonschema's `extend` has no annotations; it returns a validator class.
-        found = _budgeted[cls] = extend(cls, {"pattern": _pattern})  # type: ignore[no-untyped-call]
+        found = _budgeted[cls] = extend(cls, keywords)  # type: ignore[no-untyped-call]
     return found
 
 

@@ -15,7 +15,8 @@ order). What went wrong is kept by kind, and the grade picks in this order:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from mcp_farm.schema import (
     ExpectedCall,
@@ -32,6 +33,7 @@ from mcp_farm.workers.grading.matchers import (
     check,
     located,
 )
+from mcp_farm.workers.grading.typed import Typed
 from mcp_farm.workers.model.safejson import shorten
 
 SEARCH_LIMIT = 20_000
@@ -49,14 +51,20 @@ def accepts(step: ExpectedCall, call: ToolCallRecord) -> bool:
 
 
 def arguments_problem(
-    step: ExpectedCall, call: ToolCallRecord, chain: Chain, schema_problem: SchemaProblem
+    step: ExpectedCall,
+    call: ToolCallRecord,
+    chain: Chain,
+    schema_problem: SchemaProblem,
+    schema: dict[str, Any] | None = None,
 ) -> str | None:
+    """Why the call's arguments do not meet the step; `schema` is the tool's input schema,
+    which types the numbers `exact` and `one_of` compare."""
     for arg, matcher in step.params_for(call.tool).items():
         if arg not in call.arguments:
             if absent_problem(matcher):
                 return f"{call.tool}: missing argument {arg!r}"
             continue
-        reason = check(matcher, call.arguments[arg], chain)
+        reason = check(matcher, call.arguments[arg], chain, Typed.argument(schema, arg))
         if reason:
             return located(f"{call.tool}.{arg}", reason)
     return schema_problem(call, step.declared(call.tool))
@@ -76,6 +84,7 @@ def _meet(
     calls: list[ToolCallRecord],
     found: Findings,
     schema_problem: SchemaProblem,
+    schemas: Mapping[str, dict[str, Any]],
 ) -> None:
     """Record the calls that meet step j, or why none does."""
     step = steps[j]
@@ -104,14 +113,17 @@ def _meet(
     wrong: list[tuple[ToolCallRecord | None, str]] = []
     failed: list[tuple[ToolCallRecord | None, str]] = []
     for c in candidates:
-        problem = arguments_problem(step, c, Chain(found.met, before=c.index), schema_problem)
+        schema = schemas.get(c.tool)
+        problem = arguments_problem(
+            step, c, Chain(found.met, before=c.index), schema_problem, schema
+        )
         if (
             problem
             and step.sources()
-            and not arguments_problem(step, c, Chain(found.met), schema_problem)
+            and not arguments_problem(step, c, Chain(found.met), schema_problem, schema)
         ):
             late = late or f"step {j} ({step.label}) used a value before the step it comes from"
-        elif problem and (early := _early(j, steps, c, found, schema_problem)):
+        elif problem and (early := _early(j, steps, c, found, schema_problem, schema)):
             late = late or early
         elif problem:
             wrong.append((c, problem))
@@ -138,6 +150,7 @@ def _early(
     call: ToolCallRecord,
     found: Findings,
     schema_problem: SchemaProblem,
+    schema: dict[str, Any] | None,
 ) -> str | None:
     """Why a call of step j came too early: made before any call of a step its chained values
     come from, and right in every argument that needs no result. Its value could not come
@@ -145,7 +158,7 @@ def _early(
     finds what was deleted), so the order is what is wrong."""
     step = steps[j]
     before = sorted(k for k in step.sources() if all(c.index > call.index for c in found.met[k]))
-    if not before or not _right_but_chained(step, call, schema_problem):
+    if not before or not _right_but_chained(step, call, schema_problem, schema):
         return None
     return _before(j, before[0], steps)
 
@@ -158,7 +171,10 @@ def _before(j: int, k: int, steps: list[ExpectedCall]) -> str:
 
 
 def _right_but_chained(
-    step: ExpectedCall, call: ToolCallRecord, schema_problem: SchemaProblem
+    step: ExpectedCall,
+    call: ToolCallRecord,
+    schema_problem: SchemaProblem,
+    schema: dict[str, Any] | None,
 ) -> bool:
     """Whether the call's arguments are right, the chained values aside."""
     for arg, matcher in step.params_for(call.tool).items():
@@ -167,7 +183,7 @@ def _right_but_chained(
         if arg not in call.arguments:
             if absent_problem(matcher):
                 return False
-        elif check(matcher, call.arguments[arg]):
+        elif check(matcher, call.arguments[arg], typed=Typed.argument(schema, arg)):
             return False
     return schema_problem(call, step.declared(call.tool)) is None
 
@@ -232,12 +248,16 @@ def _why_unplaced(
 
 
 def find(
-    scenario: Scenario, calls: list[ToolCallRecord], schema_problem: SchemaProblem
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    schema_problem: SchemaProblem,
+    schemas: Mapping[str, dict[str, Any]] | None = None,
 ) -> Findings:
-    """Every step's calls and the first problem of each kind (see the module doc)."""
+    """Every step's calls and the first problem of each kind (see the module doc); `schemas`
+    are the tools' input schemas, by name."""
     found = Findings()
     for j in range(len(scenario.expect)):
-        _meet(j, scenario.expect, calls, found, schema_problem)
+        _meet(j, scenario.expect, calls, found, schema_problem, schemas or {})
     assign_blame(scenario.expect, found)
     if found.params is None and found.sequence is None and found.failed is None:
         found.sequence = _place(scenario, found)

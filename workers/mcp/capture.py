@@ -10,11 +10,8 @@ masked as everywhere (`mask_secrets`).
 
 from __future__ import annotations
 
-import fcntl
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,10 +25,14 @@ from mcp_farm.scenarios.cassette import (
     Exchange,
     RecordedTool,
     load_cassette,
+    locked,
+    masked,
     merged,
+    recorded_answer,
+    recorded_tool,
     write_cassette,
 )
-from mcp_farm.schema import ServerDef, SpecError, mask_secrets
+from mcp_farm.schema import IgnoreRules, ServerDef, SpecError, mask_secrets
 from mcp_farm.workers.errors import InfraError
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -50,16 +51,6 @@ def left_cassette(result: Any) -> bool:
     """Whether a result is the cassette server's answer to a call it never recorded."""
     meta = getattr(result, "meta", None)
     return isinstance(meta, dict) and MISS_META in meta
-
-
-def _masked(value: Any) -> Any:
-    if isinstance(value, str):
-        return mask_secrets(value)
-    if isinstance(value, dict):
-        return {mask_secrets(str(k)): _masked(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked(v) for v in value]
-    return value
 
 
 def _definition(server: ServerDef) -> str:
@@ -97,22 +88,7 @@ class Capture:
         recording, and is not captured again."""
         if server.replay is not None:
             return
-        recorded = [
-            RecordedTool.model_validate(
-                _masked(
-                    {
-                        "name": t.name,
-                        "description": t.description or "",
-                        "input_schema": dict(t.input_schema or {}),
-                        "output_schema": t.output_schema,
-                        "annotations": t.annotations.model_dump(mode="json", exclude_none=True)
-                        if t.annotations
-                        else None,
-                    }
-                )
-            )
-            for t in tools
-        ]
+        recorded = [recorded_tool(t) for t in tools]
         self.tapes[server.name] = _Tape(server, recorded, instructions)
 
     def called(
@@ -122,23 +98,14 @@ class Capture:
         tape = self.tapes.get(server)
         if tape is None:
             return
-        answer = Answer.model_validate(
-            _masked(
-                {
-                    "content": [
-                        block.model_dump(mode="json", exclude_none=True) for block in result.content
-                    ],
-                    "structured_content": result.structured_content,
-                    "is_error": bool(result.is_error),
-                    "latency_s": round(latency_s, 6),
-                }
-            )
-        )
-        exchange = Exchange(tool=tool, arguments=_masked(arguments), answers=[answer])
-        known = tape.calls.get(exchange.key)
+        answer = recorded_answer(result, latency_s)
+        exchange = Exchange(tool=tool, arguments=masked(arguments), answers=[answer])
+        rules = tape.server.ignore
+        key = exchange.key_under(rules)
+        known = tape.calls.get(key)
         if known is not None:
-            exchange = merged_exchange(known, answer)
-        tape.calls[exchange.key] = exchange
+            exchange = merged_exchange(known, answer, rules)
+        tape.calls[key] = exchange
 
     def save(self) -> None:
         """Add this trial's exchanges to the cassettes; InfraError naming the file when one
@@ -149,17 +116,18 @@ class Capture:
             if _known(path, new):
                 continue
             try:
-                with _locked(path):
+                with locked(path):
                     old = load_cassette(path) if path.exists() else None
-                    write_cassette(merged(old, new), path)
+                    write_cassette(merged(old, new, tape.server.ignore), path)
             except (OSError, SpecError) as exc:
                 raise InfraError(f"cannot add to the cassette {path}: {exc}") from None
             _remember(path, new)
 
 
-def merged_exchange(known: Exchange, answer: Answer) -> Exchange:
-    """`known` with `answer` added, unless it already holds the same answer."""
-    if any(answer.same_as(a) for a in known.answers):
+def merged_exchange(known: Exchange, answer: Answer, rules: IgnoreRules | None = None) -> Exchange:
+    """`known` with `answer` added, unless it already holds the same answer (what the server's
+    ignore rules name aside)."""
+    if any(answer.same_as(a, rules) for a in known.answers):
         return known
     return known.model_copy(update={"answers": [*known.answers, answer]})
 
@@ -183,15 +151,3 @@ def _known(path: Path, cassette: Cassette) -> bool:
 def _remember(path: Path, cassette: Cassette) -> None:
     with _written_lock:
         _written.setdefault(path, set()).update(_fingerprints(cassette))
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold the cassette's lock file: one writer at a time, across threads and processes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.with_name(f".{path.name}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -10,13 +10,16 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp import ClientSession
+from mcp import ClientSession, MCPError
+from mcp.types import CallToolResult, TextContent
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from mcp_farm.schema import (
     DEFAULT_RESULT_CHARS,
     PatternTimeout,
     ServerDef,
     budgeted_search,
+    digest,
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.capture import Capture
@@ -47,6 +50,9 @@ class Connected:
     """Where the trial's exchanges are recorded into cassettes; None: nowhere."""
     left_cassette: bool = False
     """Whether a call got a cassette server's answer for a call it never recorded."""
+    listed: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per attached server, per tool it listed, the digests of its description and schemas
+    (`tool_fingerprint`): what a replay compares to say which tools changed."""
 
     def limit(self, server: str) -> int:
         """Characters of a result of `server` the model is shown."""
@@ -113,6 +119,7 @@ async def connect(
             told = "\n".join(t for t in (live.instructions, live.server.instructions.strip()) if t)
             if told:
                 connected.instructions[live.server.name] = told
+            connected.listed[live.server.name] = {t.name: tool_fingerprint(t) for t in live.tools}
             for tool in live.tools:
                 name = shown_name(live.server.name, tool.name, naming)
                 if name in connected.tools and connected.tools[name].server != live.server.name:
@@ -131,6 +138,33 @@ async def connect(
     finally:
         for live in lent:
             pool.release(live, healthy=healthy, dirty=live.server.name in connected.touched)
+
+
+LOST_CODES = {CONNECTION_CLOSED: "the connection closed", REQUEST_TIMEOUT: "the request timed out"}
+"""JSON-RPC error codes the MCP SDKs give a call whose answer can never come (the server died,
+its stream broke): the server did not refuse the call, it went away."""
+
+
+def refusal(server: str, tool: str, exc: MCPError) -> CallToolResult:
+    """A JSON-RPC error the server answered a call with, as the failed result the model is
+    shown (`MCP error <code>: <message>`, the data after it); InfraError when the error says
+    the server went away instead (`LOST_CODES`)."""
+    if exc.code in LOST_CODES:
+        raise InfraError(
+            f"server {server} was lost during a call of {tool}: {LOST_CODES[exc.code]} "
+            f"({exc.message})"
+        )
+    text = f"MCP error {exc.code}: {exc.message}"
+    if exc.data is not None:
+        text += f"\n{as_json_text(exc.data)}"
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def tool_fingerprint(tool: Any) -> str:
+    """A listed tool as `d:<digest of its description> s:<digest of its schemas>`."""
+    described = digest(tool.description or "")[:12]
+    schemas = digest([tool.input_schema or {}, tool.output_schema])[:12]
+    return f"d:{described} s:{schemas}"
 
 
 def result_text(result: Any) -> str:

@@ -3,7 +3,9 @@
 Each step's example call is judged by the step's own matchers (the grader's code), and each
 server the suites attach is started once, the way a trial starts it, to list its tools; the
 suites' tool names and matcher shapes are then checked against those lists
-(mcp_farm.scenarios.tool_checks). A server that cannot start is one problem, not a traceback.
+(mcp_farm.scenarios.tool_checks), and each `from_key` against what its source step's example
+call answers (mcp_farm.workers.mcp.keyprobe). A server that cannot start is one problem, not a
+traceback.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from mcp_farm.schema.tasks.messages import (
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.examples import example_problems
+from mcp_farm.workers.mcp.keyprobe import key_problems
 from mcp_farm.workers.mcp.pool import (
     REPO_ROOT,
     ServerPool,
@@ -59,20 +62,36 @@ def check_calls(
         for _each, attached in used:
             servers.update({_key(s): s for s in attached.values()})
     root = settings.data_dir / "validate"
-    tools, failed = anyio.run(_list_all, servers, root, settings.server_start_timeout_s)
+    tools, failed, noisy = anyio.run(_list_all, servers, root, settings.server_start_timeout_s)
+    if request.start_servers:
+        # Only servers that started are probed; the others are reported below.
+        working = [(e, {n: s for n, s in a.items() if _key(s) not in failed}) for e, a in used]
+        probed = key_problems(working, root, settings.server_start_timeout_s)
+    else:
+        probed = []
     if not failed:
         shutil.rmtree(root, ignore_errors=True)  # else its servers.log holds their stderr
     problems: list[SpecProblem] = []
+    notes: list[SpecProblem] = []
     reported: set[str] = set()  # servers whose failure is reported: once, where first used
     for each, attached in used:
+        for name, server in attached.items():
+            if _key(server) in noisy and _key(server) not in reported:
+                reported.add(_key(server))
+                field = _first_use(each.suite, name)
+                notes.append(
+                    SpecProblem(source=each.source, field=field, problem=noisy[_key(server)])
+                )
         problems += [
             SpecProblem(source=each.source, field=field, problem=problem)
             for i, scenario in enumerate(each.suite.scenarios)
-            for field, problem in example_problems(scenario, f"scenarios[{i}]")
+            for field, problem in example_problems(
+                scenario, f"scenarios[{i}]", _schemas(scenario.servers, attached, tools)
+            )
         ]
         if request.start_servers:
             problems += _tool_problems(each, attached, tools, failed, reported)
-    return CallCheckResult(problems=problems, servers_started=len(tools))
+    return CallCheckResult(problems=problems + probed, servers_started=len(tools), notes=notes)
 
 
 def _tool_problems(
@@ -96,6 +115,14 @@ def _tool_problems(
         SpecProblem(source=p.source, field=p.field, problem=p.problem)
         for p in tool_problems(each.suite, each.source, listed)
     ]
+
+
+def _schemas(
+    names: list[str], attached: dict[str, ServerDef], tools: dict[str, dict[str, dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """The input schemas of the tools the named servers listed (none where not started)."""
+    keys = [_key(attached[n]) for n in names if n in attached]
+    return {tool: schema for key in keys for tool, schema in tools.get(key, {}).items()}
 
 
 def _key(server: ServerDef) -> str:
@@ -145,12 +172,14 @@ def _not_installed(server: ServerDef) -> str | None:
 
 async def _list_all(
     servers: dict[str, ServerDef], root: Path, start_timeout_s: float
-) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, str]]:
-    """Each server's tools (name → input schema), or why it could not be listed, by key."""
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, str], dict[str, str]]:
+    """Each server's tools (name → input schema), or why it could not be listed, by key; and
+    what a server that listed them wrote to stdout besides MCP messages."""
     tools: dict[str, dict[str, dict[str, Any]]] = {}
     failed: dict[str, str] = {}
+    noisy: dict[str, str] = {}
     if not servers:
-        return tools, failed
+        return tools, failed, noisy
     limiter = anyio.CapacityLimiter(STARTS_AT_ONCE)
     async with anyio.create_task_group() as keepers:
         pool = ServerPool(keepers, root, start_timeout_s)
@@ -170,10 +199,17 @@ async def _list_all(
                     )
                     return
             tools[key] = {t.name: dict(t.input_schema or {}) for t in live.tools}
+            if live.noise is not None and live.noise.lines:
+                noisy[key] = f"server {server.name!r} works, but {live.noise.said()}"
             pool.release(live, healthy=False)  # stopped: nothing else will use it
 
-        async with anyio.create_task_group() as starting:
-            for key, server in servers.items():
-                starting.start_soon(list_one, key, server)
-    pool.close()
-    return tools, failed
+        try:
+            async with anyio.create_task_group() as starting:
+                for key, server in servers.items():
+                    starting.start_soon(list_one, key, server)
+        finally:
+            # Inside the keepers' group: a shared process (a cassette served over HTTP) is
+            # owned by a keeper that runs until the pool stops it, so the group would wait
+            # on it forever if the pool were closed after the group.
+            pool.close()
+    return tools, failed, noisy

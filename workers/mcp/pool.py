@@ -32,6 +32,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Tool
+from pydantic import ValidationError
 
 from mcp_farm.scenarios import (
     FIXTURES_DIR,
@@ -63,6 +64,53 @@ REPO_ROOT = FIXTURES_DIR.parents[1]
 so a command can name a project-local install such as `.tools/` whatever the working folder."""
 
 
+PARSE_FAILURE = "Failed to parse JSONRPC message from server"
+"""What the SDK's stdio client logs, with a traceback, for each stdout line that is not an MCP
+message; the pool counts those lines per server instead (StdoutNoise)."""
+
+
+class _NoParseTracebacks(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != PARSE_FAILURE
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NoParseTracebacks())
+
+SHOWN_NOISE = 120
+"""Characters of a server's first stray stdout line quoted in a message."""
+
+
+@dataclass
+class StdoutNoise:
+    """Lines a stdio server wrote to stdout that are not MCP messages (a banner, a log line):
+    the client skips them; they are counted here and named in one line, not a traceback each."""
+
+    server: str
+    lines: int = 0
+    first: str = ""
+
+    async def __call__(self, message: object) -> None:
+        """The session's message handler: transport errors are what the client could not
+        parse; notifications need nothing here."""
+        if isinstance(message, ValidationError):
+            if not self.lines:
+                errors = message.errors()
+                self.first = str(errors[0].get("input", "")) if errors else ""
+                logger.info("MCP server %s wrote a non-MCP line to stdout", self.server)
+            self.lines += 1
+        await anyio.lowlevel.checkpoint()
+
+    def said(self) -> str:
+        """The lines in words, or "" when there were none."""
+        if not self.lines:
+            return ""
+        first = self.first if len(self.first) <= SHOWN_NOISE else self.first[:SHOWN_NOISE] + "…"
+        return (
+            f"it wrote {self.lines} line(s) to stdout that are not MCP messages (the first: "
+            f"{first!r}); a stdio server must write only MCP messages there and log to stderr"
+        )
+
+
 @dataclass(eq=False)
 class LiveServer:
     """One running server and its session, owned by a keeper task in the pool's task group."""
@@ -79,6 +127,8 @@ class LiveServer:
     instructions: str = ""
     """What the server said about itself when the session opened (initialize's
     `instructions`), shown to the model as real clients show it."""
+    noise: StdoutNoise | None = None
+    """Stray lines a stdio server wrote to stdout."""
 
 
 def _expand(
@@ -310,15 +360,19 @@ class ServerPool:
             how = launch(server, sandbox, attached, self.environ)
         if sandbox is not None:
             await anyio.to_thread.run_sync(reset_sandbox, server, sandbox)
+        noise = StdoutNoise(server.name)
         try:
-            live: LiveServer = await self._tg.start(self._keep, server, key, sandbox, how, process)
+            live: LiveServer = await self._tg.start(
+                self._keep, server, key, sandbox, how, process, noise
+            )
         except Exception as exc:  # any start failure is the infrastructure's, not the model's
             if sandbox is not None:
                 shutil.rmtree(sandbox, ignore_errors=True)
             # The failure may quote the command or URL: values from the environment are masked.
+            stray = f"; {how.masked(noise.said())}" if noise.lines else ""
             raise InfraError(
                 f"MCP server {server.name!r} failed to start: {how.masked(start_failure(exc))} "
-                f"(its stderr is in {self.log_path})"
+                f"(its stderr is in {self.log_path}){stray}"
             ) from None
         if process is None:
             self.started += 1
@@ -361,6 +415,7 @@ class ServerPool:
         sandbox: Path | None,
         how: Launch,
         process: SharedProcess | None,
+        noise: StdoutNoise,
         *,
         task_status: TaskStatus[LiveServer],
     ) -> None:
@@ -370,7 +425,7 @@ class ServerPool:
         if process is not None:
             process.sessions += 1
         try:
-            async with _open(how, self._errlog) as session:
+            async with _open(how, self._errlog, noise) as session:
                 with anyio.fail_after(self.start_timeout_s):
                     opened = await session.initialize()
                     listed = await session.list_tools()
@@ -382,6 +437,7 @@ class ServerPool:
                     sandbox,
                     process=process,
                     instructions=(getattr(opened, "instructions", None) or "").strip(),
+                    noise=noise,
                 )
                 task_status.started(live)
                 started = True
@@ -416,7 +472,9 @@ def _tls() -> ssl.SSLContext:
 
 
 @asynccontextmanager
-async def _open(how: Launch, errlog: TextIO) -> AsyncIterator[ClientSession]:
+async def _open(
+    how: Launch, errlog: TextIO, noise: StdoutNoise | None = None
+) -> AsyncIterator[ClientSession]:
     """A session with one server: over stdio when it is a command, else streamable HTTP."""
     if how.url is None:
         params = StdioServerParameters(
@@ -424,7 +482,7 @@ async def _open(how: Launch, errlog: TextIO) -> AsyncIterator[ClientSession]:
         )
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
+            ClientSession(read, write, message_handler=noise) as session,
         ):
             yield session
     else:

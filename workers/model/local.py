@@ -36,6 +36,11 @@ from mcp_farm.workers.model.encode import (
     chat_messages,
     reply_schema,
 )
+from mcp_farm.workers.model.guard import (
+    MIN_STALL_S,
+    ReplyGuard,
+    guarded,
+)
 from mcp_farm.workers.model.safejson import (
     UnreadableJson,
     as_json_text,
@@ -115,6 +120,8 @@ def _aligned_llama() -> type:
     class AlignedLlama(Llama):
         exact_upto = 0
         """Tokens at the start of the context evaluated in whole, aligned batches."""
+        guard: ReplyGuard | None = None
+        """The limit of the reply being generated, checked at every token."""
 
         def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Any:
             shared = 0
@@ -126,7 +133,11 @@ def _aligned_llama() -> type:
             # these (its own prefix match finds them all) and evaluates the rest from there.
             self.n_tokens = shared - shared % self.n_batch
             self.exact_upto = len(tokens) - len(tokens) % self.n_batch
-            yield from super().generate(tokens, *args, **kwargs)
+            # llama-cpp-python's completions only iterate this generator, never send to it.
+            for token in super().generate(tokens, *args, **kwargs):
+                if self.guard is not None:
+                    self.guard.check()
+                yield token
 
     return AlignedLlama
 
@@ -213,6 +224,8 @@ class LocalClient:
                 f"use one of {known} or a path to a .gguf file"
             )
         self.n_ctx = n_ctx
+        self.reply_limit_s = target.reply_limit_s
+        """CPU seconds one reply may use (see `guard`): this model runs in this process."""
         from importlib.metadata import version
 
         self.pins = {
@@ -245,7 +258,12 @@ class LocalClient:
         return [{"role": "user", "content": f"{system['content']}\n\n{first['content']}"}, *rest]
 
     def _generate(
-        self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        prompt: PromptConfig,
+        seed: int,
+        guard: ReplyGuard,
     ) -> dict[str, Any]:
         llm = _load(str(self.path), self.chat_format, self.n_ctx)
         gen = prompt.generation
@@ -262,7 +280,12 @@ class LocalClient:
             kwargs["response_format"] = {"type": "json_object", "schema": reply_schema(tools)}
         with _LOCK:
             self._fresh(llm)
-            result: dict[str, Any] = llm.create_chat_completion(**kwargs)
+            llm.guard = guard
+            guard.begin()
+            try:
+                result: dict[str, Any] = llm.create_chat_completion(**kwargs)
+            finally:
+                llm.guard = None
         return result
 
     def _fresh(self, llm: Any) -> None:
@@ -305,12 +328,13 @@ class LocalClient:
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
     ) -> ModelReply:
-        data = await anyio.to_thread.run_sync(
-            self._generate, messages, tools, prompt, seed, abandon_on_cancel=True
-        )
+        turn = sum(1 for m in messages if m.role == "assistant")
+        guard = ReplyGuard(self.reply_limit_s, max(self.reply_limit_s, MIN_STALL_S))
+        data = await guarded(lambda g: self._generate(messages, tools, prompt, seed, g), guard)
+        if data is None:
+            return ModelReply(stop="model_time_limit", text=f"{guard.reason} (turn {turn + 1})")
         usage = data.get("usage") or {}
         text = data["choices"][0]["message"].get("content") or ""
-        turn = sum(1 for m in messages if m.role == "assistant")
         reply = (
             self._decode_native(text, turn)
             if prompt.mode == "native" and tools

@@ -13,6 +13,7 @@ from typing import Any
 from celery import Celery, Task
 from celery.exceptions import Reject
 from celery.signals import worker_process_init, worker_process_shutdown
+from celery.worker.consumer.consumer import CONNECTION_ERROR, CONNECTION_RETRY
 
 from mcp_farm.schema import (
     Settings,
@@ -39,6 +40,7 @@ from mcp_farm.schema.tasks.messages import (
     read_result,
     read_summary,
 )
+from mcp_farm.workers.node.outage import BROKER
 from mcp_farm.workers.node.runtime import close_runtime
 from mcp_farm.workers.node.slots import (
     SlotBusy,
@@ -104,9 +106,65 @@ class _RejectWithoutTraceback(logging.Filter):
 logging.getLogger("celery.app.trace").addFilter(_RejectWithoutTraceback())
 
 
+class _BrokerOutage(logging.Filter):
+    """Celery logs a lost broker connection as a warning, then an error with the next attempt's
+    delay for every reconnection attempt. Each is reported to the broker's outage instead (one
+    line when it starts, a summary every 30 s, one line when it ends, node/outage.py), and the
+    reconnection that ends it says so there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.msg is CONNECTION_ERROR and len(args) >= 2:
+            BROKER.failed("task consumer", _as_exception(args[1]))
+            return False
+        if args and args[0] is CONNECTION_RETRY and len(args) >= 2:
+            BROKER.failed("task consumer", _as_exception(args[1]))
+            return False
+        if record.msg == "Connected to %s":
+            BROKER.ok()
+        return True
+
+
+def _as_exception(value: Any) -> BaseException:
+    return value if isinstance(value, BaseException) else ConnectionError(str(value))
+
+
+class _ChosenBehaviour(logging.Filter):
+    """With `worker_cancel_long_running_tasks_on_connection_loss` off (chosen, in
+    `reconnect_quietly`), Celery 5 warns at every lost connection, in six lines, that its default
+    changes in Celery 6. Celery's logging set-up shows every such warning (and routes it to the
+    `py.warnings` logger), so this one is dropped there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "worker_cancel_long_running_tasks_on_connection_loss" not in record.getMessage()
+
+
+logging.getLogger("celery.worker.consumer.consumer").addFilter(_BrokerOutage())
+logging.getLogger("celery.worker.consumer.connection").addFilter(_BrokerOutage())
+logging.getLogger("py.warnings").addFilter(_ChosenBehaviour())
+
+
+def reconnect_quietly(app: Celery) -> None:
+    """How a worker behaves when the broker goes away, set explicitly rather than left to
+    Celery's defaults (and their deprecation warnings)."""
+    app.conf.update(
+        # Keep trying, at start-up and after a loss, for as long as it takes: a lab machine
+        # outlasts a restart of its head node, however long, and says so once (node/outage.py).
+        broker_connection_retry=True,
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        # A trial running when the broker goes is finished and recorded in the database, which
+        # does not need the broker; its message comes back and is skipped as already recorded.
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        # One message in hand at a time (prefetch 1): there is no prefetch to reduce.
+        worker_enable_prefetch_count_reduction=False,
+    )
+
+
 def create_app(settings: Settings) -> Celery:
     """The worker's app, with `farm.run_trial`, `farm.aggregate` and `farm.rescore_trial`."""
     app = make_celery(settings)
+    reconnect_quietly(app)
     slots = Slots(settings.broker_url)
 
     @app.task(name="farm.run_trial", bind=True, max_retries=None)

@@ -86,4 +86,5 @@ DATABASE = Outage("the results database is")
 """The outage every database step of a worker process reports to."""
 
 BROKER = Outage("the broker (Redis) is")
-"""The outage the reaper's lease checks report to when Redis does not answer."""
+"""The outage the reaper's lease checks and Celery's task consumer (its lost connection and every
+reconnection attempt, node/celery_app.py) report to when Redis does not answer."""

@@ -65,4 +65,7 @@ def provenance(spec: TrialSpec, settings: Settings, model_pins: dict[str, str]) 
         prompt_version=spec.prompt.version,
         model_pins={**spec.model.pins, **model_pins},
         time_scale=spec.model.time_scale,
+        request_timeout_s=spec.model.request_timeout_s,
+        reply_limit_s=spec.model.reply_limit_s,
+        reply_clock=spec.model.reply_clock,
     )

@@ -179,6 +179,7 @@ def save_trial(*, engine: Engine, spec: TrialSpec, result: TrialResult) -> bool:
             "ok": c.ok,
             "error": c.error,
             "result_digest": c.result_digest,
+            "whole_json": c.whole_json,
             "latency_s": c.latency_s,
         }
         for c in result.tool_calls

@@ -42,8 +42,8 @@ where a.sweep_id = :sweep and j.scoring_id = :scoring
 """
 
 ANCHORS_SQL = """
-select passed, rho, checked_at from anchor_check
-where judge_key = :judge and rubric_hash = :rubric order by checked_at desc limit 1
+select passed, rho, checked_at, folder, lock_sha256, threshold from anchor_check
+where judge_key = :judge and rubric_hash = :rubric order by checked_at desc, id desc
 """
 
 RUBRICS_SQL = (
@@ -64,9 +64,20 @@ def rubric_hashes(conn: Connection, sweep_id: str, scoring: str) -> list[str]:
 
 
 def anchor_check(conn: Connection, judge: str, rubric_hash: str) -> Any | None:
-    """The newest anchor check of a judge with a rubric (`passed`, `rho`, `checked_at`), if
-    any."""
-    return conn.execute(text(ANCHORS_SQL), {"judge": judge, "rubric": rubric_hash}).first()
+    """The anchor check that decides a judge's verdict with a rubric (`passed`, `rho`,
+    `checked_at`, `folder`, `lock_sha256`, `threshold`), if any: each folder's newest check
+    counts, and the newest failing one among them decides, so a pass on a second folder cannot
+    cover a failure on another; with none failing, the newest pass."""
+    rows = conn.execute(text(ANCHORS_SQL), {"judge": judge, "rubric": rubric_hash}).all()
+    latest: dict[str, Any] = {}
+    for row in rows:  # newest first
+        latest.setdefault(row.folder, row)
+    if len(latest) > 1:
+        # Checks stored before folders were recorded cannot be re-run as such: the first check
+        # that names its folder supersedes them.
+        latest.pop("", None)
+    failed = [row for row in latest.values() if not row.passed]
+    return (failed or list(latest.values()) or [None])[0]
 
 
 def answer_scores(conn: Connection, sweep_id: str, scoring: str) -> Sequence[Any]:
@@ -89,8 +100,12 @@ def record_anchor_check(
     rho: float | None,
     passed: bool,
     detail: str,
+    folder: str = "",
+    lock_sha256: str = "",
+    threshold: float | None = None,
 ) -> None:
-    """Record one run of the anchor gate (what reports read as the judge's verdict)."""
+    """Record one run of the anchor gate (what reports read as the judge's verdict), with what
+    it verified: the anchor folder, its lock's hash and the threshold it required."""
     with session_scope(engine) as session:
         session.add(
             AnchorCheckRow(
@@ -102,6 +117,9 @@ def record_anchor_check(
                 passed=passed,
                 detail=detail,
                 checked_at=datetime.now(UTC),
+                folder=folder,
+                lock_sha256=lock_sha256,
+                threshold=threshold,
             )
         )
 

@@ -169,3 +169,38 @@ def test_report_gate_and_compare_exit_codes_from_the_command_line(tmp_path: Path
     assert "regression" in regress.stdout
     unknown = _farm("compare", "base", "nosuch", data=data)
     assert unknown.returncode == 2 and "no such sweep" in unknown.stderr
+
+
+def _two_trials(engine: Engine, sweep_id: str, rate: float) -> None:
+    one = [SyntheticScenario("s00", "simple", ("tool_00",))]
+    load(engine, sweep_id, trials(sweep_id, [("m", "native")], one, 2, lambda *_: rate, seed=1))
+
+
+def test_a_cell_of_two_trials_a_side_is_not_significant_and_says_what_would_resolve_it(
+    tmp_path: Path,
+) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'farm.sqlite'}")
+    init_db(engine)
+    _two_trials(engine, "all-pass", 1.0)
+    _two_trials(engine, "all-fail", 0.0)
+    found = compare(engine, Side.parse("all-pass"), Side.parse("all-fail"), ["config"])
+    [cell] = found
+    assert (cell.diff.a_rate, cell.diff.b_rate, cell.diff.a_n) == (1.0, 0.0, 2)
+    assert cell.verdict == "not significant"
+    assert cell.verdict_text.startswith("not significant (n=2): about ")
+    repetitions = int(cell.verdict_text.split("about ")[1].split()[0])
+    # Four trials a side at 100% vs 0% give Fisher's p = 2/70 < 0.05; three give 0.1.
+    assert repetitions == 4
+
+
+def test_many_trials_with_equal_rates_are_the_same(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'farm.sqlite'}")
+    init_db(engine)
+    many = scenarios(30, seed=2)
+    for sweep_id in ("x", "y"):
+        load(
+            engine, sweep_id, trials(sweep_id, [("m", "native")], many, 40, lambda *_: 1.0, seed=1)
+        )
+    [cell] = compare(engine, Side.parse("x"), Side.parse("y"), ["config"])
+    assert cell.verdict == "same"
+    assert cell.verdict_text == "same"

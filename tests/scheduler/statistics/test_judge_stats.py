@@ -9,21 +9,26 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 from statsmodels.formula.api import ols
 from statsmodels.stats.anova import anova_lm
+from statsmodels.stats.power import TTestIndPower
 
 from mcp_farm.scheduler.statistics.judge_variance import (
     FIELDS,
     classify_difference,
     compare_means,
-    detectable,
     judge_variance,
+    spearman,
+)
+from mcp_farm.scheduler.statistics.power import (
+    config_df,
+    detectable,
     plan,
     runs_needed,
-    spearman,
+    t_power,
 )
 from mcp_farm.scheduler.statistics.rates import (
     student_p,
@@ -124,30 +129,70 @@ def test_a_small_table_gives_the_hand_worked_numbers() -> None:
     assert v.icc1 == pytest.approx(7 / 9)
     # The scenario's run means are 0.4 and 0.6: s = √0.02, R = 2.
     assert v.sigma_scenario == pytest.approx(math.sqrt(0.02))
-    assert v.resolution == pytest.approx(
-        1.959963984540054 * math.sqrt(2) * math.sqrt(0.02) / 2**0.5
-    )
-    # At 80% power: (z₀.₉₇₅ + z₀.₈)·√2·σ/√R, with the z values from scipy.
-    z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)
-    assert v.resolution_80 == pytest.approx(z * math.sqrt(2) * math.sqrt(0.02) / 2**0.5)
+    # σ is estimated from the two means' runs: t on 2R − 2 = 2 degrees of freedom (scipy), and
+    # at 80% power statsmodels' two-sample t-test power solved for the effect size.
+    sigma = math.sqrt(0.02)
+    assert v.resolution == pytest.approx(sps.t.ppf(0.975, 2) * math.sqrt(2) * sigma / 2**0.5)
+    effect = TTestIndPower().solve_power(nobs1=2, power=0.8, alpha=0.05)
+    assert v.resolution_80 == pytest.approx(effect * sigma, rel=1e-6)
 
 
+def sm_power(effect: float, n: float) -> float:
+    return float(TTestIndPower().power(effect_size=effect, nobs1=n, alpha=0.05))
+
+
+@pytest.mark.parametrize("n", [3, 11])
+def test_a_plan_by_the_normal_distribution_falls_short_and_the_t_plan_does_not(n: int) -> None:
+    # The difference a z-plan says n runs resolve at 80% power: with σ estimated from the
+    # runs, the t-test finds it only 56% (n = 3) or 76% (n = 11) of the time.
+    z = float(sps.norm.ppf(0.975) + sps.norm.ppf(0.8))
+    difference = z * math.sqrt(2 / n) * 0.2
+    assert math.ceil(2 * (z * 0.2 / difference) ** 2 - 1e-9) == n
+    assert sm_power(difference / 0.2, n) == pytest.approx({3: 0.564, 11: 0.760}[n], abs=0.001)
+    needed = runs_needed(0.2, difference, 0.8)
+    assert needed == math.ceil(TTestIndPower().solve_power(difference / 0.2, power=0.8, alpha=0.05))
+    assert needed is not None and needed > n
+    assert sm_power(difference / 0.2, needed) >= 0.8 > sm_power(difference / 0.2, needed - 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    effect=st.floats(0.05, 3.0),
+    n=st.integers(2, 400),
+    df_extra=st.integers(-1, 30),
+)
+def test_t_power_is_scipys_noncentral_t(effect: float, n: int, df_extra: int) -> None:
+    df = max(1, 2 * n - 2 + df_extra)
+    crit = sps.t.ppf(0.975, df)
+    ncp = effect * math.sqrt(n / 2)
+    expected = sps.nct.sf(crit, df, ncp) + sps.nct.cdf(-crit, df, ncp)
+    assume(math.isfinite(expected))  # scipy's noncentral t gives NaN far out in the tail
+    assert t_power(effect, n, df) == pytest.approx(expected, abs=1e-7)
+
+
+@settings(max_examples=40, deadline=None)
 @given(
     sigma=st.floats(0.01, 0.5),
-    difference=st.floats(0.01, 0.5),
+    difference=st.floats(0.02, 0.5),
     power=st.floats(0.5, 0.99),
 )
-def test_runs_needed_is_the_fewest_runs_whose_detectable_difference_is_small_enough(
+def test_runs_needed_is_the_fewest_runs_the_t_test_needs(
     sigma: float, difference: float, power: float
 ) -> None:
+    assume(difference / sigma <= 4)  # statsmodels' power is NaN far out in the tail
     n = runs_needed(sigma, difference, power)
-    assert detectable(sigma, n, power) <= difference * (1 + 1e-9)
-    if n > 1:
-        assert detectable(sigma, n - 1, power) > difference
-    # Power 0.5 is the 95% threshold alone.
-    assert detectable(sigma, n, 0.5) == pytest.approx(
-        1.959963984540054 * math.sqrt(2) * sigma / math.sqrt(n)
-    )
+    assert n is not None and n >= 2
+    if power == 0.5:  # the threshold: t_crit(2n − 2)·√2·σ/√n reaches the difference
+
+        def threshold(m: int) -> float:
+            return float(sps.t.ppf(0.975, 2 * m - 2)) * math.sqrt(2 / m) * sigma
+
+        assert threshold(n) <= difference and (n == 2 or threshold(n - 1) > difference)
+        return
+    assert sm_power(difference / sigma, n) >= power - 1e-9
+    if n > 2:
+        assert sm_power(difference / sigma, n - 1) < power + 1e-9
+    assert detectable(sigma, n, 2 * n - 2, power) <= difference * (1 + 1e-6)
 
 
 @pytest.mark.parametrize("scenarios", [1, 3, 10, 40])
@@ -156,31 +201,47 @@ def test_a_plan_over_several_scenarios_takes_the_fewest_runs_and_scenarios_that_
     scenarios: int, power: float
 ) -> None:
     sigma, runs, difference = 0.18, 3, 0.05
+
+    def resolves(r: int, s: int) -> bool:
+        # Two configuration means of r·s readings; σ from the spread within each scenario's
+        # runs, 2·s·(r − 1) degrees of freedom (scipy's t and noncentral t).
+        df, n = 2 * s * (r - 1), r * s
+        crit = float(sps.t.ppf(0.975, df))
+        if power == 0.5:
+            return crit * math.sqrt(2 / n) * sigma <= difference
+        ncp = difference / sigma * math.sqrt(n / 2)
+        return float(sps.nct.sf(crit, df, ncp) + sps.nct.cdf(-crit, df, ncp)) >= power
+
     made = plan(sigma, runs, scenarios, difference, power)
-    z = float(sps.norm.ppf(0.975) + sps.norm.ppf(power))
-    # Now: a configuration's mean over S scenarios of R runs has judge error σ/√(R·S).
-    assert made.detectable_now == pytest.approx(
-        z * math.sqrt(2) * sigma / math.sqrt(runs * scenarios)
-    )
+    assert config_df(runs, scenarios) == 2 * scenarios * (runs - 1)
+    if power == 0.5:
+        crit = float(sps.t.ppf(0.975, config_df(runs, scenarios)))
+        assert made.detectable_now == pytest.approx(
+            crit * math.sqrt(2) * sigma / math.sqrt(runs * scenarios)
+        )
     assert made.runs_one_scenario == runs_needed(sigma, difference, power)
-    # The runs per transcript over these scenarios reach the difference; one fewer does not
-    # (2 at least, to keep measuring the judge).
-    per = made.runs_per_transcript
-    assert detectable(sigma, per * scenarios, power) <= difference * (1 + 1e-9)
-    assert per == 2 or detectable(sigma, (per - 1) * scenarios, power) > difference
-    # The scenarios at the sweep's runs reach it too; one fewer does not.
-    assert detectable(sigma, runs * made.scenarios, power) <= difference * (1 + 1e-9)
-    assert made.scenarios == 1 or detectable(sigma, runs * (made.scenarios - 1), power) > difference
+    per, more = made.runs_per_transcript, made.scenarios
+    assert per is not None and more is not None
+    assert resolves(per, scenarios) and (per == 2 or not resolves(per - 1, scenarios))
+    assert resolves(runs, more) and (more == 1 or not resolves(runs, more - 1))
 
 
 def test_a_plan_gives_the_hand_worked_numbers_for_three_scenarios() -> None:
     sigma = 0.25 / math.sqrt(2)  # two runs 0.25 apart on every scenario
     threshold, powered = plan(sigma, 2, 3, 0.05, 0.5), plan(sigma, 2, 3, 0.05, 0.8)
-    # ⌈2·(1.96·0.1768/0.05)²⌉ = 97 and ⌈2·(2.802·0.1768/0.05)²⌉ = 197 runs in all.
-    assert (threshold.runs_one_scenario, powered.runs_one_scenario) == (97, 197)
+    # The normal distribution said 97 and 197 runs in all; with σ estimated from the runs the
+    # t-test needs 98 and 198 (statsmodels: 197.2 at 80% power).
+    assert (threshold.runs_one_scenario, powered.runs_one_scenario) == (98, 198)
     assert (threshold.runs_per_transcript, powered.runs_per_transcript) == (33, 66)
-    assert (threshold.scenarios, powered.scenarios) == (49, 99)
-    assert threshold.detectable_now == pytest.approx(1.959964 * 0.25 / math.sqrt(6), abs=1e-6)
+    assert (threshold.scenarios, powered.scenarios) == (50, 100)
+    # Now: 3 scenarios × 2 runs, σ on 6 degrees of freedom: t₀.₉₇₅(6) = 2.447.
+    assert threshold.detectable_now == pytest.approx(2.446912 * 0.25 / math.sqrt(6), abs=1e-6)
+
+
+def test_a_plan_with_single_runs_has_no_degrees_of_freedom_to_test_by() -> None:
+    made = plan(0.2, 1, 3, 0.05, 0.8)
+    assert made.detectable_now is None and made.scenarios is None
+    assert made.runs_per_transcript is not None and made.runs_per_transcript >= 2
 
 
 def simulated(noise: float, seed: int = 7) -> dict[str, Any]:

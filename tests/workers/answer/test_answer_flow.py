@@ -40,6 +40,8 @@ from tests.helpers import (
 )
 
 SCENARIO = "code.where.keep-alive"
+LOCK = "0123456789abcdef" * 4
+"""A lock hash for gate runs recorded by hand."""
 CRITERIA = {
     "right_code": 3,
     "coverage": 3,
@@ -172,14 +174,20 @@ def test_the_anchor_verdict_shown_is_the_latest_gate_run_not_the_stored_one(
             rho=rho,
             passed=passed,
             detail="",
+            folder="scenarios/anchors/code",
+            lock_sha256=LOCK,
+            threshold=0.85,
         )
         card = scorecard_of(engine=engine, sweep_id=sweep_id)  # the stored card, not rebuilt
         assert card.answers is not None
         now = card.answers.judges[0]
         assert now.anchor_checked_at is not None
         shown.append((now.anchors, now.anchor_rho, card.answers.verified))
-        # Every format reads the same verdict, with the time of its gate run.
-        cell = f"{now.anchors} ρ={rho:.2f} ({now.anchor_checked_at:%Y-%m-%d %H:%M} UTC)"
+        # Every format reads the same verdict, with what it verified and when.
+        cell = (
+            f"{now.anchors} ρ={rho:.2f} ≥ 0.85 (anchors scenarios/anchors/code, lock "
+            f"{LOCK[:12]}, {now.anchor_checked_at:%Y-%m-%d %H:%M} UTC)"
+        )
         md = to_markdown(card)
         assert cell in md
         assert ("Unverified ranking" in md) == (not passed)
@@ -194,6 +202,56 @@ def test_the_anchor_verdict_shown_is_the_latest_gate_run_not_the_stored_one(
         assert f">{cell}<" in page.output
         assert ('id="unverified"' in page.output) == (not passed)
     assert shown == [("verified", 0.91, True), ("failed", 0.42, False), ("verified", 0.88, True)]
+    # A failure on the folder, then a pass on another folder at a lowered threshold: the
+    # failure still decides. Then the folder passes at a lowered threshold: verified, and
+    # every report says it was lowered.
+    for passed, folder, threshold in (
+        (False, "scenarios/anchors/code", 0.85),
+        (True, "/tmp/easy-anchors", 0.5),
+    ):
+        record_anchor_check(
+            engine,
+            judge_key=scripted_judge(1).key(),
+            judge_model=judge.judge,
+            rubric_id=judge.rubric_id,
+            rubric_hash=judge.rubric_hash,
+            rho=0.6,
+            passed=passed,
+            detail="",
+            folder=folder,
+            lock_sha256=LOCK,
+            threshold=threshold,
+        )
+    card = scorecard_of(engine=engine, sweep_id=sweep_id)
+    assert card.answers is not None and not card.answers.verified
+    now = card.answers.judges[0]
+    assert (now.anchors, now.anchor_folder) == ("failed", "scenarios/anchors/code")
+    record_anchor_check(
+        engine,
+        judge_key=scripted_judge(1).key(),
+        judge_model=judge.judge,
+        rubric_id=judge.rubric_id,
+        rubric_hash=judge.rubric_hash,
+        rho=0.6,
+        passed=True,
+        detail="",
+        folder="scenarios/anchors/code",
+        lock_sha256=LOCK,
+        threshold=0.5,
+    )
+    card = scorecard_of(engine=engine, sweep_id=sweep_id)
+    assert card.answers is not None and card.answers.verified
+    now = card.answers.judges[0]
+    assert now.anchor_lowered and now.anchor_threshold == 0.5
+    lowered = "verified ρ=0.60 ≥ 0.5, LOWERED below 0.85 (anchors scenarios/anchors/code"
+    assert lowered in to_markdown(card)
+    said = CliRunner().invoke(app, ["report", sweep_id, "--db", db], env={"COLUMNS": "400"})
+    assert lowered in said.output
+    page = CliRunner().invoke(app, ["report", sweep_id, "--format", "html", "--db", db])
+    assert lowered in page.output
+    junit = CliRunner().invoke(app, ["report", sweep_id, "--format", "junit", "--db", db])
+    assert 'anchors_lowered" value="true"' in junit.output
+    assert 'anchors_folder" value="scenarios/anchors/code"' in junit.output
 
 
 def test_rescoring_keeps_the_deterministic_scores_and_adds_judge_rows(
@@ -303,13 +361,18 @@ def test_plan_says_how_many_judge_runs_a_difference_needs(
     args = ["answers", "plan", sweep_id, "--difference", "0.05", "--db", db]
     result = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
     assert result.exit_code == 0, result.output
-    # σ_scenario = 0.25/√2 over 2 runs (the scripted judge's known noise), one scenario:
-    # ⌈2·((1.960 + 0.842)·0.1768/0.05)²⌉ = 197 runs at 80% power, ⌈2·(1.960·0.1768/0.05)²⌉ = 97
-    # at the threshold; today Δ = 2.802·0.25/√2 and 1.960·0.25/√2.
+    # σ_scenario = 0.25/√2 over 2 runs (the scripted judge's known noise), one scenario. The
+    # test estimates σ from the runs: 98 runs reach the threshold (t on 194 df) and 198 reach
+    # 80% power (statsmodels: 197.2), where the normal distribution said 97 and 197. Today, on
+    # 2 degrees of freedom: Δ = t₀.₉₇₅(2)·0.25/√2 = 0.761, and 0.999 at 80% power.
     assert plan_rows(result.output) == {
-        "95% threshold": ["0.177", "2", "95% threshold", "0.346", "97", "97", "49"],
-        "80% power": ["0.177", "2", "80% power", "0.495", "197", "197", "99"],
+        "95% threshold": ["0.177", "2", "95% threshold", "0.761", "98", "98", "50"],
+        "80% power": ["0.177", "2", "80% power", "0.999", "198", "198", "100"],
     }
+    # The figures say which mean they are about.
+    wide = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+    for head in ("Δ now, configuration mean (1 scenario)", "runs, one scenario's mean alone"):
+        assert head in wide.output
     bad = CliRunner().invoke(app, [*args[:3], "--power", "0.3", "--db", db])
     assert bad.exit_code != 0
 
@@ -334,11 +397,11 @@ def test_plan_over_several_scenarios_says_the_runs_per_transcript_and_the_scenar
     result = CliRunner().invoke(app, [*args, "--db", db], env={"COLUMNS": "240"})
     assert result.exit_code == 0, result.output
     assert "3 scenarios" in result.output
-    # Three scenarios of 2 runs: a configuration's mean has judge error σ/√6 today. In all,
-    # 97 runs reach the threshold and ⌈2·((1.960 + 1.282)·0.1768/0.05)²⌉ = 263 reach 90%
-    # power: ⌈97/3⌉ = 33 and ⌈263/3⌉ = 88 runs per transcript over these 3 scenarios, or
-    # ⌈97/2⌉ = 49 and ⌈263/2⌉ = 132 scenarios at today's 2 runs.
+    # Three scenarios of 2 runs: a configuration's mean averages 6 readings today, σ on
+    # 2·3·(2 − 1) = 6 degrees of freedom. In all, 98 runs reach the threshold and 264 reach 90%
+    # power for one scenario's mean alone; over these 3 scenarios 33 and 88 runs per
+    # transcript, or 50 and 133 scenarios at today's 2 runs.
     assert plan_rows(result.output) == {
-        "95% threshold": ["0.177", "2", "95% threshold", "0.200", "97", "33", "49"],
-        "90% power": ["0.177", "2", "90% power", "0.331", "263", "88", "132"],
+        "95% threshold": ["0.177", "2", "95% threshold", "0.250", "98", "33", "50"],
+        "90% power": ["0.177", "2", "90% power", "0.399", "264", "88", "133"],
     }

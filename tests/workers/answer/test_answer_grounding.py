@@ -156,6 +156,40 @@ def test_the_code_suites_example_answers_are_grounded_and_complete() -> None:
     assert checked > 0
 
 
+MOVED = [
+    "{path}:{n}",
+    "**{path}**:{n}",
+    'File "{path}", line {n}',
+    "line {n} of {path}",
+    "{path} around line {n:,}",
+    "{path}?plain=1#L{n}",
+    "{path}@f40c9c3:{n}",
+    "{path}, lines 1, {n}",
+    "{path}, line #{n}",
+]
+
+
+@pytest.mark.parametrize("form", MOVED)
+def test_the_code_suites_example_answers_with_a_line_moved_past_the_end_never_ground_it(
+    form: str,
+) -> None:
+    # The self-check of the ideal answers, with one mistake: each answer's first citation is
+    # moved past the end of its file and written another way. That citation must not ground.
+    suite = load_suite("code")
+    assert suite.repo is not None
+    tree = FIXTURES_DIR / suite.repo.fixture
+    for scenario in suite.scenarios:
+        assert scenario.example_answer, scenario.id
+        first = next(c for c in extract(scenario.example_answer) if c.line_start is not None)
+        size = len((tree / first.path).read_text(encoding="utf-8").splitlines())
+        moved = form.format(path=first.path, n=size + 1000)
+        prose = scenario.example_answer.replace(first.text, moved, 1)
+        before = verify(extract(scenario.example_answer), tree)
+        after = verify(extract(prose), tree)
+        assert [c.status for c in after].count("hallucinated") == 1, (scenario.id, moved)
+        assert sum(c.status == "grounded" for c in after) < len(before), (scenario.id, moved)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("pkg/mod.py:#L-–() `handle0123456789\n,."))))
 def test_verify_gives_every_extracted_reference_a_bucket(repo: Path, text: str) -> None:

@@ -249,3 +249,208 @@ def test_identical_citations_count_once_and_different_ones_each(repo: Path) -> N
     assert len(extract("pkg/conn.py:2 and pkg/conn.py:5")) == 2
     # The same place with a different symbol is a different claim.
     assert len(extract("`send` at pkg/conn.py:2. `Connection` at pkg/conn.py:2.")) == 2
+
+
+# ------------------------------------------------------------------ every common way of
+# writing a line (issue 27): each is read, so a line past the end is caught whatever the form.
+
+FORMS = [
+    "**pkg/conn.py**:{n}",
+    "*pkg/conn.py*:{n}",
+    '"pkg/conn.py":{n}',
+    "'pkg/conn.py', line {n}",
+    "“pkg/conn.py”, line {n}",
+    '  File "pkg/conn.py", line {n}, in send',
+    "line {n} of pkg/conn.py",
+    "line {n} of `pkg/conn.py`",
+    "lines {n}-{n} in pkg/conn.py",
+    "at line {n} in the file pkg/conn.py",
+    "pkg/conn.py around line {n}",
+    "pkg/conn.py, near line {n}",
+    "around line {n} of pkg/conn.py",
+    "pkg/conn.py line #{n}",
+    "pkg/conn.py, line no. {n}",
+    "pkg/conn.py, line number {n}",
+    "pkg/conn.py, line: {n}",
+    "pkg/conn.py:~{n}",
+    "pkg/conn.py (line ≈{n})",
+    "pkg/conn.py?plain=1#L{n}",
+    "pkg/conn.py@f40c9c3:{n}",
+    "pkg/conn.py@main#L{n}",
+    "pkg/conn.py's line {n}",
+    "pkg/conn.py, see line {n}",
+    "[pkg/conn.py](pkg/conn.py#L{n})",
+    "[`pkg/conn.py`](https://example.org/blob/abc/pkg/conn.py#L{n})",
+]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_every_common_way_of_writing_a_line_reads_it(form: str, repo: Path) -> None:
+    (ref,) = extract(f"see {form} for it.".format(n=6))
+    assert (ref.path, ref.line_start, ref.line_end, ref.bad_line) == ("pkg/conn.py", 6, 6, None)
+    assert statuses(f"see {form} for it.".format(n=6), repo) == ["grounded"]
+    assert statuses(f"see {form} for it.".format(n=999), repo) == ["hallucinated"]
+
+
+@pytest.mark.parametrize(
+    ("written", "lines"),
+    [
+        ("pkg/conn.py, lines 2, {n}", (2, "n")),
+        ("pkg/conn.py lines 2, 3 and {n}", (2, "n")),
+        ("pkg/conn.py:2, {n}", (2, "n")),
+        ("pkg/conn.py (L2, L{n})", (2, "n")),
+        ("pkg/conn.py:2...{n}", (2, "n")),
+        ("pkg/conn.py:2…{n}", (2, "n")),
+        ("pkg/conn.py lines 2 thru {n}", (2, "n")),
+        ("lines 2, {n} of pkg/conn.py", (2, "n")),
+    ],
+)
+def test_every_number_of_a_list_or_range_is_held(
+    written: str, lines: tuple[int, str], repo: Path
+) -> None:
+    (ref,) = extract(written.format(n=6))
+    assert (ref.line_start, ref.line_end) == (2, 6)
+    assert statuses(written.format(n=6), repo) == ["grounded"]
+    assert statuses(written.format(n=999), repo) == ["hallucinated"]
+
+
+@pytest.mark.parametrize(
+    ("prose", "line"),
+    [
+        ("pkg/conn.py:1,000", 1000),
+        ("pkg/conn.py, line 12,345", 12345),
+        ("line 1,000 of pkg/conn.py", 1000),
+    ],
+)
+def test_a_number_with_thousands_separators_is_one_line(prose: str, line: int, repo: Path) -> None:
+    (ref,) = extract(prose)
+    assert (ref.line_start, ref.line_end) == (line, line)
+    assert statuses(prose, repo) == ["hallucinated"]
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "pkg/conn.py:-6",
+        "pkg/conn.py:+6",
+        "pkg/conn.py, line -6",
+        "pkg/conn.py#L−6",
+        "pkg/conn.py:[6]",
+        "pkg/conn.py:(6)",
+        "pkg/conn.py (see line ≥6)",
+        "line ≥6 of pkg/conn.py",
+    ],
+)
+def test_a_line_like_number_that_cannot_be_read_is_never_grounded(prose: str, repo: Path) -> None:
+    # Line 6 exists, but a signed or wrapped number is no line anyone can check.
+    (ref,) = extract(prose)
+    assert ref.line_start is None and ref.bad_line
+    assert statuses(prose, repo) == ["hallucinated"]
+
+
+TABLE = """| File | Line | What |
+|------|-----:|------|
+| `pkg/conn.py` | {a} | the send |
+| **pkg/conn.py** | L{b} | the write |
+| pkg/conn.py | n/a | the module |
+"""
+
+
+def test_a_table_with_a_line_column_gives_each_row_its_line(repo: Path) -> None:
+    refs = extract(TABLE.format(a=2, b=5))
+    assert [(r.path, r.line_start) for r in refs] == [
+        ("pkg/conn.py", 2),
+        ("pkg/conn.py", 5),
+        ("pkg/conn.py", None),
+    ]
+    assert statuses(TABLE.format(a=2, b=999), repo) == ["grounded", "hallucinated", "grounded"]
+    assert statuses(TABLE.format(a=999, b="6?x"), repo)[:2] == ["hallucinated", "hallucinated"]
+
+
+def test_a_table_without_a_line_column_reads_no_line_from_other_cells(repo: Path) -> None:
+    table = "| File | Calls |\n|---|---|\n| pkg/conn.py | 999 |\n"
+    (ref,) = extract(table)
+    assert (ref.line_start, ref.bad_line) == (None, None)
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "pkg/conn.py (300 lines)",
+        "pkg/conn.py, 2, 3 more callers",
+        "tests/test_x.py::test_1",
+        "pkg/conn.py in 3 places",
+        "Is it pkg/conn.py? 12 people said so",
+    ],
+)
+def test_a_number_that_is_no_line_is_not_read_as_one(prose: str) -> None:
+    refs = extract(prose)
+    assert all(r.bad_line is None for r in refs)
+    assert all(r.line_end in (None, 2) for r in refs)
+
+
+WRAPS = st.sampled_from([("", ""), ("`", "`"), ("**", "**"), ("*", "*"), ('"', '"'), ("“", "”")])
+AFTER_JOINS = st.sampled_from(
+    [
+        ":",
+        ", line ",
+        "#L",
+        "?plain=1#L",
+        "@f40c9c3:",
+        "@main#L",
+        ", line #",
+        " around line ",
+        ", near line ",
+        ":~",
+        " (line no. ",
+        ", line: ",
+        "'s line ",
+        " lines ",
+    ]
+)
+BEFORE_JOINS = st.sampled_from(
+    ["line {} of ", "at line {} in ", "lines {} in the file ", "L{} of "]
+)
+SEPS = st.sampled_from(["-", "..", "...", "…", " to ", ", ", " and ", ", L", ", line "])
+
+
+def written(n: int, grouped: bool) -> str:
+    return f"{n:,}" if grouped else str(n)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    wrap=WRAPS,
+    where=st.sampled_from(["after", "before", "table"]),
+    after_join=AFTER_JOINS,
+    before_join=BEFORE_JOINS,
+    past=PAST_END,
+    others=st.lists(st.integers(1, 11), max_size=2),
+    at=st.integers(0, 2),
+    sep=SEPS,
+    grouped=st.booleans(),
+)
+def test_a_line_past_the_end_is_never_grounded_in_any_common_form(
+    repo: Path,
+    wrap: tuple[str, str],
+    where: str,
+    after_join: str,
+    before_join: str,
+    past: int,
+    others: list[int],
+    at: int,
+    sep: str,
+    grouped: bool,
+) -> None:
+    # The invented line may stand anywhere in a range or list; every number is held.
+    values = [*others]
+    values.insert(min(at, len(values)), past)
+    numbers = sep.join(written(v, grouped) for v in values)
+    path = f"{wrap[0]}pkg/conn.py{wrap[1]}"
+    if where == "after":
+        prose = f"See {path}{after_join}{numbers} for it."
+    elif where == "before":
+        prose = f"See {before_join.format(numbers)}{path} for it."
+    else:
+        prose = f"| file | line |\n|---|---|\n| {path} | {numbers} |\n"
+    assert statuses(prose, repo) == ["hallucinated"], prose

@@ -206,19 +206,25 @@ def test_types_are_held_at_every_depth(matcher: dict[str, Any], value: Any, ok: 
 
 
 @pytest.mark.parametrize(
-    ("matcher", "sent", "graded"),
+    ("matcher", "typed", "sent", "graded"),
     [
-        (5, 5, "pass"),
-        (5, 5.0, "wrong_params"),
-        ({"number": 5}, 5.0, "pass"),
-        ({"number": 5}, 5, "pass"),
+        (5, "number", 5, "pass"),
+        (5, "number", 5.0, "pass"),
+        (0.0, "number", 0, "pass"),
+        (5, "number", True, "wrong_params"),
+        (5, "integer", 5, "pass"),
+        (5, "integer", 5.0, "wrong_params"),
+        (1, "integer", True, "wrong_params"),
+        (5, "string", 5.0, "wrong_params"),
+        ({"number": 5}, "integer", 5.0, "pass"),
+        ({"number": 5}, "number", 5, "pass"),
     ],
 )
-def test_exact_holds_the_type_even_where_the_tools_schema_says_number(
-    matcher: Any, sent: float, graded: str
+def test_exact_compares_numbers_as_the_tools_schema_types_the_parameter(
+    matcher: Any, typed: str, sent: Any, graded: str
 ) -> None:
-    # README, Decisions: the tool takes any JSON number, yet `exact: 5` still means the
-    # integer 5; `number: 5` is how a scenario says "equal to 5".
+    # README, Decisions: JSON does not tell 5 from 5.0, so a `number` parameter compares by
+    # value; an `integer` one takes integers only; `number: 5` is the explicit form.
     scenario = Scenario.model_validate(
         {
             "id": "t.five",
@@ -229,7 +235,7 @@ def test_exact_holds_the_type_even_where_the_tools_schema_says_number(
             "expect": [{"tool": "rate", "params": {"stars": matcher}}],
         }
     )
-    schemas = {"rate": {"type": "object", "properties": {"stars": {"type": "number"}}}}
+    schemas = {"rate": {"type": "object", "properties": {"stars": {"type": typed}}}}
     calls = [call(0, "rate", {"stars": sent}, "rated")]
     assert grade(scenario, calls, "Rated.", "answer", schemas).outcome == graded
 

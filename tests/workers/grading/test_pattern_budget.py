@@ -3,6 +3,9 @@ as an infrastructure error naming the scenario (or server) and the field, within
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 
 import pytest
@@ -80,3 +83,69 @@ def test_an_error_pattern_past_its_budget_is_an_infra_error_naming_the_server() 
     assert conn.reported_error("db", "aaa") and not conn.reported_error("db", "ok")
     with pytest.raises(InfraError, match=r"^server db: error_pattern /\^\(a\|aa\)\+\$/ ran"):
         conn.reported_error("db", ALMOST)
+
+
+CHECK_IN_A_PROCESS = """
+import json, sys
+from mcp_farm.workers.grading.schemacheck import schema_error
+try:
+    schema_error(json.loads(sys.argv[1]), json.loads(sys.argv[2]))
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+def _checked_apart(value: object, schema: object) -> str:
+    """`schema_error` in a process of its own, killed if it outlives the limit: `re` holds
+    the interpreter while it backtracks, so no thread could time it out."""
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_IN_A_PROCESS, json.dumps(value), json.dumps(schema)],
+        capture_output=True,
+        text=True,
+        timeout=MATCH_BUDGET_S + 60,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        # The argument's keys come from the model: each name is matched against the pattern.
+        (
+            {"type": "object", "patternProperties": {f"^{ALTERNATION}$": {"type": "string"}}},
+            {"a" * 60 + "!": "x"},
+        ),
+        (
+            {
+                "type": "object",
+                "patternProperties": {f"^{ALTERNATION}$": {}},
+                "additionalProperties": False,
+            },
+            {"a" * 60 + "!": "x"},
+        ),
+    ],
+)
+def test_a_schemas_property_name_patterns_are_matched_within_the_budget(
+    schema: dict[str, object], value: dict[str, object]
+) -> None:
+    said = _checked_apart(value, schema)  # raises TimeoutExpired if the match runs on
+    assert said.startswith("PatternTimeout JSON schema patternProperties /^(a|aa)+$/"), said
+
+
+def test_property_name_patterns_judge_as_jsonschema_does() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "patternProperties": {"^x-": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    assert schema_error({"name": "a", "x-count": 2}, schema) is None
+    wrong = schema_error({"x-count": "two"}, schema)
+    assert wrong is not None and wrong.message == "'two' is not of type 'integer'"
+    extra = schema_error({"name": "a", "other": 1}, schema)
+    assert extra is not None
+    assert extra.message == "'other' does not match any of the regexes: '^x-'"
+    plain = schema_error({"other": 1}, {"type": "object", "additionalProperties": False})
+    assert plain is not None
+    assert plain.message == "Additional properties are not allowed ('other' was unexpected)"

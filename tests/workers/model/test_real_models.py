@@ -69,6 +69,22 @@ def test_the_bundled_local_model_runs_a_recorded_trial(prompt: str, settings: Se
     assert result.provenance.model_pins["llama_cpp_python"] == "0.3.16"
 
 
+def test_a_bundled_model_reply_past_its_cpu_limit_stops_at_a_token_and_the_model_serves_on(
+    settings: Settings,
+) -> None:
+    _needs_llama()
+    tight = ModelTarget(id="g", adapter="local", model="gemma3-270m", request_timeout_s=0.05)
+    stopped = anyio.run(execute_trial, _spec(tight, "native"), settings)
+    assert stopped.stop_reason == "model_time_limit", stopped.detail
+    assert stopped.detail == "the model's reply used more than 0.05 s of CPU time (turn 1)"
+    assert stopped.provenance.reply_clock == "cpu"
+    # The stop left llama.cpp's context consistent: the next reply on it is a whole one.
+    model = ModelTarget(id="gemma3-270m", adapter="local", model="gemma3-270m")
+    result = anyio.run(execute_trial, _spec(model, "native"), settings)
+    assert result.outcome in OUTCOMES and result.outcome not in ("infra_error", "harness_error")
+    assert result.stop_reason != "model_time_limit" and result.tokens.completion > 0
+
+
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> str:
     _needs_llama()

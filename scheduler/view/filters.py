@@ -1,0 +1,86 @@
+"""Which of a sweep's trials to list, and in what order: one filter for the web pages and the
+terminal, read strictly from query parameters or command options."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from mcp_farm.schema import FarmError, Outcome, Tier, TrialStatus
+from mcp_farm.schema.parse.strict import Strict
+
+Wording = Literal["verbatim", "paraphrased"]
+Sort = Literal["scenario", "slowest", "fastest", "newest"]
+YesNo = Literal["yes", "no"]
+
+PAGE_SIZE = 50
+
+
+class FilterError(FarmError):
+    """A trial filter with an unknown field or a value outside its vocabulary."""
+
+
+class TrialFilter(Strict):
+    """A selection of one sweep's trials. Every field left out selects everything."""
+
+    model: str | None = None
+    """The model id."""
+    config: str | None = None
+    """The configuration label beside the model, as the scorecard prints it: the prompt config,
+    and `+TOOLSET` when the trial ran with a tool set (`native+symbols`)."""
+    scenario: str | None = None
+    """The scenario id."""
+    tier: Tier | None = None
+    tool: str | None = None
+    """A tool the scenario expects (the scorecard's per-tool rows group on these)."""
+    wording: Wording | None = None
+    """`verbatim` (the scenario's own prompt) or `paraphrased` (one of its paraphrases)."""
+    outcome: Outcome | None = None
+    status: TrialStatus | None = None
+    first_try: YesNo | None = None
+    """Whether the trial passed at the first try (no wrong or repeated call)."""
+    route: str | None = None
+    """The route of a scenario with routes that the trial took, or was judged by."""
+    left_cassette: YesNo | None = None
+    """Whether the trial called a replayed server off its cassette."""
+    scoring: str | None = None
+    """Only trials with an answer score in this scoring pass."""
+    search: str | None = None
+    """Text the grader's detail contains (any case)."""
+    sort: Sort = "scenario"
+    """`scenario` (configuration, scenario, repetition), `slowest`, `fastest` or `newest`."""
+    page: int = Field(default=1, ge=1)
+
+    @classmethod
+    def read(cls, given: dict[str, str], *, source: str = "query") -> TrialFilter:
+        """The filter from text values (a query string, command options); empty ones are
+        left out. A FilterError names the field and the value it refused."""
+        values = {k: v for k, v in given.items() if v not in ("", None)}
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "?"
+            value = values.get(field, "")
+            raise FilterError(
+                f"{source}: {field}={value!r}: {first['msg']}"
+                if field in values
+                else f"{source}: {field}: {first['msg']}"
+            ) from None
+
+    def prompt_and_toolset(self) -> tuple[str, str] | None:
+        """The configuration label split back into prompt config and tool set."""
+        if self.config is None:
+            return None
+        prompt, _, toolset = self.config.partition("+")
+        return prompt, toolset
+
+    def query(self, **changes: str | int | None) -> dict[str, str]:
+        """The filter as query parameters (defaults left out), with `changes` on top; a
+        change to anything but the page starts again at page 1."""
+        values = self.model_dump(exclude_defaults=True)
+        if "page" not in changes:
+            values.pop("page", None)
+        values.update(changes)
+        return {k: str(v) for k, v in values.items() if v is not None and v != ""}

@@ -1,0 +1,190 @@
+"""The explorer's list pages: the sweeps with their progress, a sweep's scorecard with every cell
+a link to its trials, and a filtered, sorted, paged list of trials."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, get_args
+
+from mcp_farm.scheduler.report.cells import interval
+from mcp_farm.scheduler.view.filters import Sort, TrialFilter, Wording, YesNo
+from mcp_farm.scheduler.view.html import e, frame, link, pct, secs, table, url
+from mcp_farm.schema import OUTCOMES
+from mcp_farm.schema.vocab import Tier, TrialStatus
+
+if TYPE_CHECKING:
+    from mcp_farm.scheduler.view.queries import SweepLine, TrialPage
+    from mcp_farm.schema.scorecard import Row, Scorecard
+
+REFRESH_S = 5
+"""How often a page showing a running sweep reloads itself."""
+
+
+def _progress(s: SweepLine) -> str:
+    share = s.done / s.total if s.total else 1.0
+    bar = f'<progress max="{s.total}" value="{s.done}"></progress>'
+    state = "running" if s.live else ("cancelled" if s.status == "cancelled" else "finished")
+    return f"{bar} {s.done}/{s.total} ({pct(share)}) <span class={e(state)}>{e(state)}</span>"
+
+
+def sweeps_page(lines: list[SweepLine]) -> str:
+    """Every sweep, newest first; reloads itself while any is running."""
+    rows = [
+        [
+            link(url(f"/sweeps/{s.sweep_id}"), s.sweep_id),
+            e(s.name),
+            e(str(s.created_at)[:19]),
+            _progress(s),
+            e(s.running),
+            e(s.pending),
+        ]
+        for s in lines
+    ]
+    body = (
+        table(["sweep", "name", "created", "progress", "running", "pending"], rows, 4)
+        if rows
+        else "<p>No sweep recorded in this database yet.</p>"
+    )
+    live = any(s.live for s in lines)
+    return frame("Sweeps", body, refresh_s=REFRESH_S if live else 0)
+
+
+def _trials_url(sweep_id: str, **query: str) -> str:
+    return url(f"/sweeps/{sweep_id}/trials", query)
+
+
+def _cell_query(row: Row) -> dict[str, str]:
+    """The filter that selects a scorecard row's trials."""
+    query = {"model": row.model, "config": row.prompt}
+    key = {"tool": "tool", "tier": "tier", "scenario": "scenario", "phrasing": "wording"}
+    if row.dimension in key:
+        query[key[row.dimension]] = row.key
+    return query
+
+
+def _rows_table(card: Scorecard, dimension: str) -> str:
+    rows = []
+    for r in card.of(dimension):  # type: ignore[arg-type]
+        query = _cell_query(r)
+        failures = ", ".join(
+            link(_trials_url(card.sweep_id, **query, outcome=o), f"{o} {n}")
+            for o, n in sorted(r.outcomes.items(), key=lambda kv: -kv[1])
+            if o != "pass" and n
+        )
+        rows.append(
+            [
+                e(r.model),
+                e(r.prompt),
+                e(r.key),
+                link(_trials_url(card.sweep_id, **query), r.n),
+                link(_trials_url(card.sweep_id, **query, outcome="pass"), pct(r.rate)),
+                e(pct(r.first_rate)),
+                e(interval(r)),
+                e(secs(r.latency.p50)),
+                e(secs(r.latency.p95)),
+                failures or "–",
+            ]
+        )
+    heads = ["model", "config", dimension, "n", "pass", "1st try", "95% CI", "p50", "p95"]
+    return table([*heads, "failures"], rows, 3)
+
+
+def sweep_page(line: SweepLine, card: Scorecard) -> str:
+    """The sweep's progress and its scorecard: the numbers of `farm report`, as links."""
+    trials = link(_trials_url(card.sweep_id), "all trials")
+    sections = [
+        f"<p>{_progress(line)} · {trials}</p>",
+        f"<p class=muted>{card.done}/{card.total} trials recorded; rates exclude infra and "
+        "harness errors; intervals are Wilson 95%. Every count links to its trials.</p>",
+    ]
+    for dimension, title in (
+        ("config", "Per model × configuration"),
+        ("tool", "Per tool"),
+        ("tier", "Per tier"),
+        ("phrasing", "Verbatim vs paraphrased"),
+        ("scenario", "Per scenario"),
+    ):
+        sections.append(f"<h2>{e(title)}</h2>{_rows_table(card, dimension)}")
+    return frame(
+        f"Sweep {card.sweep_id}",
+        "\n".join(sections),
+        crumbs=[(url(f"/sweeps/{card.sweep_id}"), card.sweep_id)],
+        refresh_s=REFRESH_S if line.live else 0,
+    )
+
+
+def _select(name: str, choices: tuple[str, ...], chosen: str | None) -> str:
+    options = [f'<option value=""{"" if chosen else " selected"}>any</option>']
+    options += [
+        f'<option value="{e(c)}"{" selected" if c == chosen else ""}>{e(c)}</option>'
+        for c in choices
+    ]
+    return f'<label>{e(name)} <select name="{e(name)}">{"".join(options)}</select></label>'
+
+
+def _text(name: str, value: str | None) -> str:
+    return f'<label>{e(name)} <input name="{e(name)}" value="{e(value or "")}"></label>'
+
+
+def _filter_form(sweep_id: str, f: TrialFilter) -> str:
+    fields = [
+        _text("model", f.model),
+        _text("config", f.config),
+        _text("scenario", f.scenario),
+        _select("tier", get_args(Tier), f.tier),
+        _text("tool", f.tool),
+        _select("wording", get_args(Wording), f.wording),
+        _select("outcome", OUTCOMES, f.outcome),
+        _select("status", get_args(TrialStatus), f.status),
+        _select("first_try", get_args(YesNo), f.first_try),
+        _text("route", f.route),
+        _select("left_cassette", get_args(YesNo), f.left_cassette),
+        _text("scoring", f.scoring),
+        _text("search", f.search),
+        _select("sort", get_args(Sort), f.sort),
+    ]
+    action = url(f"/sweeps/{sweep_id}/trials")
+    return (
+        f'<form method="get" action="{e(action)}" class="filters">{"".join(fields)}'
+        '<button type="submit">filter</button></form>'
+    )
+
+
+def _pager(sweep_id: str, f: TrialFilter, page: TrialPage) -> str:
+    parts = [page.summary()]
+    if page.page > 1:
+        parts.append(link(_trials_url(sweep_id, **f.query(page=page.page - 1)), "‹ previous"))
+    if page.has_next:
+        parts.append(link(_trials_url(sweep_id, **f.query(page=page.page + 1)), "next ›"))
+    return f'<p class="pager">{" · ".join(parts)}</p>'
+
+
+def trials_page(sweep_id: str, f: TrialFilter, page: TrialPage, *, live: bool) -> str:
+    """One page of the trials a filter selects, with the filter as a form."""
+    rows = [
+        [
+            link(url(f"/trials/{t.trial_id}"), t.trial_id[:12]),
+            e(t.model_id),
+            e(t.config),
+            e(t.scenario_id),
+            e(t.repetition),
+            e("paraphrased" if t.variant else "verbatim"),
+            f'<span class="{e(t.outcome or t.status)}">{e(t.outcome or t.status)}</span>',
+            e({True: "yes", False: "no"}.get(t.first_try, "–")),
+            e(secs(t.latency_s)),
+            e((t.detail or "")[:160]),
+        ]
+        for t in page.rows
+    ]
+    heads = ["trial", "model", "config", "scenario", "rep", "wording", "outcome", "1st try"]
+    body = _filter_form(sweep_id, f) + _pager(sweep_id, f, page)
+    body += table([*heads, "latency", "detail"], rows, 8) if rows else "<p>No trial matches.</p>"
+    return frame(
+        f"Trials of {sweep_id}",
+        body,
+        crumbs=[(url(f"/sweeps/{sweep_id}"), sweep_id), (_trials_url(sweep_id), "trials")],
+        refresh_s=REFRESH_S if live else 0,
+    )
+
+
+def error_page(status: int, message: str) -> str:
+    return frame(f"{status}", f'<p class="error">{e(message)}</p>')

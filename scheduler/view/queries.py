@@ -1,0 +1,348 @@
+"""Every SQL statement of the trial explorer: sweeps with their progress, a filtered page of
+trials, one trial with its calls, answer scores and judge verdicts. Read only, parameterised.
+
+Each page is one or two index range reads (migration 12 adds the indexes): a sweep's trials in
+scenario order (`ix_trial_browse`), one outcome of it in the same order
+(`ix_trial_browse_outcome`), by latency (`ix_trial_browse_latency`); a trial and its rows by
+primary key. The count above a page stops at COUNT_CAP, so counting never reads a whole sweep.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection, Engine
+
+from mcp_farm.scheduler.scorecard.queries.columns import CONFIG
+from mcp_farm.scheduler.view.filters import PAGE_SIZE, TrialFilter
+
+COUNT_CAP = 1_000
+"""A page says "more than 1,000" rather than count a big selection to its end (paging goes on
+past it while pages are full)."""
+
+LIST_COLUMNS = f"""trial_id, sweep_id, model_id, {CONFIG} as config, scenario_id, tier,
+repetition, variant, status, outcome, first_try, route, left_cassette, detail, latency_s,
+finished_at"""
+
+ORDERS = {
+    "scenario": "model_id, prompt_id, toolset, scenario_id, repetition, variant, trial_id",
+    "slowest": "latency_s desc, trial_id",
+    "fastest": "latency_s, trial_id",
+    "newest": "finished_at desc, trial_id",
+}
+"""SQL order per `TrialFilter.sort`. Latency and time orders leave trials without one out
+(see `where_clause`): a NULL would sort first on one database and last on the other."""
+
+
+def read_only(engine: Engine) -> Engine:
+    """The engine with every connection it opens set to refuse writes: the explorer reads a
+    database that workers may be writing, and must never change it."""
+
+    def _refuse_writes(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        if engine.dialect.name == "postgresql":
+            cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        else:
+            cur.execute("PRAGMA query_only = ON")
+        cur.close()
+
+    event.listen(engine, "connect", _refuse_writes)
+    return engine
+
+
+@dataclass(frozen=True)
+class SweepLine:
+    """One sweep as the sweep list shows it."""
+
+    sweep_id: str
+    name: str
+    status: str
+    created_at: Any
+    total: int
+    pending: int
+    running: int
+    cancelled: int
+
+    @property
+    def done(self) -> int:
+        return max(self.total - self.pending - self.running - self.cancelled, 0)
+
+    @property
+    def live(self) -> bool:
+        """Trials are still to run: the page showing it refreshes itself."""
+        return self.status != "cancelled" and (self.pending + self.running) > 0
+
+
+SWEEPS_SQL = (
+    "select sweep_id, name, status, created_at, trial_count from sweep order by created_at desc"
+)
+ONE_SWEEP_SQL = (
+    "select sweep_id, name, status, created_at, trial_count from sweep where sweep_id = :sweep"
+)
+# Unfinished trials through (sweep_id, status): a finished sweep costs an empty range.
+UNFINISHED_SQL = """
+select status, count(*) as n from trial
+where sweep_id = :sweep and status in ('pending', 'running', 'cancelled')
+group by status
+"""
+
+
+def sweep_lines(*, engine: Engine, sweep_id: str | None = None) -> list[SweepLine]:
+    """Every sweep (or the one named), newest first, with its trials by state."""
+    found = []
+    with engine.connect() as conn:
+        listed = (
+            conn.execute(text(SWEEPS_SQL))
+            if sweep_id is None
+            else conn.execute(text(ONE_SWEEP_SQL), {"sweep": sweep_id})
+        )
+        for s in listed:
+            states: dict[str, int] = dict(
+                conn.execute(text(UNFINISHED_SQL), {"sweep": s.sweep_id}).all()
+            )
+            found.append(
+                SweepLine(
+                    s.sweep_id,
+                    s.name,
+                    s.status,
+                    s.created_at,
+                    # Recorded at submission, as `farm sweep status` reads it: never a count.
+                    int(s.trial_count),
+                    int(states.get("pending", 0)),
+                    int(states.get("running", 0)),
+                    int(states.get("cancelled", 0)),
+                )
+            )
+    return found
+
+
+def _like(value: str) -> str:
+    """`value` as a LIKE pattern matched anywhere, its own wildcards taken literally."""
+    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def where_clause(sweep_id: str, f: TrialFilter) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause of a filter and its parameters; every value is bound, none pasted."""
+    clauses = ["sweep_id = :sweep"]
+    params: dict[str, Any] = {"sweep": sweep_id}
+
+    def equal(column: str, value: Any) -> None:
+        clauses.append(f"{column} = :{column}")
+        params[column] = value
+
+    if f.model is not None:
+        equal("model_id", f.model)
+    if (split := f.prompt_and_toolset()) is not None:
+        equal("prompt_id", split[0])
+        equal("toolset", split[1])
+    for column, value in (
+        ("scenario_id", f.scenario),
+        ("tier", f.tier),
+        ("outcome", f.outcome),
+        ("status", f.status),
+        ("route", f.route),
+    ):
+        if value is not None:
+            equal(column, value)
+    if f.wording is not None:
+        clauses.append("variant = 0" if f.wording == "verbatim" else "variant > 0")
+    if f.first_try is not None:
+        # Not graded, or recorded before first tries were kept, is neither yes nor no.
+        clauses.append("first_try = :first_try")
+        params["first_try"] = f.first_try == "yes"
+    if f.left_cassette is not None:
+        equal("left_cassette", f.left_cassette == "yes")
+    if f.tool is not None:
+        # expected_tools is a JSON list of names: the name in quotes, as JSON writes it.
+        clauses.append("expected_tools like :tool escape '\\'")
+        params["tool"] = _like(json.dumps(f.tool))
+    if f.search is not None:
+        clauses.append("lower(detail) like :search escape '\\'")
+        params["search"] = _like(f.search.lower())
+    if f.scoring is not None:
+        clauses.append(
+            "exists (select 1 from answer_score a where a.trial_id = trial.trial_id "
+            "and a.scoring_id = :scoring)"
+        )
+        params["scoring"] = f.scoring
+    if f.sort in ("slowest", "fastest"):
+        clauses.append("latency_s is not null")
+    if f.sort == "newest":
+        clauses.append("finished_at is not null")
+    return " and ".join(clauses), params
+
+
+@dataclass(frozen=True)
+class TrialPage:
+    """One page of a sweep's trials under a filter."""
+
+    rows: list[Any]
+    matched: int
+    """How many trials the filter selects, up to COUNT_CAP + 1."""
+    page: int
+
+    @property
+    def capped(self) -> bool:
+        return self.matched > COUNT_CAP
+
+    @property
+    def pages(self) -> int | None:
+        """How many pages there are; None when the count was capped."""
+        return None if self.capped else max(1, -(-self.matched // PAGE_SIZE))
+
+    @property
+    def has_next(self) -> bool:
+        pages = self.pages
+        return len(self.rows) == PAGE_SIZE if pages is None else self.page < pages
+
+    def summary(self) -> str:
+        """`123 trial(s); page 2 of 3`, or `more than 1,000 trial(s); page 30`."""
+        if self.pages is None:
+            return f"more than {COUNT_CAP:,} trial(s); page {self.page}"
+        return f"{self.matched:,} trial(s); page {self.page} of {self.pages}"
+
+
+def page_statements(sweep_id: str, selection: TrialFilter) -> tuple[str, str, dict[str, Any]]:
+    """The SQL of a page of trials and of its capped count, and their parameters."""
+    where, params = where_clause(sweep_id, selection)
+    offset = (selection.page - 1) * PAGE_SIZE
+    page_sql = (
+        f"select {LIST_COLUMNS} from trial where {where} "
+        f"order by {ORDERS[selection.sort]} limit {PAGE_SIZE} offset {offset}"
+    )
+    count_sql = f"select count(*) from (select 1 from trial where {where} limit {COUNT_CAP + 1}) c"
+    return page_sql, count_sql, params
+
+
+def trial_page(*, engine: Engine, sweep_id: str, selection: TrialFilter) -> TrialPage:
+    """The page `selection.page` of the trials it selects, PAGE_SIZE to a page."""
+    page_sql, count_sql, params = page_statements(sweep_id, selection)
+    offset = (selection.page - 1) * PAGE_SIZE
+    with engine.connect() as conn:
+        rows = list(conn.execute(text(page_sql), params))
+        # A page that is not full, and not past the end, is the last: the rows count themselves
+        # (a text search with few matches then reads the sweep once, not twice).
+        last = 0 < len(rows) < PAGE_SIZE or (not rows and offset == 0)
+        # Past the cap the count says no more than that: no need to run it again.
+        matched = (
+            offset + len(rows)
+            if last or offset >= COUNT_CAP
+            else int(conn.execute(text(count_sql), params).scalar_one())
+        )
+    return TrialPage(rows=rows, matched=matched, page=selection.page)
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial with everything stored about it."""
+
+    trial: Any
+    """The trial row (every column, and `config`)."""
+    calls: list[Any]
+    """Its tool_call rows, in order."""
+    answers: list[Any]
+    """Its answer_score rows, one per scoring pass, oldest first."""
+    judgements: list[Any]
+    """Its judgement rows: per scoring pass, run and criterion."""
+    siblings: list[Any]
+    """Trials of the same sweep, scenario, repetition and wording in other configurations."""
+    replays: list[tuple[str, Any]] = field(default_factory=list)
+    """(`replays` or `replayed by`, trial row): the recorded trial this one replays, and the
+    trials of later sweeps that replay this one."""
+
+
+TRIAL_SQL = f"select trial.*, {CONFIG} as config from trial where trial_id = :t"
+CALLS_SQL = "select * from tool_call where trial_id = :t order by idx"
+ANSWERS_SQL = """
+select a.*, s.kind as scoring_kind from answer_score a
+left join scoring s on s.scoring_id = a.scoring_id
+where a.trial_id = :t order by a.created_at
+"""
+JUDGEMENTS_SQL = "select * from judgement where trial_id = :t order by scoring_id, run, criterion"
+SIBLINGS_SQL = f"""
+select trial_id, model_id, {CONFIG} as config, outcome, status from trial
+where sweep_id = :sweep and scenario_id = :scenario and repetition = :rep
+  and variant = :variant and trial_id <> :t
+order by model_id, prompt_id, toolset
+"""
+
+
+SAME_PLACE_SQL = f"""
+select trial_id, sweep_id, model_id, {CONFIG} as config, outcome, status from trial
+where sweep_id = :sweep and model_id = :model and prompt_id = :prompt and toolset = :toolset
+  and scenario_id = :scenario and repetition = :rep and variant = :variant
+"""
+REPLAYING_SQL = "select sweep_id, spec_json from sweep where spec_json like '%replay%'"
+
+
+def _replays(conn: Connection, trial: Any) -> list[tuple[str, Any]]:
+    """The trial a replay trial replays (same place in the recorded sweep), and the trials
+    that replay this one (same place in each sweep whose replay targets name this sweep)."""
+    place = {
+        "model": trial.model_id,
+        "prompt": trial.prompt_id,
+        "toolset": trial.toolset,
+        "scenario": trial.scenario_id,
+        "rep": trial.repetition,
+        "variant": trial.variant,
+    }
+    model = _loads(trial.payload_json).get("model") or {}
+    found: list[tuple[str, Any]] = []
+    if model.get("adapter") == "replay" and model.get("model"):
+        rows = conn.execute(text(SAME_PLACE_SQL), place | {"sweep": model["model"]})
+        found += [("replays", r) for r in rows]
+    for s in conn.execute(text(REPLAYING_SQL)):
+        models = _loads(s.spec_json).get("models") or []
+        if any(m.get("adapter") == "replay" and m.get("model") == trial.sweep_id for m in models):
+            rows = conn.execute(text(SAME_PLACE_SQL), place | {"sweep": s.sweep_id})
+            found += [("replayed by", r) for r in rows]
+    return found
+
+
+def _loads(raw: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def trial_record(*, engine: Engine, trial_id: str) -> TrialRecord | None:
+    """The trial and its rows, or None when no trial has that id."""
+    with engine.connect() as conn:
+        trial = conn.execute(text(TRIAL_SQL), {"t": trial_id}).first()
+        if trial is None:
+            return None
+        by_id = {"t": trial_id}
+        siblings = conn.execute(
+            text(SIBLINGS_SQL),
+            {
+                "t": trial_id,
+                "sweep": trial.sweep_id,
+                "scenario": trial.scenario_id,
+                "rep": trial.repetition,
+                "variant": trial.variant,
+            },
+        )
+        return TrialRecord(
+            trial=trial,
+            calls=list(conn.execute(text(CALLS_SQL), by_id)),
+            answers=list(conn.execute(text(ANSWERS_SQL), by_id)),
+            judgements=list(conn.execute(text(JUDGEMENTS_SQL), by_id)),
+            siblings=list(siblings),
+            replays=_replays(conn, trial),
+        )
+
+
+def trial_ids_starting(*, engine: Engine, prefix: str, limit: int = 2) -> list[str]:
+    """Trial ids that start with `prefix` (a shortened id, as the lists print them)."""
+    sql = "select trial_id from trial where trial_id >= :p and trial_id < :q order by trial_id"
+    with engine.connect() as conn:
+        found = conn.execute(
+            text(f"{sql} limit {int(limit)}"), {"p": prefix, "q": prefix + "\uffff"}
+        )
+        return [str(r[0]) for r in found]

@@ -1,0 +1,125 @@
+"""The explorer in a terminal: a page of trials as a table, one trial as lines. Rich styles them
+on a terminal and prints plain lines anywhere else; every stored text is printed as text, never
+read as markup."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from rich.table import Table
+
+from mcp_farm.scheduler.report.cells import secs
+from mcp_farm.scheduler.view.transcript import Entry, entries, pins, verdict
+from mcp_farm.scheduler.view.trial_page import SUMMARY, summary_value
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mcp_farm.scheduler.view.queries import TrialPage, TrialRecord
+
+OUTCOME_STYLE = {"pass": "green", "infra_error": "yellow", "harness_error": "yellow"}
+
+
+def print_trials(page: TrialPage, out: Console) -> None:
+    """A page of trials: full ids (for `farm trial show`), configuration, outcome, detail. Off a
+    terminal, one tab-separated line per trial, so the output greps and cuts cleanly."""
+    if not out.is_terminal:
+        for t in page.rows:
+            fields = (
+                t.trial_id,
+                t.model_id,
+                t.config,
+                t.scenario_id,
+                f"{t.repetition}{'p' if t.variant else ''}",
+                t.outcome or t.status,
+                secs(t.latency_s),
+                " ".join((t.detail or "").split())[:200],
+            )
+            out.print("\t".join(fields), markup=False, highlight=False, soft_wrap=True)
+        _count(page, out)
+        return
+    table = Table(header_style="bold", pad_edge=False, box=None)
+    for head in ("trial", "model", "config", "scenario", "rep", "outcome", "latency", "detail"):
+        table.add_column(head, overflow="fold", no_wrap=head == "trial")
+    for t in page.rows:
+        outcome = t.outcome or t.status
+        style = OUTCOME_STYLE.get(outcome, "red" if t.outcome else "dim")
+        table.add_row(
+            t.trial_id,
+            escape(t.model_id),
+            escape(t.config),
+            escape(t.scenario_id),
+            f"{t.repetition}{'p' if t.variant else ''}",
+            f"[{style}]{escape(outcome)}[/{style}]",
+            secs(t.latency_s),
+            escape((t.detail or "")[:120]),
+        )
+    out.print(table)
+    _count(page, out)
+
+
+def _count(page: TrialPage, out: Console) -> None:
+    out.print(page.summary(), highlight=False)
+
+
+def _entry_lines(item: Entry) -> list[str]:
+    if item.kind in ("user", "assistant", "system"):
+        return [f"[bold]{item.kind}:[/bold] {escape(item.text)}"]
+    if item.kind == "undecoded":
+        return [f"[bold red]assistant (undecodable call):[/bold red] {escape(item.text)}"]
+    number = "setup" if item.kind == "setup" else f"call #{item.index}"
+    where = f"{item.server}." if item.server else ""
+    state = "[green]ok[/green]" if item.ok else "[red]error[/red]"
+    lines = [
+        f"[bold]{number}[/bold] {escape(where + item.text)}({escape(item.arguments)}) {state}"
+        f" {secs(item.latency_s)}"
+    ]
+    if item.error:
+        lines.append(f"  [red]error:[/red] {escape(item.error)}")
+    if item.result is not None:
+        lines.append(f"  → {escape(item.result)}")
+    if item.cut:
+        lines.append("  [yellow](result cut at the server's result_chars)[/yellow]")
+    return lines
+
+
+def print_trial(record: TrialRecord, out: Console) -> None:
+    """One trial: its summary, the grader's verdict step by step, the transcript, answer
+    scores and judge verdicts, the provenance."""
+    t = record.trial
+
+    def say(line: str) -> None:
+        # Whole lines, never folded at the width: a transcript is read, grepped and copied.
+        out.print(line, highlight=False, soft_wrap=True)
+
+    say(f"[bold]trial {t.trial_id}[/bold]")
+    for name, column in SUMMARY:
+        say(f"  {name}: {escape(summary_value(t, column))}")
+    found = verdict(t, record.calls)
+    say(f"[bold]verdict:[/bold] {escape(found.outcome)} {escape(found.detail)}")
+    for s in found.steps:
+        flag = " [red]← named in the verdict[/red]" if s.named else ""
+        calls = ", ".join(s.calls) or "no call"
+        say(f"  step {s.number} {escape(s.label)} {escape(s.params)}: {calls}{flag}")
+    if found.note:
+        say(f"  {escape(found.note)}")
+    say("[bold]transcript:[/bold]")
+    for item in entries(t, record.calls):
+        for line in _entry_lines(item):
+            say(line)
+    if t.final_answer:
+        say(f"[bold]final answer:[/bold] {escape(t.final_answer)}")
+    for a in record.answers:
+        say(
+            f"answer score ({escape(a.scoring_id[:12])}): fairness {a.fairness:.3f}, adoption "
+            f"{a.adoption:.3f}, grounded {a.grounded}, unresolved {a.unresolved}, "
+            f"hallucinated {a.hallucinated}",
+        )
+    for j in record.judgements:
+        say(
+            f"judge ({escape(j.scoring_id[:12])} run {j.run}) {escape(j.criterion)}: "
+            f"{j.score} {escape(j.rationale)}",
+        )
+    say("[bold]provenance:[/bold] " + escape(json.dumps(pins(t), sort_keys=True)))

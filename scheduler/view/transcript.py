@@ -1,0 +1,189 @@
+"""One trial told in order, for the web page and the terminal alike: setup calls, the user's
+turns, the model's prose, each call with its arguments, result, error and timing, cut notices;
+and the grader's verdict beside the scenario's expected steps."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mcp_farm.schema import FarmError
+
+CUT_NOTICE = re.compile(r"\[result cut: \d+ more characters not shown\]")
+"""What the session appends to a result it cut at the server's `result_chars`."""
+STEP_NAMED = re.compile(r"\bstep (\d+) \(")
+"""How the grader names the step at fault: `step 1 (read_file) never called`."""
+TOOL_NAMED = re.compile(r"^(?:calls: strict: call \d+ \()?([\w|-]+)[.:)]")
+"""How it names the tool of the call at fault: `read_file.path: …`, `read_file: …`."""
+
+Kind = Literal["setup", "system", "user", "assistant", "call", "undecoded"]
+
+
+@dataclass
+class Entry:
+    """One thing that happened, in the order it happened."""
+
+    kind: Kind
+    text: str = ""
+    """Prose (user, assistant, system), or the tool's name for a call."""
+    arguments: str = ""
+    """A call's arguments as JSON."""
+    result: str | None = None
+    """The result as the model was shown it; None when the transcript holds none."""
+    cut: bool = False
+    """The result was cut at the server's `result_chars`."""
+    ok: bool = True
+    error: str | None = None
+    latency_s: float | None = None
+    index: int | None = None
+    """The call's index among the model's calls (the tool_call row), or the setup call's."""
+    server: str | None = None
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _loads(raw: str | None, default: Any) -> Any:
+    try:
+        return json.loads(raw) if raw else default
+    except ValueError:
+        return default
+
+
+def entries(trial: Any, calls: list[Any]) -> list[Entry]:
+    """The trial's story from its row and its tool_call rows. Calls are numbered as the
+    tool_call rows are (in the order the model made them), results found by call id."""
+    found = [
+        Entry(
+            "setup",
+            text=str(c.get("tool")),
+            arguments=_dumps(c.get("arguments")),
+            result=c.get("result_text") or None,
+            ok=bool(c.get("ok", True)),
+            error=c.get("error"),
+            latency_s=c.get("latency_s"),
+            index=c.get("index"),
+            server=c.get("server"),
+        )
+        for c in _loads(trial.setup_json, [])
+    ]
+    messages = _loads(trial.transcript_json, [])
+    results = {
+        m.get("tool_call_id"): m.get("content", "") for m in messages if m.get("role") == "tool"
+    }
+    rows = iter(calls)
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            continue
+        content = message.get("content") or ""
+        if role == "assistant" and message.get("undecoded"):
+            found.append(Entry("undecoded", text=content))
+            continue
+        if content or role != "assistant":
+            found.append(Entry(role if role in ("system", "user") else "assistant", text=content))
+        for call in message.get("tool_calls") or []:
+            row = next(rows, None)
+            result = results.get(call.get("id"))
+            found.append(
+                Entry(
+                    "call",
+                    text=str(call.get("name")),
+                    arguments=_dumps(call.get("arguments")),
+                    result=result,
+                    cut=bool(result and CUT_NOTICE.search(result)),
+                    ok=True if row is None else bool(row.ok),
+                    error=None if row is None else row.error,
+                    latency_s=None if row is None else row.latency_s,
+                    index=None if row is None else row.idx,
+                    server=None if row is None else row.server,
+                )
+            )
+    return found
+
+
+@dataclass
+class StepLine:
+    """One expected step of the scenario, beside the calls of its tool."""
+
+    number: int
+    label: str
+    params: str
+    calls: list[str] = field(default_factory=list)
+    """The model's calls of this step's tool: `#i ok` / `#i error`."""
+    named: bool = False
+    """The grader's verdict names this step (the one that failed)."""
+
+
+@dataclass
+class Verdict:
+    """What the grader decided, and the scenario it decided it against."""
+
+    outcome: str
+    detail: str
+    steps: list[StepLine]
+    note: str = ""
+    """Why the steps are missing, when they are."""
+
+
+def verdict(trial: Any, calls: list[Any]) -> Verdict:
+    """The grader's outcome and detail, with the scenario's steps (at the version the trial
+    ran) and the calls of each step's tool. The farm stores the first check that failed, not
+    a match of every call to every step: the step that check names is marked."""
+    detail = trial.detail or ""
+    outcome = trial.outcome or trial.status
+    try:
+        scenario = _scenario(trial)
+    except (FarmError, ValueError, KeyError) as exc:
+        return Verdict(outcome, detail, [], note=f"expected steps not shown: {exc}")
+    expect = scenario.expect
+    if scenario.routes:
+        # A routed scenario: the route the trial took, or was judged by, holds the steps.
+        route = next((r for r in scenario.routes if r.name == trial.route), None)
+        if route is None:
+            return Verdict(outcome, detail, [], note="the trial was judged by no route")
+        expect = route.expect
+    named = _named_step(detail, [set(step.names) for step in expect])
+    steps = []
+    for number, step in enumerate(expect):
+        tools = set(step.names)
+        steps.append(
+            StepLine(
+                number,
+                step.label,
+                _dumps(step.model_dump(mode="json", exclude_defaults=True).get("params", {})),
+                [f"#{c.idx} {'ok' if c.ok else 'error'}" for c in calls if c.tool in tools],
+                named=number == named,
+            )
+        )
+    note = "" if steps else "the scenario expects no tool call"
+    return Verdict(outcome, detail, steps, note=note)
+
+
+def _named_step(detail: str, tools: list[set[str]]) -> int | None:
+    """The step the grader's detail blames: the one it names by number, else the first step
+    of the tool whose call it quotes."""
+    if found := STEP_NAMED.search(detail):
+        return int(found.group(1))
+    if found := TOOL_NAMED.match(detail):
+        return next((i for i, names in enumerate(tools) if found.group(1) in names), None)
+    return None
+
+
+def _scenario(trial: Any) -> Any:
+    from mcp_farm.scenarios.catalog import find_scenario
+
+    payload = _loads(trial.payload_json, {})
+    ref = payload.get("scenario") or {}
+    if not ref.get("suite"):
+        raise ValueError("the trial's payload names no suite")
+    return find_scenario(ref["suite"], trial.scenario_id, trial.scenario_version)
+
+
+def pins(trial: Any) -> dict[str, Any]:
+    """The trial's provenance: versions, commit, host, and the model's pins."""
+    found = _loads(trial.provenance_json, {})
+    return found if isinstance(found, dict) else {}

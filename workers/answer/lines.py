@@ -1,0 +1,246 @@
+"""Reading the line or lines an answer writes beside a cited path, in every common form.
+
+A line is read after the path (`path:12`, `**path**:12`, `File "path", line 12`, `path#L12`,
+`path?plain=1#L12`, `path@commit:12`, `[path](url#L12)`, `path around line 12`, `path, line #12`,
+ranges and lists `path, lines 12, 14 and 20`, `1,000`), before it (`line 12 of path`), or in a
+Markdown table's line column. A number that stands where a line goes but cannot be read (signed,
+glued to a letter, wrapped in brackets, too long) is kept as `bad`: such a citation is never
+grounded, since what it claims cannot be checked.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+LINE_DIGITS = 9
+"""Longer line numbers are no line of any file: such a citation is never grounded."""
+
+_H = r"[^\S\n]*"
+# A line word, optionally with its number mark: `line`, `lines`, `ln`, `l.`, `L`, `line #`,
+# `line no.`, `line number`, `line:`.
+_WORD = rf"(?i:lines?|ln\.?|l\.?)(?:{_H}(?:#|:|(?i:nos?\.|numbers?|num\.)))?{_H}"
+WORD = re.compile(_WORD)
+WORD_BEFORE = re.compile(rf"(?<![\w.-]){_WORD}")
+# A number: grouped by thousands (`1,000`) or plain; a sign makes it no line, `~` or `≈` an
+# approximate one (read as written).
+NUMBER = re.compile(r"(?P<mark>[-+−~≈])?(?P<digits>\d{1,3}(?:,\d{3})+(?!\d)|\d+)")
+SIGNS = ("-", "+", "−")
+RANGE = re.compile(rf"{_H}(?:[-–—]|\.{{2,3}}|…|(?i:to|through|thru|until)(?=\s)){_H}")
+LIST = re.compile(rf"{_H}(?:,{_H}(?:(?i:and|or)(?=\s){_H})?|(?i:and|or|&)(?=\s){_H})")
+# After a listed number without a line word of its own, what makes it a count rather than a
+# line (`path:2, 3 more callers`, `2, 40 uses`): `more`, `other`, or a plural noun.
+COUNTED = re.compile(rf"{_H}(?i:more|others?|(?!has\b|is\b|was\b|does\b)[a-z]+s)\b")
+# What makes a number no line: glued to a letter, `_` or a decimal part (`99999a`, `12行`,
+# `12.5`). A `:` after it (`12:5`, a column) is no glue.
+GLUED = re.compile(r"(?:\.\d|\w)[\w.]*")
+COUNT = re.compile(rf"{_H}(?i:lines?)(?!\w)")
+"""`path (300 lines)`: a size, not a line."""
+# From the end of a path to its first number: closing marks (backtick, bold, quotes, a
+# bracket), a possessive, a commit or ref (`@abc123`), a URL query before a fragment, one join
+# mark (`:` `#` `,` `(`), then up to two position words.
+JOIN = re.compile(
+    rf"(?:[`*\"”»\]]|['’](?!s(?!\w)))*(?:['’]s(?!\w))?(?:@[\w.-]+)?(?:\?[\w=&%.;-]+(?=#))?"
+    rf"{_H}(?:(?:[:#,]|(?P<open>\())?{_H})?"
+    rf"(?P<preps>(?:(?i:at|on|around|near|about|approximately|approx\.|roughly|circa|in|from|"
+    rf"between)(?=\s){_H}){{0,2}})"
+)
+WORD_NEEDED = re.compile(r"(?i)\b(?:in|from|between)\b")
+"""Position words after which a bare number is no line (`path in 3 places`)."""
+LINK = re.compile(r"[`*\"'”’]*\]\((?P<url>[^)\s]*)\)")
+FRAGMENT = re.compile(r"#(?=[Ll]?\d)|:(?=\d)")
+CLOSE = re.compile(rf"{_H}\)")
+# A line-like number reached through marks only (`path:[12]`, `path:(12)`, `path#L-12`), or
+# a line word a few words on with a number after it (`path (see line ≈12)`).
+STRAY = re.compile(r"[`*\"'”’»\]]*[:#](?!:)[^\w\s]*[Ll]?[^\w\s]*\d[^\s]*")
+STRAY_WORD = re.compile(
+    rf"[`*\"'”’»\]]*{_H}[,(]?{_H}(?:[A-Za-z]+{_H}){{0,2}}?(?<!\w)(?P<word>(?i:lines?|ln|l))"
+    rf"(?!\w)[^\w\n]{{0,3}}\d[^\s)]*"
+)
+OF = re.compile(
+    rf"{_H}(?i:of|in|inside|within|from)(?:{_H}(?i:the))?(?:{_H}(?i:file|module))?{_H}"
+    r"[`*\"'“‘\[(]*"
+)
+STRAY_NUMBER = re.compile(r"[^\w\n]{0,3}\d[^\s]*")
+BEFORE_WINDOW = 80
+
+
+@dataclass(frozen=True)
+class Lines:
+    """What was written as a citation's lines, and where that writing ends."""
+
+    end: int
+    """Where the citation's text ends in the prose (its start when written before the path)."""
+    start: int | None = None
+    last: int | None = None
+    bad: str | None = None
+    """Written as a line but cannot be read as one."""
+
+    @property
+    def read(self) -> bool:
+        return self.start is not None or self.bad is not None
+
+
+def _element(prose: str, at: int, word: bool) -> tuple[re.Match[str], bool] | None:
+    """A number at `at`, with its own line word before it when `word` allows one: the number's
+    match and whether a word was written."""
+    said = WORD.match(prose, at) if word else None
+    m = NUMBER.match(prose, said.end() if said else at)
+    if m is None and said is not None:
+        return None
+    return (m, said is not None) if m else None
+
+
+def numbers(prose: str, at: int, *, word_needed: bool = False) -> Lines | None:
+    """The line, range or list written at `at` (`12`, `L12-L20`, `lines 1, 5 and 9`,
+    `line #1,000`), or None when no number stands there. Every number counts: a list is held at
+    its smallest and largest (any number past the end fails it)."""
+    first = _element(prose, at, True)
+    if first is None or (word_needed and not first[1]):
+        return None
+    start_at = first[0].start()
+    plural = bool(re.match(r"(?i)lines", prose[at:start_at].strip()))
+    found = [first[0]]
+    while True:
+        last = found[-1]
+        glued = GLUED.match(prose, last.end())
+        if glued is not None:
+            return Lines(glued.end(), bad=prose[start_at : glued.end()])
+        ranged = RANGE.match(prose, last.end())
+        listed = None if ranged else LIST.match(prose, last.end())
+        sep = ranged or listed
+        nxt = _element(prose, sep.end(), True) if sep else None
+        if sep is None or nxt is None:
+            break
+        if listed and not (nxt[1] or plural) and COUNTED.match(prose, nxt[0].end()):
+            break
+        found.append(nxt[0])
+    end = found[-1].end()
+    if COUNT.match(prose, end) and len(found) == 1 and not first[1]:
+        return None  # `path (300 lines)` is a size
+    for m in found:
+        signed = m.group("mark") in SIGNS
+        if signed or len(m.group("digits").replace(",", "").lstrip("0")) > LINE_DIGITS:
+            return Lines(end, bad=prose[start_at:end])
+    values = [int(m.group("digits").replace(",", "")) for m in found]
+    return Lines(end, min(values), max(values))
+
+
+def _link(prose: str, at: int) -> Lines | None:
+    """`[path](url#L12)`: the line in the link's target; the target itself is consumed (it
+    names the same file), with or without a line."""
+    m = LINK.match(prose, at)
+    if m is None:
+        return None
+    fragment = FRAGMENT.search(m.group("url"))
+    if fragment is not None:
+        read = numbers(prose, m.start("url") + fragment.end())
+        if read is not None:
+            return Lines(m.end(), read.start, read.last, read.bad)
+    return Lines(m.end())
+
+
+def after(prose: str, at: int) -> Lines:
+    """The lines written after a path that ends at `at` (nothing read: `Lines(at)`)."""
+    link = _link(prose, at)
+    if link is not None:
+        return link
+    join = JOIN.match(prose, at)
+    if join is not None:
+        read = numbers(prose, join.end(), word_needed=bool(WORD_NEEDED.search(join["preps"])))
+        if read is not None:
+            end = read.end
+            if join.group("open") and read.bad is None:
+                close = CLOSE.match(prose, end)
+                end = close.end() if close else end
+            return Lines(end, read.start, read.last, read.bad)
+    stray = STRAY.match(prose, at)
+    if stray is not None:
+        return Lines(stray.end(), bad=stray.group(0).strip())
+    return _a_few_words_on(prose, at)
+
+
+def _a_few_words_on(prose: str, at: int) -> Lines:
+    """A line word up to two words after the path with a number after it (`path, see line 12`,
+    `path (see line ≥12)`): read when it can be, else unreadable."""
+    stray = STRAY_WORD.match(prose, at)
+    if stray is None:
+        return Lines(at)
+    read = numbers(prose, stray.start("word"))
+    if read is not None and read.bad is None:
+        return Lines(read.end, read.start, read.last)
+    return Lines(stray.end(), bad=stray.group(0).strip(" ,(`*\"'”’»]"))
+
+
+def before(prose: str, at: int) -> Lines | None:
+    """The lines written before a path that starts at `at` (`line 12 of path`, `lines 3-9 in
+    the file path`); `end` is where that writing starts."""
+    low = max(0, at - BEFORE_WINDOW)
+    for word in WORD_BEFORE.finditer(prose, low, at):
+        read = numbers(prose, word.start())
+        if read is not None and OF.fullmatch(prose, read.end, at):
+            return Lines(word.start(), read.start, read.last, read.bad)
+        stray = STRAY_NUMBER.match(prose, word.end())
+        if read is None and stray is not None and OF.fullmatch(prose, stray.end(), at):
+            return Lines(word.start(), bad=prose[word.start() : stray.end()])
+    return None
+
+
+# ------------------------------------------------------------------ Markdown tables
+
+SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+LINE_HEAD = re.compile(r"(?i)^(?:lines?(?:\s*(?:#|no\.?|nos?\.|numbers?|\(s\)|range))?|ln|l#?|#)$")
+
+
+def _cells(line: str, offset: int) -> list[tuple[int, int]]:
+    """The (start, end) of each cell of a table row, outer pipes aside."""
+    bars = [m.start() for m in re.finditer(r"(?<!\\)\|", line)]
+    edges = [-1, *bars, len(line)]
+    cells = [(a + 1, b) for a, b in itertools.pairwise(edges)]
+    if cells and not line[: cells[0][1]].strip():
+        cells = cells[1:]
+    if cells and not line[cells[-1][0] :].strip():
+        cells = cells[:-1]
+    return [(offset + a, offset + b) for a, b in cells]
+
+
+def table_lines(prose: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """In each Markdown table with a line column (headed `Line`, `Lines`, `Line #`, `Ln`, `L`,
+    …): per row, the span of each other cell and the span of the row's line cell."""
+    rows: list[tuple[int, str]] = []
+    offset = 0
+    for line in prose.splitlines(keepends=True):
+        rows.append((offset, line.rstrip("\r\n")))
+        offset += len(line)
+    found: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    for i in range(len(rows) - 1):
+        start, head = rows[i]
+        if "|" not in head or not SEPARATOR.match(rows[i + 1][1]):
+            continue
+        heads = [prose[a:b].strip().strip("*`_ ") for a, b in _cells(head, start)]
+        column = next((k for k, h in enumerate(heads) if LINE_HEAD.match(h)), None)
+        if column is None:
+            continue
+        for row_start, row in rows[i + 2 :]:
+            if "|" not in row:
+                break
+            cells = _cells(row, row_start)
+            if column < len(cells):
+                found += [(cell, cells[column]) for k, cell in enumerate(cells) if k != column]
+    return found
+
+
+def in_cell(prose: str, cell: tuple[int, int]) -> Lines:
+    """The line a table's line cell holds; a cell with a number that cannot be read is `bad`,
+    one without any number reads nothing. `end` is the cell's end."""
+    low, high = cell
+    text = prose[low:high]
+    content = low + len(text) - len(text.lstrip(" \t*`"))
+    read = numbers(prose, content)
+    rest = prose[read.end : high].strip(" \t*`") if read else ""
+    if read is not None and read.bad is None and not rest:
+        return Lines(high, read.start, read.last)
+    if re.search(r"\d", text):
+        return Lines(high, bad=text.strip())
+    return Lines(high)

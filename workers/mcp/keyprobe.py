@@ -1,0 +1,161 @@
+"""Validate's probe of `from_key`: does the step a key is read from answer JSON that holds it?
+
+A `from_key` on a result that is not JSON (a server printing a Python repr) can never pick a
+value, so every trial would fail the step whatever the model did. Only a call shows what a
+tool answers: for each scenario with a `from_key`, its servers are borrowed as a trial
+borrows them, its setup is made, and the ideal agent's calls (each step's `example`) are
+made in order up to the last step a key is read from. A step without an example, or an
+example call that fails, ends the probe of that scenario quietly: the examples are judged on
+their own elsewhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import MCPError
+
+from mcp_farm.schema import (
+    ExpectedCall,
+    Scenario,
+    ServerDef,
+)
+from mcp_farm.schema.tasks.messages import (
+    SpecProblem,
+    SuiteToCheck,
+)
+from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.grading.chained import key_problem
+from mcp_farm.workers.mcp.connections import (
+    Connected,
+    connect,
+    result_text,
+)
+from mcp_farm.workers.mcp.pool import ServerPool
+from mcp_farm.workers.session import (
+    SessionState,
+    run_setup,
+)
+
+Keyed = tuple[str, int, str]
+"""(field of the `from_key`, the step it reads, the key)."""
+
+
+def keyed(scenario: Scenario, where: str) -> list[tuple[list[ExpectedCall], list[Keyed]]]:
+    """Per list of steps (`expect`, or each route's), every `from_key` in it, with its field."""
+    found = []
+    for at, steps in scenario.step_lists():
+        keys = [
+            (f"{where}.{at}[{j}].{block}.{arg}{below}.from_key", m.derived_from_step, m.from_key)
+            for j, step in enumerate(steps)
+            for block, params in _blocks(step)
+            for arg, matcher in params.items()
+            for below, m in matcher.nested()
+            if m.from_key is not None and m.derived_from_step is not None
+        ]
+        if keys:
+            found.append((steps, keys))
+    return found
+
+
+def _blocks(step: ExpectedCall) -> list[tuple[str, dict[str, Any]]]:
+    """The step's params blocks with their fields: shared, and each alternative's own."""
+    blocks: list[tuple[str, dict[str, Any]]] = [("params", step.params)]
+    if not isinstance(step.tool, str):
+        for n, name in enumerate(step.names):
+            own = step.tool.own_params(name)
+            if own is not None:
+                blocks.append((f"tool.one_of[{n}].params", own))
+    return blocks
+
+
+async def probe(
+    scenario: Scenario, where: str, servers: list[ServerDef], pool: ServerPool
+) -> list[tuple[str, str]]:
+    """(field, problem) for each `from_key` whose source step's example call answered a
+    result the key picks nothing in."""
+    problems = []
+    for steps, keys in keyed(scenario, where):
+        results = await _ideal_results(
+            scenario, steps, max(k for _f, k, _key in keys), servers, pool
+        )
+        for field, step, key in keys:
+            if step in results and (problem := key_problem(results[step], key)):
+                tool = steps[step].names[0]
+                problems.append(
+                    (field, f"the result of step {step}'s example call ({tool}) {problem}")
+                )
+    return problems
+
+
+async def _ideal_results(
+    scenario: Scenario,
+    steps: list[ExpectedCall],
+    last: int,
+    servers: list[ServerDef],
+    pool: ServerPool,
+) -> dict[int, str]:
+    """The text each example call of steps 0..last answered, on servers as a trial gets them
+    (sandboxes fresh, reset calls made) after the scenario's setup; only the steps reached
+    before one could not be made."""
+    results: dict[int, str] = {}
+    try:
+        async with connect(servers, pool, "plain") as conn:
+            await run_setup(SessionState(), scenario.setup, conn, pool.start_timeout_s)
+            for j, step in enumerate(steps[: last + 1]):
+                text = await _example_result(step, conn, pool.start_timeout_s)
+                if text is None:
+                    break
+                results[j] = text
+    except (InfraError, OSError):  # a server that does not start is reported by the listing
+        pass
+    return results
+
+
+async def _example_result(step: ExpectedCall, conn: Connected, timeout_s: float) -> str | None:
+    """What the step's example call answered; None when it has none, or it failed."""
+    tool = step.names[0]
+    spec = conn.tools.get(tool)
+    if step.example is None or spec is None:
+        return None
+    conn.touched.add(spec.server)
+    try:
+        with anyio.fail_after(timeout_s):
+            result = await conn.sessions[spec.server].call_tool(tool, step.example)
+    except (MCPError, TimeoutError):
+        return None
+    text = result_text(result)
+    return None if result.is_error or conn.reported_error(spec.server, text) else text
+
+
+def key_problems(
+    suites: list[tuple[SuiteToCheck, dict[str, ServerDef]]], root: Path, start_timeout_s: float
+) -> list[SpecProblem]:
+    """Every suite's `from_key` problems (each suite with the servers it attaches, by name);
+    a scenario whose servers are not all at hand is not probed. Runs its own event loop."""
+    todo = [
+        (each.source, f"scenarios[{i}]", scenario, [attached[n] for n in scenario.servers])
+        for each, attached in suites
+        for i, scenario in enumerate(each.suite.scenarios)
+        if not scenario.open_tools
+        and keyed(scenario, "")
+        and all(n in attached for n in scenario.servers)
+    ]
+    if not todo:
+        return []
+    return anyio.run(_probe_all, todo, root, start_timeout_s)
+
+
+async def _probe_all(
+    todo: list[tuple[str, str, Scenario, list[ServerDef]]], root: Path, start_timeout_s: float
+) -> list[SpecProblem]:
+    problems: list[SpecProblem] = []
+    async with anyio.create_task_group() as keepers:
+        pool = ServerPool(keepers, root, start_timeout_s)
+        for source, where, scenario, servers in todo:
+            found = await probe(scenario, where, servers, pool)
+            problems += [SpecProblem(source=source, field=f, problem=p) for f, p in found]
+        pool.close()
+    return problems
