@@ -33,8 +33,10 @@ from mcp_farm.schema.vocab import (
 ToolNaming = Literal["plain", "server_prefixed"]
 
 CallCounting = Literal["lenient", "strict"]
-"""`lenient`: calls of an expected tool that match no step are allowed (a retry, a look);
-`strict`: each such call is `wrong_params`, and a repeated identical call a `tool_loop`."""
+"""`lenient`: calls of an expected tool that do no step are allowed (a retry, a look);
+`strict`: each step is done by one call, any other call of an expected tool is `wrong_params`
+(one that fits a step already done too), and a call identical to an earlier one a `tool_loop`
+unless it does a step of its own."""
 
 ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -103,8 +105,9 @@ class Scenario(Strict):
     max_repeats: int = Field(default=2, ge=1)
     """Identical calls (same tool, same arguments) allowed before it counts as a tool loop."""
     calls: CallCounting = "lenient"
-    """`strict`: every call of an expected tool must do a step (one meant to fail under
-    `expect_error` included) and no call may repeat; a sweep's `calls:` overrides it."""
+    """`strict`: every call of an expected tool must do a step of its own (one meant to fail
+    under `expect_error` included) and no call may repeat unless it does a step of its own; a
+    sweep's `calls:` overrides it."""
     example_answer: str | None = None
     """A final answer an ideal agent would give; must match `final_answer`."""
     open_tools: bool = False

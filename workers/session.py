@@ -26,7 +26,7 @@ from mcp_farm.schema import (
     canonical_json,
 )
 from mcp_farm.workers.errors import InfraError
-from mcp_farm.workers.grading.grade import repeats_allowed
+from mcp_farm.workers.grading.counting import repeats_allowed
 from mcp_farm.workers.mcp.capture import left_cassette
 from mcp_farm.workers.mcp.connections import (
     Connected,
@@ -341,7 +341,7 @@ async def run_session(
                 Message(role="tool", content=content, tool_call_id=call.call_id, name=call.name)
             )
             seen[_call_key(call)] = seen.get(_call_key(call), 0) + 1
-            if seen[_call_key(call)] > repeats_allowed(scenario):
+            if seen[_call_key(call)] > repeats_allowed(scenario, record.tool):
                 state.stop_reason = "tool_loop"
                 return
     state.stop_reason = "turn_limit"

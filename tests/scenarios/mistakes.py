@@ -22,6 +22,7 @@ from mcp_farm.workers.grading.matchers import (
     check,
 )
 from tests.helpers import ideal_script
+from tests.scenarios.mistakes_strict import blame_mistakes
 
 Script = list[dict[str, Any]]
 Mistake = tuple[str, Script, str]
@@ -334,7 +335,7 @@ ROUTE_MISTAKES: dict[str, list[tuple[str, Script, str]]] = {
 ADA_ID = _call("read_query", {"query": "SELECT id FROM customers WHERE name = 'Ada Lovelace'"})
 ROUTE_MISTAKES["ref.sql.ada-orders"] = [
     # The lookup route stopped half way: the id found, the orders never counted.
-    ("looks-up-the-id-and-stops", [ADA_ID, {"answer": "She has 3 orders."}], "wrong_params"),
+    ("looks-up-the-id-and-stops", [ADA_ID, {"answer": "She has 3 orders."}], "wrong_sequence"),
     # The one-query route done, with the other route's first query before it: lenient calls
     # would let it pass; the scenario's `calls: strict` does not.
     (
@@ -474,4 +475,5 @@ def form_mistakes(scenario: Scenario) -> list[Mistake]:
         *shape_mistakes(scenario),
         *strict_mistakes(scenario),
         *scenario_mistakes(scenario),
+        *blame_mistakes(scenario),
     ]

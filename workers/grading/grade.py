@@ -21,10 +21,16 @@ from mcp_farm.schema import (
     budgeted_search,
 )
 from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.grading.blame import Findings
+from mcp_farm.workers.grading.counting import (
+    extra_call,
+    first_try,
+    loop_problem,
+    past_limit,
+)
 from mcp_farm.workers.grading.schemacheck import schema_error
 from mcp_farm.workers.grading.steps import find
 from mcp_farm.workers.model.safejson import (
-    arguments_key,
     shorten,
     wire_problem,
 )
@@ -35,11 +41,14 @@ class Graded:
     outcome: Outcome
     detail: str
     first_try: bool = False
-    """A pass in which every call of an expected tool did a step and none was repeated: no
-    wrong attempt came before the right one (what `calls: strict` requires)."""
+    """A pass in which each call of an expected tool did a step of its own and no other call
+    repeated an earlier one: no wrong attempt, and no second call for a step done (what
+    `calls: strict` requires)."""
     route: str | None = None
     """On a scenario with routes: the route the trial passed by, or, when it passed by none,
     the one whose outcome it was given."""
+    steps_done: int = 0
+    """Steps some call did: how far the trial got on its way (routes compare it on a tie)."""
 
 
 def _schema_problem(
@@ -70,24 +79,30 @@ def _schema_problem(
 
 def _match_steps(
     scenario: Scenario, calls: list[ToolCallRecord], schemas: dict[str, dict[str, Any]]
-) -> tuple[Graded | None, list[ToolCallRecord]]:
-    """wrong_params or wrong_sequence, or None when every step is met in an allowed order;
-    and the calls of an expected tool that did no step (a wrong attempt, a failed call)."""
+) -> tuple[Graded | None, Findings]:
+    """wrong_params, a loop, or wrong_sequence, or None when every step is met in an allowed
+    order; and what the steps found.
+
+    A loop outranks a step missing or out of order and a call that failed: the session stops
+    a trial at its loop, so what is missing after it is what the stop cut off, and under
+    `calls: strict` a repeat is where the trial went round instead of on."""
     found = find(
         scenario,
         calls,
         lambda c, declared: _schema_problem(c, schemas.get(c.tool), declared),
         schemas,
     )
-    doing = {c.index for met in found.met.values() for c in met}
-    missed = [c for c in calls if c.tool in scenario.accepted_tools and c.index not in doing]
+    done = found.steps_met
     if found.params:
-        return Graded("wrong_params", found.params), missed
+        return Graded("wrong_params", found.params, steps_done=done), found
+    loop = loop_problem(scenario, calls, found)
+    if loop:
+        return Graded("tool_loop", loop, steps_done=done), found
     if found.sequence:
-        return Graded("wrong_sequence", found.sequence), missed
+        return Graded("wrong_sequence", found.sequence, steps_done=done), found
     if found.failed:
-        return Graded("wrong_params", found.failed), missed
-    return None, missed
+        return Graded("wrong_params", found.failed, steps_done=done), found
+    return None, found
 
 
 def scenario_of(spec: TrialSpec) -> Scenario:
@@ -99,29 +114,6 @@ def scenario_of(spec: TrialSpec) -> Scenario:
     if spec.calls is not None:
         scenario = scenario.model_copy(update={"calls": spec.calls})
     return scenario
-
-
-def repeats_allowed(scenario: Scenario) -> int:
-    """Identical calls allowed before a tool loop: one under `calls: strict`."""
-    return 1 if scenario.calls == "strict" else scenario.max_repeats
-
-
-def _loop(calls: list[ToolCallRecord], allowed: int) -> str | None:
-    counts: dict[str, int] = {}
-    for c in calls:
-        key = arguments_key(c.tool, c.arguments)
-        counts[key] = counts.get(key, 0) + 1
-        if counts[key] > allowed:
-            return f"{c.tool} called {counts[key]} times with the same arguments"
-    return None
-
-
-def _strict_problem(missed: list[ToolCallRecord]) -> str | None:
-    if not missed:
-        return None
-    c = missed[0]
-    what = "failed" if not c.ok else "matches no step"
-    return f"calls: strict: call {c.index} ({c.tool}) {what}: {shorten(c.arguments)}"
 
 
 def _grade_open(
@@ -139,19 +131,19 @@ def _grade_open(
         problem = _schema_problem(c, schemas.get(c.tool))
         if problem:
             return Graded("wrong_params", problem)
-    graded = _loop_or_answer(scenario, calls, final_answer, stop_reason)
-    first = graded.outcome == "pass" and _loop(calls, 1) is None
+    allowed = 1 if scenario.calls == "strict" else scenario.max_repeats
+    graded = _loop_or_answer(scenario, final_answer, stop_reason, past_limit(calls, allowed))
+    first = graded.outcome == "pass" and past_limit(calls, 1) is None
     return Graded(graded.outcome, graded.detail, first_try=first)
 
 
 def _loop_or_answer(
     scenario: Scenario,
-    calls: list[ToolCallRecord],
     final_answer: str | None,
     stop_reason: StopReason,
+    loop: str | None = None,
 ) -> Graded:
     """The last checks of the taxonomy: tool_loop, output_mismatch, pass."""
-    loop = _loop(calls, repeats_allowed(scenario))
     if loop or stop_reason == "tool_loop":
         return Graded("tool_loop", loop or "repeated identical calls")
     if stop_reason != "answer" or final_answer is None:
@@ -216,17 +208,28 @@ def _by_route(
     stop_reason: StopReason,
     schemas: dict[str, dict[str, Any]],
 ) -> Graded:
-    """The first route the trial passes by; else the route it got furthest on (the latest
-    outcome in the taxonomy's order), the first listed of those that got as far."""
+    """The first route the trial passes by; else the route it got furthest on: the latest
+    outcome in the taxonomy's order, then the most steps done (the route the model was on),
+    then the first listed."""
     closest: Graded | None = None
     for name, way in scenario.ways():
         graded = _grade_way(way, calls, final_answer, stop_reason, schemas)
         if graded.outcome == "pass":
             return Graded("pass", f"route {name}", graded.first_try, route=name)
-        if closest is None or OUTCOMES.index(graded.outcome) > OUTCOMES.index(closest.outcome):
-            closest = Graded(graded.outcome, f"route {name}: {graded.detail}", route=name)
+        if closest is None or _further(graded, closest):
+            closest = Graded(
+                graded.outcome,
+                f"route {name}: {graded.detail}",
+                route=name,
+                steps_done=graded.steps_done,
+            )
     assert closest is not None  # a scenario with routes has two or more
     return closest
+
+
+def _further(graded: Graded, than: Graded) -> bool:
+    a, b = OUTCOMES.index(graded.outcome), OUTCOMES.index(than.outcome)
+    return a > b or (a == b and graded.steps_done > than.steps_done)
 
 
 def _grade_way(
@@ -252,14 +255,14 @@ def _grade_way(
             return Graded("wrong_tool", f"called {c.tool}; expected {labels}")
     if scenario.expect and not any(c.tool in expected for c in calls):
         return Graded("wrong_tool", f"never called {labels}")
-    verdict, missed = _match_steps(scenario, calls, schemas)
+    verdict, found = _match_steps(scenario, calls, schemas)
     if verdict:
         return verdict
-    strict = _strict_problem(missed) if scenario.calls == "strict" else None
-    if strict:
-        return Graded("wrong_params", strict)
-    graded = _loop_or_answer(scenario, calls, final_answer, stop_reason)
+    done = found.steps_met
+    extra = extra_call(scenario, calls, found) if scenario.calls == "strict" else None
+    if extra:
+        return Graded(*extra, steps_done=done)
+    graded = _loop_or_answer(scenario, final_answer, stop_reason)
     if graded.outcome != "pass":
-        return graded
-    first = not missed and _loop(calls, 1) is None
-    return Graded("pass", "", first_try=first)
+        return Graded(graded.outcome, graded.detail, steps_done=done)
+    return Graded("pass", "", first_try=first_try(scenario, calls, found), steps_done=done)

@@ -7,7 +7,8 @@ its own such that every step comes after the steps it requires (`after`, or the 
 order). What went wrong is kept by kind, and the grade picks in this order:
 
 1. an argument wrong: `wrong_params`;
-2. a step missing, out of order, or using a value before it was obtained: `wrong_sequence`;
+2. a step missing, out of order, or using a value before it was obtained (a chained step
+   called before the step whose result it needs): `wrong_sequence`;
 3. a call that was right but came back as an error: `wrong_params`. It comes last because a
    missing earlier step (a folder never made) explains such an error better than the call.
 """
@@ -15,13 +16,16 @@ order). What went wrong is kept by kind, and the grade picks in this order:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_farm.schema import (
     ExpectedCall,
     Scenario,
     ToolCallRecord,
+)
+from mcp_farm.workers.grading.blame import (
+    Findings,
+    assign_blame,
 )
 from mcp_farm.workers.grading.chained import Chain
 from mcp_farm.workers.grading.matchers import (
@@ -40,34 +44,6 @@ dozen tries, and this bound keeps a pathological one (hundreds of alike calls) f
 SchemaProblem = Callable[[ToolCallRecord, set[str]], str | None]
 """Judges a call's arguments against its tool's input schema; the set names arguments the
 step declares, which are never extra."""
-
-
-@dataclass
-class Findings:
-    """What the steps found, first problem of each kind."""
-
-    params: str | None = None
-    sequence: str | None = None
-    failed: str | None = None
-    met: dict[int, list[ToolCallRecord]] = field(default_factory=dict)
-    """Per step, the calls that meet it."""
-    errored: set[int] = field(default_factory=set)
-    """Steps whose only fitting calls came back as errors (or worked, under expect_error)."""
-    late: dict[int, str] = field(default_factory=dict)
-    """Steps with a call whose chained value came from a result obtained only after it."""
-    blame: dict[int, tuple[str, list[tuple[ToolCallRecord | None, str]]]] = field(
-        default_factory=dict
-    )
-    """Unmet steps: the kind of problem, and each call judged against the step with its
-    problem (noted in step order once every step's calls are known)."""
-
-    def note(self, kind: str, problem: str) -> None:
-        if getattr(self, kind) is None:
-            setattr(self, kind, problem)
-
-    def defer(self, j: int, kind: str, problem: str) -> None:
-        """A problem of step j that names no call, noted in step order with the others."""
-        self.blame[j] = (kind, [(None, problem)])
 
 
 def accepts(step: ExpectedCall, call: ToolCallRecord) -> bool:
@@ -104,13 +80,14 @@ def _outcome_problem(step: ExpectedCall, call: ToolCallRecord) -> str | None:
 
 def _meet(
     j: int,
-    step: ExpectedCall,
+    steps: list[ExpectedCall],
     calls: list[ToolCallRecord],
     found: Findings,
     schema_problem: SchemaProblem,
     schemas: Mapping[str, dict[str, Any]],
 ) -> None:
     """Record the calls that meet step j, or why none does."""
+    step = steps[j]
     found.met[j] = []
     candidates = [c for c in calls if accepts(step, c)]
     if not candidates:
@@ -119,10 +96,17 @@ def _meet(
     unmet = sorted(k for k in step.sources() if not found.met.get(k))
     if unmet:
         # A chained argument whose source step never happened: the chain is broken. When the
-        # source was called but failed, that failure is the problem to report, not the chain.
+        # source was called but failed, that failure is the problem to report, not the chain,
+        # unless this step was called before the source was even tried (and may be why the
+        # source failed: a search made after the delete finds nothing).
+        k = unmet[0]
+        tried = [c.index for c in calls if accepts(steps[k], c)]
+        if tried and all(c.index < min(tried) for c in candidates):
+            found.defer(j, "sequence", _before(j, k, steps))
+            return
         kind = "failed" if set(unmet) <= found.errored else "sequence"
         found.defer(
-            j, kind, f"step {j} ({step.label}) needs the result of step {unmet[0]}, never obtained"
+            j, kind, f"step {j} ({step.label}) needs the result of step {k}, never obtained"
         )
         return
     late: str | None = None
@@ -139,6 +123,8 @@ def _meet(
             and not arguments_problem(step, c, Chain(found.met), schema_problem, schema)
         ):
             late = late or f"step {j} ({step.label}) used a value before the step it comes from"
+        elif problem and (early := _early(j, steps, c, found, schema_problem, schema)):
+            late = late or early
         elif problem:
             wrong.append((c, problem))
         elif outcome := _outcome_problem(step, c):
@@ -158,22 +144,56 @@ def _meet(
         found.blame[j] = ("failed", failed or [(None, f"step {j} ({step.label}) not met")])
 
 
+def _early(
+    j: int,
+    steps: list[ExpectedCall],
+    call: ToolCallRecord,
+    found: Findings,
+    schema_problem: SchemaProblem,
+    schema: dict[str, Any] | None,
+) -> str | None:
+    """Why a call of step j came too early: made before any call of a step its chained values
+    come from, and right in every argument that needs no result. Its value could not come
+    from that result, which may since have changed (a search made after a delete no longer
+    finds what was deleted), so the order is what is wrong."""
+    step = steps[j]
+    before = sorted(k for k in step.sources() if all(c.index > call.index for c in found.met[k]))
+    if not before or not _right_but_chained(step, call, schema_problem, schema):
+        return None
+    return _before(j, before[0], steps)
+
+
+def _before(j: int, k: int, steps: list[ExpectedCall]) -> str:
+    return (
+        f"step {j} ({steps[j].label}) was called before step {k} ({steps[k].label}), "
+        "whose result it needs"
+    )
+
+
+def _right_but_chained(
+    step: ExpectedCall,
+    call: ToolCallRecord,
+    schema_problem: SchemaProblem,
+    schema: dict[str, Any] | None,
+) -> bool:
+    """Whether the call's arguments are right, the chained values aside."""
+    for arg, matcher in step.params_for(call.tool).items():
+        if matcher.sources():
+            continue
+        if arg not in call.arguments:
+            if absent_problem(matcher):
+                return False
+        elif check(matcher, call.arguments[arg], typed=Typed.argument(schema, arg)):
+            return False
+    return schema_problem(call, step.declared(call.tool)) is None
+
+
 def _never_called(j: int, step: ExpectedCall, calls: list[ToolCallRecord]) -> str:
     """Why no call is a candidate for step j: never called, or called on another server."""
     elsewhere = sorted({str(c.server) for c in calls if c.tool in step.names and c.server})
     if step.server is not None and elsewhere:
         return f"step {j} ({step.label}) was called on {', '.join(elsewhere)}, not on {step.server}"
     return f"step {j} ({step.label}) never called"
-
-
-def _blame(found: Findings) -> None:
-    """Note each unmet step's problem, with the call judged against that step: one that no
-    other step took, when there is one (with several steps of one tool, another step's call
-    fails this step's matchers, and naming it would blame the wrong call)."""
-    taken = {c.index for met in found.met.values() for c in met}
-    for _j, (kind, judged) in sorted(found.blame.items()):
-        own = [problem for c, problem in judged if c is None or c.index not in taken]
-        found.note(kind, (own or [judged[0][1]])[0])
 
 
 def _place(scenario: Scenario, found: Findings) -> str | None:
@@ -208,6 +228,7 @@ def _place(scenario: Scenario, found: Findings) -> str | None:
         return False
 
     if place(0):
+        found.placed = dict(chosen)
         return None
     return first[0] if first else "the steps could not be placed in an allowed order"
 
@@ -235,9 +256,9 @@ def find(
     """Every step's calls and the first problem of each kind (see the module doc); `schemas`
     are the tools' input schemas, by name."""
     found = Findings()
-    for j, step in enumerate(scenario.expect):
-        _meet(j, step, calls, found, schema_problem, schemas or {})
-    _blame(found)
+    for j in range(len(scenario.expect)):
+        _meet(j, scenario.expect, calls, found, schema_problem, schemas or {})
+    assign_blame(scenario.expect, found)
     if found.params is None and found.sequence is None and found.failed is None:
         found.sequence = _place(scenario, found)
     return found
