@@ -80,7 +80,7 @@ def _lint_problems(suite: Suite, source: str) -> list[SpecError]:
                 if str(p) not in map(str, found)
             ]
         problems += found
-        wordings = [scenario.prompt, *scenario.paraphrases]
+        wordings = [scenario.prompt or "", *scenario.paraphrases]
         if len({w.strip().lower() for w in wordings}) < len(wordings):
             problems.append(
                 SpecError(source, f"{where}.paraphrases", "repeats the prompt or each other")

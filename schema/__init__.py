@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         GenerationParams,
         JudgeSettings,
         ModelTarget,
+        OnTurnFailure,
         ParamMatcher,
         PromptConfig,
         ResetCall,
@@ -99,6 +100,7 @@ if TYPE_CHECKING:
         SharedLaunch,
         Suite,
         SweepSpec,
+        Turn,
     )
     from mcp_farm.schema.tasks.registry import (
         TaskFn,
@@ -113,6 +115,7 @@ if TYPE_CHECKING:
         TrialProvenance,
         TrialResult,
         TrialSpec,
+        TurnResult,
     )
     from mcp_farm.schema.vocab import (
         OUTCOMES,
@@ -186,7 +189,9 @@ _HOMES: dict[str, str] = {
     "ParamMatcher": "mcp_farm.schema.specs",
     "PromptConfig": "mcp_farm.schema.specs",
     "ResetCall": "mcp_farm.schema.specs",
+    "OnTurnFailure": "mcp_farm.schema.specs",
     "Scenario": "mcp_farm.schema.specs",
+    "Turn": "mcp_farm.schema.specs",
     "ScenarioSelection": "mcp_farm.schema.specs",
     "ServerCatalog": "mcp_farm.schema.specs",
     "ServerDef": "mcp_farm.schema.specs",
@@ -203,6 +208,7 @@ _HOMES: dict[str, str] = {
     "TranscriptCall": "mcp_farm.schema.trial",
     "TrialProvenance": "mcp_farm.schema.trial",
     "TrialResult": "mcp_farm.schema.trial",
+    "TurnResult": "mcp_farm.schema.trial",
     "TrialSpec": "mcp_farm.schema.trial",
     "AdapterName": "mcp_farm.schema.vocab",
     "OUTCOMES": "mcp_farm.schema.vocab",
@@ -244,6 +250,7 @@ __all__ = [
     "JudgeSettings",
     "Message",
     "ModelTarget",
+    "OnTurnFailure",
     "Outcome",
     "ParamMatcher",
     "PatternTimeout",
@@ -279,6 +286,8 @@ __all__ = [
     "TrialResult",
     "TrialSpec",
     "TrialStatus",
+    "Turn",
+    "TurnResult",
     "Weights",
     "budgeted_finditer",
     "budgeted_fullmatch",

@@ -88,6 +88,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "left_cassette)",
         ["ALTER TABLE trial ADD COLUMN left_cassette BOOLEAN NOT NULL DEFAULT FALSE"],
     ),
+    (
+        11,
+        "conversations: each turn of a trial with its own verdict (trial turns_json)",
+        ["ALTER TABLE trial ADD COLUMN turns_json VARCHAR NOT NULL DEFAULT '[]'"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 
