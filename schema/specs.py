@@ -209,9 +209,7 @@ class Scenario(Strict):
             if getattr(self, name)
         ]
         if own:
-            raise ValueError(
-                f"a conversation gives `{own[0]}` in each turn, not on the scenario"
-            )
+            raise ValueError(f"a conversation gives `{own[0]}` in each turn, not on the scenario")
         if self.open_tools or self.answer is not None:
             raise ValueError("a conversation cannot have `open_tools` or `answer` (yet)")
         for i, turn in enumerate(self.turns):

@@ -95,7 +95,9 @@ def test_after_a_failed_turn_continue_lets_the_next_turn_pass_on_the_expected_st
 ) -> None:
     scenario = BY_ID["conv.groceries-two-adds"]
     runtime, settings = warm
-    result = runtime.run(trial(scenario, _first_turn_fails(scenario), suite="conversations"), settings)
+    result = runtime.run(
+        trial(scenario, _first_turn_fails(scenario), suite="conversations"), settings
+    )
     first, second = result.turn_results
     assert (first.outcome, second.outcome) == ("no_tool_call", "pass")
     assert result.outcome == "no_tool_call"
@@ -122,7 +124,9 @@ def test_a_value_chained_from_a_failed_turn_comes_from_the_farms_own_call(
 def test_under_stop_a_failed_turn_ends_the_conversation(warm: tuple[Runtime, Settings]) -> None:
     scenario = BY_ID["conv.note-then-append"]
     runtime, settings = warm
-    result = runtime.run(trial(scenario, _first_turn_fails(scenario), suite="conversations"), settings)
+    result = runtime.run(
+        trial(scenario, _first_turn_fails(scenario), suite="conversations"), settings
+    )
     assert [t.outcome for t in result.turn_results] == ["no_tool_call"]
     assert result.tool_calls == []
 
@@ -132,7 +136,12 @@ def test_a_value_from_an_earlier_turn_that_is_not_there_is_wrong_params(
 ) -> None:
     scenario = BY_ID["conv.priya-dinner-reply"]
     script = _turn_script(scenario, 0) + [
-        {"call": {"name": "reply_to_email", "arguments": {"email_id": "msg-1043", "body": "Friday works."}}},
+        {
+            "call": {
+                "name": "reply_to_email",
+                "arguments": {"email_id": "msg-1043", "body": "Friday works."},
+            }
+        },
         {"answer": "Replied."},
     ]
     runtime, settings = warm

@@ -122,6 +122,14 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
             schemas,
             trial.detail,
         )
+    if scenario.answer is None:
+        # A conversation without answer scoring: graded again, nothing to score or store.
+        return RescoreResult(
+            trial_id=trial.trial_id,
+            outcome=verdict.outcome,
+            recorded_outcome=trial.outcome,
+            fairness=None,
+        )
     score = await score_answer(
         trial=Transcript(
             trial_id=trial.trial_id,
