@@ -7,29 +7,18 @@ import json
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
-from sqlalchemy import text
-
-from mcp_farm.scheduler.scorecard.queries.columns import CONFIG
-from mcp_farm.schema import UNGRADED
+from mcp_farm.scheduler.scorecard.queries.conversations import conversation_trials
 from mcp_farm.schema.scorecard import Conversations
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
-
-# Only conversations store turns; a one-prompt trial's turns_json is '[]' and is never read.
-_QUERY = f"""select model_id, {CONFIG} as config, outcome, turns_json from trial
-where sweep_id = :sweep and status = 'done' and turns_json <> '[]'
-  and outcome not in ({", ".join(repr(o) for o in UNGRADED)})
-  and (not :skip_left or not left_cassette)
-order by model_id, config"""
 
 
 def conversations(conn: Connection, sweep_id: str, skip_left: bool) -> list[Conversations]:
     """One entry per model × config that ran conversations, in model and config order."""
     tallies: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     firsts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    rows = conn.execute(text(_QUERY), {"sweep": sweep_id, "skip_left": skip_left})
-    for model, config, outcome, turns_json in rows:
+    for model, config, outcome, turns_json in conversation_trials(conn, sweep_id, skip_left):
         turns = json.loads(turns_json)
         tally = tallies[(model, config)]
         tally[0] += 1

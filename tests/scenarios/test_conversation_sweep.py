@@ -5,7 +5,6 @@ stored turns as the live run did."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from rich.console import Console

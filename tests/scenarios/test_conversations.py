@@ -135,7 +135,8 @@ def test_a_value_from_an_earlier_turn_that_is_not_there_is_wrong_params(
     warm: tuple[Runtime, Settings],
 ) -> None:
     scenario = BY_ID["conv.priya-dinner-reply"]
-    script = _turn_script(scenario, 0) + [
+    script = [
+        *_turn_script(scenario, 0),
         {
             "call": {
                 "name": "reply_to_email",
