@@ -192,12 +192,9 @@ class ParamMatcher(Strict):
             yield from child.nested(f"{where}.keys.{key}")
 
     def sources(self) -> set[int]:
-        """Every step of the same list a value inside this matcher is derived from (a value
-        taken from an earlier turn, `from_turn`, is not)."""
+        """Every step a value inside this matcher is derived from."""
         return {
-            m.derived_from_step
-            for _where, m in self.nested()
-            if m.derived_from_step is not None and m.from_turn is None
+            m.derived_from_step for _where, m in self.nested() if m.derived_from_step is not None
         }
 
 

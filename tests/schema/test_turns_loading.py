@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from mcp_farm.scenarios import load_suite
+from mcp_farm.scenarios.validate import check_file
 from mcp_farm.schema import SpecError
 
 TWO_TURNS: list[dict[str, Any]] = [
@@ -89,3 +90,16 @@ def test_from_turn_goes_only_with_derived_from_step(tmp_path: Path) -> None:
     ]
     with pytest.raises(SpecError, match="from_turn` only goes with `derived_from_step"):
         load_suite(str(suite_file(tmp_path, turns=turns)))
+
+
+def test_validate_wants_a_must_ask_example_that_asks_and_answers_that_match(
+    tmp_path: Path,
+) -> None:
+    turns = [
+        {"user": "Make a note.", "must_ask": ["title"], "example_answer": "Done."},
+        TWO_TURNS[1] | {"final_answer": "plans", "example_answer": "Created it."},
+    ]
+    _suite, problems = check_file(suite_file(tmp_path, turns=turns))
+    fields = [p.field for p in problems]
+    assert "scenarios[0].turns[0].example_answer" in fields
+    assert "scenarios[0].turns[1].example_answer" in fields
