@@ -15,6 +15,7 @@ from mcp_farm.scheduler.cli.rescore import rescore
 from mcp_farm.scheduler.report.formats import to_markdown
 from mcp_farm.scheduler.report.html.page import to_html
 from mcp_farm.scheduler.scorecard.build import build_scorecard
+from mcp_farm.scheduler.scorecard.queries.samples import sample_trials
 from mcp_farm.scheduler.submission.embedded import run_embedded
 from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.scheduler.submission.queries import record_scoring
@@ -64,7 +65,9 @@ def test_a_conversation_sweep_stores_turns_and_scores_them_turn_by_turn(
     assert (talks["slips"].passed, talks["slips"].turns_passed) == (0, 1)
     assert talks["slips"].first_failing_turn == {"1": 1}
     assert "turn 1: 1" in to_markdown(card)
-    assert "1/2 (50%)" in to_html(card)
+    page = to_html(card, sample_trials(engine, plan.sweep_id))
+    assert "1/2 (50%)" in page
+    assert "[assistant, expected turn shown by the farm]" in page
 
     for model, trial_id, outcome, _turns in stored:
         summary = load_task("farm.rescore_trial")(

@@ -54,6 +54,9 @@ def _transcript(trial: Any) -> str:
     ]
     for message in json.loads(trial.transcript_json or "[]"):
         who = message.get("role", "?")
+        if message.get("farm"):
+            # A conversation's expected turn, shown by the farm after a failed one (continue).
+            who = f"{who}, expected turn shown by the farm"
         body = message.get("content") or ""
         for call in message.get("tool_calls") or []:
             body += f"\n→ {call.get('name')}({json.dumps(call.get('arguments'))})"
