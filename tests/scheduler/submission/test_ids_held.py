@@ -42,3 +42,18 @@ def test_a_bundled_sweep_expands_to_the_trial_ids_it_always_had(name: str) -> No
     ids = "\n".join(t.trial_id for t in plan.trials)
     held = (plan.sweep_id, len(plan.trials), hashlib.sha256(ids.encode()).hexdigest())
     assert held == HELD[name]
+
+
+def test_a_sweeps_on_turn_failure_reaches_only_conversation_trials() -> None:
+    path = Path("scenarios/sweeps/quickstart.yaml")
+    plain = load_sweep(path)
+    both = plain.scenarios.model_copy(update={"suites": ["basic", "conversations"]})
+    without = expand(plain.model_copy(update={"scenarios": both}), str(path))
+    sweep = plain.model_copy(update={"scenarios": both, "on_turn_failure": "continue"})
+    trials = expand(sweep, str(path)).trials
+    talks = [t for t in trials if t.scenario.suite == "conversations"]
+    others = [t for t in trials if t.scenario.suite != "conversations"]
+    assert talks and all(t.on_turn_failure == "continue" for t in talks)
+    assert all(t.on_turn_failure is None for t in others)
+    # Left out of a one-prompt trial's payload, as it is of every trial of a sweep without it.
+    assert all("on_turn_failure" not in t.identity() for t in [*others, *without.trials])
