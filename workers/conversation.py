@@ -16,7 +16,7 @@ from mcp_farm.schema import (
     TurnResult,
 )
 from mcp_farm.workers.errors import InfraError
-from mcp_farm.workers.grading.conversation import EARLY, grade_turn
+from mcp_farm.workers.grading.conversation import ENDS, NOT_GRADED, grade_turn
 from mcp_farm.workers.mcp.connections import Connected
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
@@ -61,7 +61,7 @@ async def run_conversation(
             first_call=len(state.calls),
             stop_reason="harness_error",  # until the model's part of the turn ends
             outcome="harness_error",  # graded below, and again with the whole trial
-            detail="not graded",
+            detail=NOT_GRADED,
         )
         state.turn_results.append(turn)
         try:
@@ -78,7 +78,7 @@ async def run_conversation(
         turn.outcome, turn.detail = verdict.outcome, verdict.detail
         if verdict.outcome == "pass" or i == len(scenario.turns) - 1:
             continue
-        if verdict.outcome in EARLY or on_failure == "stop":
+        if verdict.outcome in ENDS or on_failure == "stop":
             return
         expected = await _expected_turn(scenario, i, conn, turn)
         del history[start:]

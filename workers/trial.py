@@ -33,7 +33,7 @@ from mcp_farm.workers.answer.scoring import (
 )
 from mcp_farm.workers.conversation import run_conversation
 from mcp_farm.workers.errors import InfraError, harness_detail
-from mcp_farm.workers.grading.conversation import grade_conversation
+from mcp_farm.workers.grading.conversation import NOT_GRADED, grade_conversation
 from mcp_farm.workers.grading.grade import (
     Graded,
     grade,
@@ -168,7 +168,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     try:
         why = problem or state.format_error or state.limit_detail or ""
         if scenario.turns:
-            if turns and turns[-1].detail == "not graded":
+            if turns and turns[-1].detail == NOT_GRADED:
                 # The session ended inside this turn (a limit, a failure): it ended as the trial.
                 turns[-1].stop_reason = stop
             turns, verdict = grade_conversation(scenario, turns, state.calls, stop, schemas, why)

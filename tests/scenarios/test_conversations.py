@@ -149,3 +149,16 @@ def test_a_value_from_an_earlier_turn_that_is_not_there_is_wrong_params(
     result = runtime.run(trial(scenario, script, suite="conversations"), settings)
     assert [t.outcome for t in result.turn_results] == ["pass", "wrong_params"], result.detail
     assert "email_id" in result.turn_results[1].detail
+
+
+def test_under_continue_a_malformed_reply_is_a_failed_turn_and_the_next_turn_is_graded(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = BY_ID["conv.groceries-two-adds"]
+    script = [{"oops": "no call, no answer"}, *_turn_script(scenario, 1)]
+    runtime, settings = warm
+    result = runtime.run(trial(scenario, script, suite="conversations"), settings)
+    first, second = result.turn_results
+    assert (first.outcome, second.outcome) == ("format_error", "pass")
+    assert "none of call/answer/text" in first.detail
+    assert result.detail.startswith("turn 1: scripted reply 0 has none")

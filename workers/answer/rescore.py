@@ -111,7 +111,7 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
             calls,
             stop,  # type: ignore[arg-type]
             schemas,
-            trial.detail.partition(": ")[2],
+            trial.detail,
         )
     else:
         verdict = grade(

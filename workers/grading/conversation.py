@@ -35,8 +35,15 @@ from mcp_farm.workers.grading.grade import Graded, grade
 from mcp_farm.workers.grading.matchers import check, located
 from mcp_farm.workers.grading.steps import accepts, find
 
-EARLY: tuple[Outcome, ...] = ("harness_error", "infra_error", "timeout", "format_error")
-"""Outcomes that end a conversation whatever its `on_turn_failure`: the session cannot go on."""
+ENDS: tuple[Outcome, ...] = ("harness_error", "infra_error", "timeout")
+"""Outcomes that end a conversation whatever its `on_turn_failure`: the session cannot go on
+(a broken server or farm), or the model hung, and would most likely hang again."""
+
+EARLY: tuple[Outcome, ...] = (*ENDS, "format_error")
+"""Outcomes a must-ask turn gets as any turn does, before its own checks."""
+
+NOT_GRADED = "not graded"
+"""The detail of a turn the session has begun and not yet graded."""
 
 
 def _plain(value: Any) -> Any:
@@ -186,8 +193,10 @@ def grade_conversation(
     and the conversation's verdict: a pass only if every turn of the scenario passed."""
     graded: list[TurnResult] = []
     for i, turn in enumerate(turns):
-        last = i == len(turns) - 1
-        verdict = grade_turn(scenario, i, turn, graded, calls, schemas, problem if last else "")
+        # A turn graded before keeps what ended it in its detail; one the session was cut off
+        # in (never graded) ended as the trial did.
+        why = problem if turn.detail == NOT_GRADED else turn.detail
+        verdict = grade_turn(scenario, i, turn, graded, calls, schemas, why)
         graded.append(
             turn.model_copy(
                 update={
