@@ -195,6 +195,8 @@ class Scenario(Strict):
         if (self.prompt is None) == (not self.turns):
             raise ValueError("give `prompt` (one request) or `turns` (a conversation), not both")
         if not self.turns:
+            if any(m.from_turn is not None for m in self._matchers()):
+                raise ValueError("`from_turn` names an earlier turn: only a conversation has turns")
             return self
         own = [
             name
@@ -224,6 +226,17 @@ class Scenario(Strict):
                                         f"name an earlier turn (0..{i - 1}), got {m.from_turn}"
                                     )
         return self
+
+    def _matchers(self) -> list[ParamMatcher]:
+        """Every matcher of every step, at any depth."""
+        return [
+            m
+            for _at, steps in self.step_lists()
+            for step in steps
+            for _b, block in step.param_blocks()
+            for matcher in block.values()
+            for _w, m in matcher.nested()
+        ]
 
     @staticmethod
     def _turn_lists(i: int, turn: Turn) -> list[tuple[str, list[ExpectedCall]]]:

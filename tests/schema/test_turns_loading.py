@@ -68,6 +68,17 @@ def test_a_conversation_loads_with_expect_none_read_as_no_call(tmp_path: Path) -
             "from_turn must name an earlier turn",
         ),
         (
+            {
+                "prompt": "p",
+                "expect": [
+                    {"tool": "t"},
+                    {"tool": "t", "params": {"a": {"derived_from_step": 0, "from_turn": 0}}},
+                ],
+            },
+            "scenarios[0]",
+            "only a conversation has turns",
+        ),
+        (
             {"turns": TWO_TURNS, "on_turn_failure": "retry"},
             "scenarios[0].on_turn_failure",
             "stop",
