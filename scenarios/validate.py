@@ -85,7 +85,8 @@ def _lint_problems(suite: Suite, source: str) -> list[SpecError]:
                 if str(p) not in map(str, found)
             ]
         problems += found
-        wordings = [scenario.prompt, *scenario.paraphrases]
+        problems += _turn_problems(scenario, where, source)
+        wordings = [scenario.prompt or "", *scenario.paraphrases]
         if len({w.strip().lower() for w in wordings}) < len(wordings):
             problems.append(
                 SpecError(source, f"{where}.paraphrases", "repeats the prompt or each other")
@@ -106,6 +107,23 @@ def _option_example_problems(step: ExpectedCall, where: str, source: str) -> lis
         for n, option in enumerate(options)
         if n and isinstance(option, ToolOption) and option.example is None  # 0: the step's
     ]
+
+
+def _turn_problems(scenario: Scenario, where: str, source: str) -> list[SpecError]:
+    """A conversation's turns: each turn's answer pattern against its example answer, and a
+    turn that must ask needs an example question that asks (the self-checks reply with it)."""
+    problems: list[SpecError] = []
+    for i, turn in enumerate(scenario.turns):
+        at = f"{where}.turns[{i}]."
+        if not turn.must_ask:
+            problems += _answer_example_problems(scenario.turn_scenario(i), at, source)
+            continue
+        asked = turn.example_answer or ""
+        if "?" not in asked or not any(re.search(p, asked, re.IGNORECASE) for p in turn.must_ask):
+            problems.append(
+                SpecError(source, f"{at}example_answer", "must be a question that must_ask matches")
+            )
+    return problems
 
 
 def _answer_example_problems(way: Scenario, where: str, source: str) -> list[SpecError]:

@@ -89,6 +89,7 @@ if TYPE_CHECKING:
         GenerationParams,
         JudgeSettings,
         ModelTarget,
+        OnTurnFailure,
         ParamMatcher,
         PromptConfig,
         ResetCall,
@@ -100,6 +101,7 @@ if TYPE_CHECKING:
         SharedLaunch,
         Suite,
         SweepSpec,
+        Turn,
     )
     from mcp_farm.schema.tasks.registry import (
         TaskFn,
@@ -114,6 +116,7 @@ if TYPE_CHECKING:
         TrialProvenance,
         TrialResult,
         TrialSpec,
+        TurnResult,
     )
     from mcp_farm.schema.vocab import (
         OUTCOMES,
@@ -189,7 +192,9 @@ _HOMES: dict[str, str] = {
     "ParamMatcher": "mcp_farm.schema.specs",
     "PromptConfig": "mcp_farm.schema.specs",
     "ResetCall": "mcp_farm.schema.specs",
+    "OnTurnFailure": "mcp_farm.schema.specs",
     "Scenario": "mcp_farm.schema.specs",
+    "Turn": "mcp_farm.schema.specs",
     "ScenarioSelection": "mcp_farm.schema.specs",
     "ServerCatalog": "mcp_farm.schema.specs",
     "ServerDef": "mcp_farm.schema.specs",
@@ -206,6 +211,7 @@ _HOMES: dict[str, str] = {
     "TranscriptCall": "mcp_farm.schema.trial",
     "TrialProvenance": "mcp_farm.schema.trial",
     "TrialResult": "mcp_farm.schema.trial",
+    "TurnResult": "mcp_farm.schema.trial",
     "TrialSpec": "mcp_farm.schema.trial",
     "AdapterName": "mcp_farm.schema.vocab",
     "OUTCOMES": "mcp_farm.schema.vocab",
@@ -249,6 +255,7 @@ __all__ = [
     "JudgeSettings",
     "Message",
     "ModelTarget",
+    "OnTurnFailure",
     "Outcome",
     "ParamMatcher",
     "PatternTimeout",
@@ -284,6 +291,8 @@ __all__ = [
     "TrialResult",
     "TrialSpec",
     "TrialStatus",
+    "Turn",
+    "TurnResult",
     "Weights",
     "budgeted_finditer",
     "budgeted_fullmatch",

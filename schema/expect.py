@@ -90,6 +90,9 @@ class ParamMatcher(Strict):
     from_regex: str | None = None
     """With `derived_from_step`: the value is what this regular expression's first capture
     group (or whole match) finds in the result's text (`Total: (\\d+)`)."""
+    from_turn: int | None = None
+    """With `derived_from_step`, in a conversation: the step is one of this earlier turn
+    (0-based), not of this turn's list (docs/conversations.md)."""
     json_schema: dict[str, Any] | None = None
     """The value must validate against this JSON schema."""
     optional: ParamMatcher | None = None
@@ -147,6 +150,8 @@ class ParamMatcher(Strict):
             raise ValueError(f"`{selectors[0]}` only goes with `derived_from_step`")
         if len(selectors) > 1:
             raise ValueError("give one of `from_key` and `from_regex`, not both")
+        if "from_turn" in self.model_fields_set and given != ("derived_from_step",):
+            raise ValueError("`from_turn` only goes with `derived_from_step`")
         for name in NO_OPTIONAL_INSIDE:
             if any(child.kind == "optional" for child in self._children(name)):
                 raise ValueError(
@@ -338,7 +343,7 @@ def order_problems(expect: Sequence[ExpectedCall], at: str = "expect") -> Iterat
         ):
             for below, each in matcher.nested():
                 step = each.derived_from_step
-                if step is not None and not 0 <= step < j:
+                if step is not None and each.from_turn is None and not 0 <= step < j:
                     field = f"{at}[{j}].{block_at}.{arg}{below}.derived_from_step"
                     yield (
                         field,

@@ -91,6 +91,28 @@ class ConfigExtras(Frozen):
     (counted in the rows above unless the card's `left_cassette` is `exclude`)."""
 
 
+class Conversations(Frozen):
+    """The conversation trials of one model × prompt config, counted turn by turn. A
+    conversation passes only if every turn passed on its own; under `on_turn_failure:
+    continue` the turns after a failed one are graded too, so the turn rate can be well above
+    the conversation rate."""
+
+    model: str
+    prompt: str
+    conversations: int
+    """Graded conversation trials (infrastructure and harness errors left out)."""
+    passed: int
+    rate: float | None
+    """passed / conversations: the conversation pass rate; null when there were none."""
+    turns: int
+    """Turns graded (turns never reached, after a failure under `stop`, are not counted)."""
+    turns_passed: int
+    turn_rate: float | None
+    """turns_passed / turns: the turn pass rate."""
+    first_failing_turn: dict[str, int] = Field(default_factory=dict)
+    """Failed conversations by their first failing turn (1-based, as text: `"1"`, `"2"`)."""
+
+
 class ToolCalls(Frozen):
     """Calls of one tool as executed by one config (whether or not expected)."""
 
@@ -249,6 +271,9 @@ class Scorecard(Frozen):
     provenance: Provenance
     answers: AnswerQuality | None = None
     """Answer quality (fairness, adoption, grounding, judge variance) for sweeps that score it."""
+    conversations: list[Conversations] = Field(default_factory=list)
+    """Per config with conversation scenarios: turn and conversation pass rates, and where the
+    failed conversations first failed; empty for a sweep without conversations."""
     left_cassette: Literal["count", "exclude"] = "count"
     """How trials that left their cassette are counted (the sweep's `left_cassette`): `count`
     like any trial, or `exclude`d from every row's rates, outcomes and latency; how many there

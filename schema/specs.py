@@ -38,6 +38,11 @@ CallCounting = Literal["lenient", "strict"]
 (one that fits a step already done too), and a call identical to an earlier one a `tool_loop`
 unless it does a step of its own."""
 
+OnTurnFailure = Literal["stop", "continue"]
+"""After a conversation's turn fails: `stop` ends the conversation there; `continue` has the
+farm make the turn's expected calls itself and show the model the expected turn, so later turns
+start from the expected state (docs/conversations.md)."""
+
 ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 DEFAULT_RESULT_CHARS = 4000
@@ -64,6 +69,66 @@ class ResetCall(Strict):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class Turn(Strict):
+    """One user message of a conversation (`turns:`), and what is right in reply to it: the
+    same grammar as a one-prompt scenario's, scoped to the turn."""
+
+    user: str = Field(min_length=1)
+    """What the user says in this turn."""
+    paraphrases: list[str] = Field(default_factory=list)
+    """Other wordings of this message; a trial's wording k takes each turn's k-th paraphrase
+    (the verbatim message where a turn has fewer)."""
+    expect: list[ExpectedCall] = Field(default_factory=list)
+    """The calls this turn expects; empty (or `none`) means no tool should be called."""
+    routes: list[Route] = Field(default_factory=list)
+    """Instead of `expect`: two or more ways of doing this turn's task."""
+    order: Literal["ordered", "unordered"] = "ordered"
+    allowed_extra: list[str] = Field(default_factory=list)
+    """Tools the agent may also call in this turn without penalty."""
+    final_answer: str | None = None
+    """A regular expression (case-insensitive, searched) this turn's last reply must contain."""
+    example_answer: str | None = None
+    """A reply an ideal agent would give to this turn (self-checks; `continue` shows it)."""
+    must_ask: list[str] = Field(default_factory=list)
+    """The right reply asks for a detail the user left out: no call (but `allowed_extra`), a
+    question mark, and a match of one of these regular expressions (case-insensitive). A call
+    made instead is the outcome `guessed`."""
+    calls: CallCounting | None = None
+    """This turn's call counting; left out, the scenario's."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _none_means_empty(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("expect") == "none":
+            return data | {"expect": []}
+        return data
+
+    @field_validator("final_answer")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        return checked_regex(pattern)
+
+    @field_validator("must_ask")
+    @classmethod
+    def _all_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            checked_regex(pattern)
+        return patterns
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Turn:
+        if self.routes and self.expect:
+            raise ValueError("give `expect` or `routes`, not both")
+        if len(self.routes) == 1:
+            raise ValueError("`routes` needs two or more routes (one route is just `expect`)")
+        if self.must_ask and (self.expect or self.routes or self.final_answer):
+            raise ValueError(
+                "a `must_ask` turn expects no call and no answer pattern: leave out "
+                "`expect`, `routes` and `final_answer` (the next turn gives the detail)"
+            )
+        return self
+
+
 class Scenario(Strict):
     """One realistic request, what the agent should call, and what the answer should say."""
 
@@ -72,8 +137,14 @@ class Scenario(Strict):
     version: int = Field(ge=1)
     """Bump when anything that changes grading changes."""
     tier: Tier
-    prompt: str = Field(min_length=1)
-    """The user's request, as a person would type it."""
+    prompt: str | None = Field(default=None, min_length=1)
+    """The user's request, as a person would type it (or `turns:` for a conversation)."""
+    turns: list[Turn] = Field(default_factory=list)
+    """Instead of `prompt`: a conversation, one user message per turn, each graded on its own
+    (docs/conversations.md). The scenario's own `expect`, `routes`, `allowed_extra`,
+    `final_answer`, `example_answer` and `paraphrases` then live on the turns."""
+    on_turn_failure: OnTurnFailure = "stop"
+    """A conversation's rule after a failed turn; a sweep's `on_turn_failure` overrides it."""
     paraphrases: list[str] = Field(default_factory=list)
     """Other ways a person would ask for the same thing. Trials that use one are tagged as
     paraphrased, so a scorecard can split verbatim from paraphrased pass rates."""
@@ -125,6 +196,87 @@ class Scenario(Strict):
         return checked_regex(pattern)
 
     @model_validator(mode="after")
+    def _prompt_or_turns(self) -> Scenario:
+        if (self.prompt is None) == (not self.turns):
+            raise ValueError("give `prompt` (one request) or `turns` (a conversation), not both")
+        if not self.turns:
+            if any(m.from_turn is not None for m in self._matchers()):
+                raise ValueError("`from_turn` names an earlier turn: only a conversation has turns")
+            return self
+        own = [
+            name
+            for name in (
+                "expect",
+                "routes",
+                "allowed_extra",
+                "final_answer",
+                "example_answer",
+                "paraphrases",
+            )
+            if getattr(self, name)
+        ]
+        if own:
+            raise ValueError(f"a conversation gives `{own[0]}` in each turn, not on the scenario")
+        if self.open_tools or self.answer is not None:
+            raise ValueError("a conversation cannot have `open_tools` or `answer` (yet)")
+        for i, turn in enumerate(self.turns):
+            for at, steps in self._turn_lists(i, turn):
+                for j, step in enumerate(steps):
+                    for block_at, block in step.param_blocks():
+                        for arg, matcher in block.items():
+                            for below, m in matcher.nested():
+                                if m.from_turn is not None and not 0 <= m.from_turn < i:
+                                    raise ValueError(
+                                        f"{at}[{j}].{block_at}.{arg}{below}.from_turn must "
+                                        f"name an earlier turn (0..{i - 1}), got {m.from_turn}"
+                                    )
+        return self
+
+    def _matchers(self) -> list[ParamMatcher]:
+        """Every matcher of every step, at any depth."""
+        return [
+            m
+            for _at, steps in self.step_lists()
+            for step in steps
+            for _b, block in step.param_blocks()
+            for matcher in block.values()
+            for _w, m in matcher.nested()
+        ]
+
+    @staticmethod
+    def _turn_lists(i: int, turn: Turn) -> list[tuple[str, list[ExpectedCall]]]:
+        if not turn.routes:
+            return [(f"turns[{i}].expect", turn.expect)]
+        return [(f"turns[{i}].routes[{k}].expect", r.expect) for k, r in enumerate(turn.routes)]
+
+    def turn_scenario(self, i: int) -> Scenario:
+        """Turn i as a one-prompt scenario of its own (its message, steps, routes, answer
+        pattern, call counting), which is how each turn is graded."""
+        turn = self.turns[i]
+        return self.model_copy(
+            update={
+                "prompt": turn.user,
+                "turns": [],
+                "paraphrases": turn.paraphrases,
+                "expect": turn.expect,
+                "routes": turn.routes,
+                "order": turn.order,
+                "allowed_extra": turn.allowed_extra,
+                "final_answer": turn.final_answer,
+                "example_answer": turn.example_answer,
+                "calls": turn.calls or self.calls,
+            }
+        )
+
+    @property
+    def wordings(self) -> int:
+        """How many wordings the request has: the prompt and its paraphrases, or for a
+        conversation, one more than its turn with the most paraphrases."""
+        if self.turns:
+            return 1 + max(len(t.paraphrases) for t in self.turns)
+        return 1 + len(self.paraphrases)
+
+    @model_validator(mode="after")
     def _routes_or_steps(self) -> Scenario:
         if not self.routes:
             return self
@@ -162,7 +314,10 @@ class Scenario(Strict):
         ]
 
     def step_lists(self) -> list[tuple[str, list[ExpectedCall]]]:
-        """Each list of steps with the field it is written in: `expect`, or each route's."""
+        """Each list of steps with the field it is written in: `expect`, or each route's (of
+        each turn, in a conversation)."""
+        if self.turns:
+            return [pair for i, t in enumerate(self.turns) for pair in self._turn_lists(i, t)]
         if not self.routes:
             return [("expect", self.expect)]
         return [(f"routes[{k}].expect", route.expect) for k, route in enumerate(self.routes)]
@@ -185,14 +340,25 @@ class Scenario(Strict):
         return {name for call in self.all_steps for name in call.names}
 
     def prompt_for(self, variant: int) -> str:
-        """Variant 0 is the verbatim prompt; 1..n are the paraphrases."""
-        if variant == 0:
+        """Variant 0 is the verbatim prompt; 1..n are the paraphrases. A conversation's is its
+        first turn's (`user_for` gives each turn's)."""
+        if self.turns:
+            return self.user_for(0, variant)
+        if variant == 0 and self.prompt is not None:
             return self.prompt
         if not 0 < variant <= len(self.paraphrases):
             raise ValueError(
                 f"scenario {self.id} has {len(self.paraphrases)} paraphrase(s), no variant {variant}"
             )
         return self.paraphrases[variant - 1]
+
+    def user_for(self, turn: int, variant: int) -> str:
+        """Turn `turn`'s message in wording `variant`: its paraphrase of that number, or the
+        verbatim message where it has fewer."""
+        if not 0 <= variant < self.wordings:
+            raise ValueError(f"scenario {self.id} has no wording {variant}")
+        said = self.turns[turn]
+        return said.paraphrases[variant - 1] if 0 < variant <= len(said.paraphrases) else said.user
 
 
 class SharedLaunch(Strict):
@@ -638,12 +804,16 @@ class SweepSpec(Strict):
     scorecard and `farm compare` (the scorecard shows how many there were either way). Not
     part of the sweep id, like `gates`: it changes how trials are counted, not which run."""
 
+    on_turn_failure: OnTurnFailure | None = None
+    """Overrides every conversation's `on_turn_failure`; left out: each scenario's own."""
+
     OPTIONAL_AXES: ClassVar[tuple[str, ...]] = (
         "toolsets",
         "judge",
         "calls",
         "result_chars",
         "tool_naming",
+        "on_turn_failure",
     )
     """Fields left out of the sweep's id while unset, so sweeps written before they existed
     keep their ids."""

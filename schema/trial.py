@@ -16,6 +16,7 @@ from mcp_farm.schema.specs import (
     CallCounting,
     JudgeSettings,
     ModelTarget,
+    OnTurnFailure,
     PromptConfig,
 )
 from mcp_farm.schema.vocab import (
@@ -62,6 +63,9 @@ class TrialSpec(BaseModel):
     the payload when unset, as `result_chars` is, so older payloads and ids stay as they were."""
     result_chars: int | None = Field(default=None, exclude_if=lambda v: v is None)
     """The sweep's override of the servers' `result_chars`; None: each server's own."""
+    on_turn_failure: OnTurnFailure | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The sweep's override of a conversation's `on_turn_failure`; None: the scenario's own.
+    Set only on conversations' trials, and left out when unset, so other ids stay as they were."""
     trial_id: str = ""
     """sha256 of the canonical JSON of everything above; filled in when empty, checked when not."""
 
@@ -107,6 +111,9 @@ class Message(BaseModel):
     undecoded: bool = False
     """An assistant message the decoder took for an attempted tool call it could not decode
     (the trial's format_error): audit stream, never the answer's prose."""
+    farm: bool = Field(default=False, exclude_if=lambda v: v is False)
+    """Written by the farm, not the model: the expected turn shown in place of a failed one
+    (`on_turn_failure: continue`). Left out when false."""
 
 
 class TokenCounts(BaseModel):
@@ -151,6 +158,29 @@ class ToolCallRecord(BaseModel):
     def whole_result(self) -> str:
         """The whole text result, where chained values are looked for."""
         return self.whole_text or self.result_text
+
+
+class TurnResult(BaseModel):
+    """One turn of a conversation: what the model did in it, and its own verdict."""
+
+    index: int
+    """0-based turn number."""
+    user: str
+    """The user's message as sent (the trial's wording)."""
+    first_call: int
+    """Index (in the trial's `tool_calls`) of this turn's first call; its calls follow."""
+    call_count: int = 0
+    stop_reason: StopReason
+    """How the model's part of this turn ended."""
+    answer: str | None = None
+    """The model's last reply of the turn (a question, for a turn that must ask)."""
+    outcome: Outcome
+    detail: str = ""
+    first_try: bool | None = None
+    route: str | None = None
+    farm_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """After a failed turn under `continue`: the turn's expected calls, made by the farm (one
+    per step, in step order), whose results later turns may chain from."""
 
 
 class TrialProvenance(BaseModel):
@@ -232,3 +262,7 @@ class TrialResult(BaseModel):
     provenance: TrialProvenance
     answer: AnswerScore | None = None
     """The answer-quality score, for scenarios with an `answer` in sweeps that score them."""
+    turn_results: list[TurnResult] = Field(default_factory=list)
+    """A conversation's turns, each with its verdict (empty for a one-prompt scenario). The
+    trial passes only if every turn passed; otherwise its outcome is its first failed turn's.
+    Turns never reached (after a failure under `stop`) have no entry."""

@@ -26,6 +26,7 @@ Outcome = Literal[
     "infra_error",
     "timeout",
     "format_error",
+    "guessed",
     "no_tool_call",
     "wrong_tool",
     "wrong_params",
@@ -34,7 +35,8 @@ Outcome = Literal[
     "output_mismatch",
     "pass",
 ]
-"""Checked in this order; the first that applies is the trial's outcome."""
+"""Checked in this order; the first that applies is the trial's outcome. `guessed`: in a
+conversation's turn that must ask the user for a missing detail, a tool was called instead."""
 
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 

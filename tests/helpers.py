@@ -75,7 +75,14 @@ def listing_result(
 
 def ideal_script(scenario: Scenario) -> list[dict[str, Any]]:
     """What a perfect agent says: each expected call with its example arguments, then the
-    answer. On a scenario with routes, it takes the first route (`ways()` gives each)."""
+    answer. On a scenario with routes, it takes the first route (`ways()` gives each). In a
+    conversation, every turn's ideal replies in order (a question, in a turn that must ask)."""
+    if scenario.turns:
+        return [
+            item
+            for i in range(len(scenario.turns))
+            for item in ideal_script(scenario.turn_scenario(i))
+        ]
     scenario = scenario.ways()[0][1]
     script: list[dict[str, Any]] = [
         {"call": {"name": step.names[0], "arguments": step.example or {}}}
@@ -89,7 +96,11 @@ def ideal_call_problems(scenario: Scenario, result: TrialResult) -> list[str]:
     """What went wrong at the server for the ideal agent: each of its calls is its step's call
     and must have worked (or failed, for a step with `expect_error`). A misconfigured server (a
     wrong sandbox, missing data) shows up here whatever the grade says. On a scenario with
-    routes, the steps are those of the route the trial took."""
+    routes, the steps are those of the route the trial took; in a conversation, those of every
+    turn's first route."""
+    if scenario.turns:
+        views = [scenario.turn_scenario(i).ways()[0][1] for i in range(len(scenario.turns))]
+        scenario = views[0].model_copy(update={"expect": [s for v in views for s in v.expect]})
     scenario = dict(scenario.ways()).get(result.route, scenario.ways()[0][1])
     problems = [
         f"{c.tool}: " + ("worked, but the step expects an error" if c.ok else f"{c.error}")

@@ -23,6 +23,7 @@ from mcp_farm.schema import (
     TokenCounts,
     ToolCallRecord,
     TranscriptCall,
+    TurnResult,
     canonical_json,
 )
 from mcp_farm.workers.errors import InfraError
@@ -72,9 +73,11 @@ class SessionState:
     limit_detail: str = ""
     """Which limit ended the session, in words, when the model's did."""
     left_cassette: bool = False
+    """A call got a cassette server's answer for a call it never recorded."""
     server_tools: dict[str, dict[str, str]] = field(default_factory=dict)
     """What the attached servers listed (Connected.listed), for the trial's provenance."""
-    """A call got a cassette server's answer for a call it never recorded."""
+    turn_results: list[TurnResult] = field(default_factory=list)
+    """A conversation's turns as they ran (workers/conversation.py); graded at the end."""
 
 
 @contextmanager
@@ -294,17 +297,36 @@ async def run_session(
     state.transcript = opening_messages(
         prompt, scenario.prompt_for(variant), tools, conn.instructions
     )
+    await reply_loop(state, state.transcript, scenario, prompt, client, conn, seed, reply_limit_s)
+
+
+async def reply_loop(
+    state: SessionState,
+    messages: list[Message],
+    scenario: Scenario,
+    prompt: PromptConfig,
+    client: ModelClient,
+    conn: Connected,
+    seed: int,
+    reply_limit_s: float | None,
+) -> None:
+    """The model's part of one user request: reply, run its calls, feed the results back,
+    until it answers or a limit ends it (at most `scenario.max_turns` replies). `messages` is
+    the history the model is shown; each reply and result is appended to it."""
+    tools = list(conn.tools.values())
     seen: dict[str, int] = {}
-    for turn in range(scenario.max_turns):
+    first = state.turns
+    for _reply in range(scenario.max_turns):
+        turn = state.turns
         asked = time.perf_counter()
         with _clock_stopped(state.clock), anyio.move_on_after(reply_limit_s) as waited:
-            reply = await client.complete(state.transcript, tools, prompt, seed + turn)
+            reply = await client.complete(messages, tools, prompt, seed + turn)
         state.model_s += time.perf_counter() - asked
         state.turns = turn + 1
         if waited.cancelled_caught:
             state.stop_reason = "model_time_limit"
             state.limit_detail = (
-                f"the model gave no reply within {reply_limit_s:g} s (turn {turn + 1})"
+                f"the model gave no reply within {reply_limit_s:g} s (turn {turn - first + 1})"
             )
             return
         if reply.stop is not None:
@@ -314,16 +336,16 @@ async def run_session(
         if state.first_token_s is None:
             state.first_token_s = reply.first_token_s
         if reply.format_error:
-            state.transcript.append(Message(role="assistant", content=reply.text, undecoded=True))
+            messages.append(Message(role="assistant", content=reply.text, undecoded=True))
             state.format_error = reply.format_error
             state.stop_reason = "format_error"
             return
         if not reply.calls:
-            state.transcript.append(Message(role="assistant", content=reply.text))
+            messages.append(Message(role="assistant", content=reply.text))
             state.final_answer = reply.text
             state.stop_reason = "answer"
             return
-        state.transcript.append(
+        messages.append(
             Message(
                 role="assistant",
                 content=reply.text,
@@ -337,7 +359,7 @@ async def run_session(
             record = await execute(call, len(state.calls), conn)
             state.calls.append(record)
             content = record.result_text if record.ok else failure_text(record, conn)
-            state.transcript.append(
+            messages.append(
                 Message(role="tool", content=content, tool_call_id=call.call_id, name=call.name)
             )
             seen[_call_key(call)] = seen.get(_call_key(call), 0) + 1

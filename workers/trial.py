@@ -31,7 +31,9 @@ from mcp_farm.workers.answer.scoring import (
     Transcript,
     score_answer,
 )
+from mcp_farm.workers.conversation import run_conversation
 from mcp_farm.workers.errors import InfraError, harness_detail
+from mcp_farm.workers.grading.conversation import NOT_GRADED, grade_conversation
 from mcp_farm.workers.grading.grade import (
     Graded,
     grade,
@@ -93,7 +95,13 @@ async def _converse(
                 wall = spec.model.reply_clock == "wall"
                 limit_s = spec.model.reply_limit_s if wall else None
                 prompt, seed, variant = spec.prompt, spec.seed, spec.variant
-                await run_session(state, scenario, prompt, client, conn, seed, variant, limit_s)
+                if scenario.turns:
+                    policy = spec.on_turn_failure or scenario.on_turn_failure
+                    await run_conversation(
+                        state, scenario, prompt, client, conn, seed, variant, limit_s, policy
+                    )
+                else:
+                    await run_session(state, scenario, prompt, client, conn, seed, variant, limit_s)
             finally:
                 state.left_cassette = conn.left_cassette
                 state.server_tools = conn.listed
@@ -159,15 +167,16 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
             raise
     latency_s = time.perf_counter() - started
     stop: StopReason = state.stop_reason or "turn_limit"
+    turns = state.turn_results
     try:
-        verdict = grade(
-            scenario,
-            state.calls,
-            state.final_answer,
-            stop,
-            schemas,
-            problem or state.format_error or state.limit_detail or "",
-        )
+        why = problem or state.format_error or state.limit_detail or ""
+        if scenario.turns:
+            if turns and turns[-1].detail == NOT_GRADED:
+                # The session ended inside this turn (a limit, a failure): it ended as the trial.
+                turns[-1].stop_reason = stop
+            turns, verdict = grade_conversation(scenario, turns, state.calls, stop, schemas, why)
+        else:
+            verdict = grade(scenario, state.calls, state.final_answer, stop, schemas, why)
     except FarmError as exc:
         # A pattern or schema that cannot be applied (the scenario's or a server's), not the
         # model's doing: the trial is recorded as an infrastructure error naming it.
@@ -203,6 +212,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         tool_calls=state.calls,
         setup_calls=state.setup_calls,
         left_cassette=state.left_cassette,
+        turn_results=turns,
         provenance=provenance(spec, settings, client.pins if client else {}).model_copy(
             update={"server_tools": state.server_tools}
         ),

@@ -63,10 +63,20 @@ def rescore(
     if rubric:
         load_rubric(rubric, "--rubric")
         judge = judge.model_copy(update={"rubric": rubric})
-    trials = _answer_trials(engine, sweep_id)
-    if not trials:
-        raise SpecError("rescore", sweep_id, "no recorded trial of this sweep has an `answer`")
+    trials, talks = _answer_trials(engine, sweep_id)
+    if not trials and not talks:
+        raise SpecError(
+            "rescore", sweep_id, "no recorded trial of this sweep has an `answer` or turns"
+        )
     scoring = record_rescoring(engine, sweep_id, judge, datetime.now(UTC).isoformat())
+    if talks:
+        # Conversations have no answer to score: their turns are graded again, here.
+        console.print(f"re-grading {len(talks)} conversation trial(s) of {sweep_id}")
+        _run_here(
+            [RescoreRequest(trial_id=t, scoring_id=scoring, judge=judge) for t in talks], settings
+        )
+    if not trials:
+        return
     requests = [RescoreRequest(trial_id=t, scoring_id=scoring, judge=judge) for t in trials]
     console.print(f"rescoring {len(trials)} trial(s) of {sweep_id} as [bold]{scoring}[/bold]")
     if distributed:
@@ -79,18 +89,22 @@ def rescore(
         print_answers(card.answers, console)
 
 
-def _answer_trials(engine: Engine, sweep_id: str) -> list[str]:
-    """Done trials (not infra errors) whose scenario asks for answer scoring."""
+def _answer_trials(engine: Engine, sweep_id: str) -> tuple[list[str], list[str]]:
+    """Done trials (not infra errors) whose scenario asks for answer scoring, and those of
+    conversations (graded again turn by turn, with no answer to score)."""
     from mcp_farm.scenarios import find_scenario
     from mcp_farm.scheduler.scorecard.queries.answers import answer_trial_payloads
     from mcp_farm.schema import TrialSpec
 
-    keep = []
+    keep, talks = [], []
     for trial_id, payload_json in answer_trial_payloads(engine, sweep_id):
         ref = TrialSpec.model_validate(json.loads(payload_json)).scenario
-        if find_scenario(ref.suite, ref.id, ref.version).answer is not None:
+        scenario = find_scenario(ref.suite, ref.id, ref.version)
+        if scenario.answer is not None:
             keep.append(trial_id)
-    return keep
+        elif scenario.turns:
+            talks.append(trial_id)
+    return keep, talks
 
 
 def _bar() -> Progress:

@@ -103,7 +103,7 @@ def _print_scenarios(shown: list[tuple[str, Scenario]]) -> None:
             s.tier,
             _tools(s),
             ", ".join(s.servers),
-            str(1 + len(s.paraphrases)),
+            str(s.wordings),
         )
     console.print(table)
     console.print(

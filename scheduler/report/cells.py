@@ -4,6 +4,7 @@ and the footnote that says why a cell shows `–`."""
 from __future__ import annotations
 
 from mcp_farm.schema.scorecard import (
+    Conversations,
     Row,
     Scorecard,
 )
@@ -78,3 +79,19 @@ def cassette_note(card: Scorecard) -> str:
         "trials that left their cassette (a call the recording never made, answered with a "
         f"tool error): {'; '.join(left)}. They are {how}."
     )
+
+
+CONVERSATION_HEADS = ["conversations", "conversation pass", "turn pass", "first failing turn"]
+"""Headings of the conversation table (model and prompt before them) in every medium."""
+
+
+def conversation_cells(c: Conversations) -> list[str]:
+    """One config's conversation row: counts, the two pass rates, and the histogram of the
+    first failing turn (`turn 1: 3, turn 2: 1`; `–` when none failed)."""
+    firsts = ", ".join(f"turn {turn}: {n}" for turn, n in c.first_failing_turn.items())
+    return [
+        str(c.conversations),
+        f"{c.passed}/{c.conversations} ({pct(c.rate)})",
+        f"{c.turns_passed}/{c.turns} ({pct(c.turn_rate)})",
+        firsts or "–",
+    ]

@@ -14,7 +14,9 @@ from mcp_farm.scheduler.report.answer_tables import (
     unverified_note,
 )
 from mcp_farm.scheduler.report.cells import (
+    CONVERSATION_HEADS,
     cassette_note,
+    conversation_cells,
     dash_note,
     harness_note,
     interval,
@@ -93,6 +95,12 @@ def to_markdown(card: Scorecard) -> str:
             for r in card.of("config")
         ],
     )
+    if card.conversations:
+        lines += ["## Conversations", ""]
+        lines += _md_table(
+            ["model", "prompt", *CONVERSATION_HEADS],
+            [[c.model, c.prompt, *conversation_cells(c)] for c in card.conversations],
+        )
     if card.answers is not None:
         lines += _answers_markdown(card.answers)
     return "\n".join(lines)

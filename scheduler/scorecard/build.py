@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_farm.scheduler.scorecard.answers import answer_quality
+from mcp_farm.scheduler.scorecard.conversations import conversations
 from mcp_farm.scheduler.scorecard.latency import (
     LATENCY_BINS,
     Key,
@@ -134,6 +135,7 @@ def build_scorecard(
             "calls": lambda c: tool_calls(c, sweep_id),
             "provenance": lambda c: _provenance(c, sweep_id),
             "answers": lambda c: answer_quality(c, sweep_id, scoring),
+            "conversations": lambda c: conversations(c, sweep_id, skip_left),
         },
     )
     scan, (latency, first_token, hist) = parts["trials"]
@@ -201,6 +203,7 @@ def build_scorecard(
         latency_bins=list(LATENCY_BINS),
         provenance=provenance,
         answers=parts["answers"],
+        conversations=parts["conversations"],
         left_cassette="exclude" if skip_left else "count",
     )
 

@@ -62,7 +62,7 @@ def with_endpoint(sweep: SweepSpec, endpoint: str, model: str, hardware: str) ->
 
 def wordings(sweep: SweepSpec, scenario: Scenario) -> list[tuple[int, int]]:
     """(repetition, variant) pairs of one scenario, per the sweep's `paraphrases` choice."""
-    count = 1 + len(scenario.paraphrases)
+    count = scenario.wordings
     reps = range(sweep.repetitions)
     if sweep.paraphrases == "verbatim":
         return [(rep, 0) for rep in reps]
@@ -139,6 +139,7 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
             judge=sweep.judge if scenario.answer else None,
             calls=sweep.calls,
             result_chars=sweep.result_chars,
+            on_turn_failure=sweep.on_turn_failure if scenario.turns else None,
         )
         for model in sweep.models
         for prompt in prompts

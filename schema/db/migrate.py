@@ -119,6 +119,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE anchor_check ADD COLUMN threshold FLOAT",
         ],
     ),
+    (
+        14,
+        "conversations: each turn of a trial with its own verdict (trial turns_json)",
+        ["ALTER TABLE trial ADD COLUMN turns_json VARCHAR NOT NULL DEFAULT '[]'"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -99,6 +99,9 @@ class TrialRow(SQLModel, table=True):
     setup_json: str = Field(default="[]", sa_column_kwargs={"server_default": "[]"})
     """JSON list of the scenario's setup calls as made before the model started (the model's
     own calls are tool_call rows)."""
+    turns_json: str = Field(default="[]", sa_column_kwargs={"server_default": "[]"})
+    """A conversation's turns with their own verdicts (TurnResult, JSON list); `[]` for a
+    one-prompt scenario. Kept with the trial (not a table) since a turn is read only with it."""
     provenance_json: str = "{}"
     host: str | None = None
     worker_tag: str | None = None

@@ -26,6 +26,7 @@ from mcp_farm.schema import (
     SpecError,
     ToolCallRecord,
     TrialSpec,
+    TurnResult,
 )
 from mcp_farm.schema.tasks.messages import (
     AnchorJudgingRequest,
@@ -40,6 +41,7 @@ from mcp_farm.workers.answer.scoring import (
     score_answer,
     shown_to_judge,
 )
+from mcp_farm.workers.grading.conversation import grade_conversation
 from mcp_farm.workers.grading.grade import (
     grade,
     scenario_of,
@@ -65,7 +67,7 @@ CUT_NOTICE = re.compile(r"\n\[result cut: \d+ more characters not shown\]\Z")
 def _calls(rows: list[ToolCallRow], transcript: list[Message]) -> list[ToolCallRecord]:
     """The recorded calls with the result text the model saw (the i-th tool message), less the
     notice of a cut, whose count would otherwise pass for a number in the result."""
-    results = [CUT_NOTICE.sub("", m.content) for m in transcript if m.role == "tool"]
+    results = [CUT_NOTICE.sub("", m.content) for m in transcript if m.role == "tool" and not m.farm]
     calls = []
     for row in rows:
         shown = results[row.idx] if row.idx < len(results) else ""
@@ -100,14 +102,34 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
     transcript = [Message.model_validate(m) for m in json.loads(trial.transcript_json)]
     calls = _calls(call_rows, transcript)
     schemas = await _schemas(spec, scenario, pool)
-    verdict = grade(
-        scenario,
-        calls,
-        trial.final_answer,
-        trial.stop_reason or "turn_limit",  # type: ignore[arg-type]
-        schemas,
-        trial.detail,
-    )
+    stop = trial.stop_reason or "turn_limit"
+    if scenario.turns:
+        turns = [TurnResult.model_validate(t) for t in json.loads(trial.turns_json)]
+        _turns, verdict = grade_conversation(
+            scenario,
+            turns,
+            calls,
+            stop,  # type: ignore[arg-type]
+            schemas,
+            trial.detail,
+        )
+    else:
+        verdict = grade(
+            scenario,
+            calls,
+            trial.final_answer,
+            stop,  # type: ignore[arg-type]
+            schemas,
+            trial.detail,
+        )
+    if scenario.answer is None:
+        # A conversation without answer scoring: graded again, nothing to score or store.
+        return RescoreResult(
+            trial_id=trial.trial_id,
+            outcome=verdict.outcome,
+            recorded_outcome=trial.outcome,
+            fairness=None,
+        )
     score = await score_answer(
         trial=Transcript(
             trial_id=trial.trial_id,

@@ -38,11 +38,17 @@ class ScriptedClient:
             raise AdapterError(f"model {target.id!r}: the scripted adapter needs `script`")
         self.script: list[dict[str, Any]] = target.script
         self.pins = {"adapter": "scripted"}
+        self.given = 0
+        """Replies given so far: the next is script item `given`. Counted here rather than
+        from the history, which shows the expected turn, not the model's, after a failed
+        conversation turn under `continue`; a conversation's script is every turn's replies
+        in order."""
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
     ) -> ModelReply:
-        turn = sum(1 for m in messages if m.role == "assistant") - len(prompt.few_shot)
+        turn = self.given
+        self.given += 1
         if turn >= len(self.script):
             return ModelReply(text="", tokens=TokenCounts())
         item = self.script[turn]

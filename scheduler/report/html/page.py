@@ -18,7 +18,9 @@ from importlib.resources import files
 from typing import Any
 
 from mcp_farm.scheduler.report.cells import (
+    CONVERSATION_HEADS,
     cassette_note,
+    conversation_cells,
     dash_note,
     harness_note,
     interval,
@@ -52,6 +54,9 @@ def _transcript(trial: Any) -> str:
     ]
     for message in json.loads(trial.transcript_json or "[]"):
         who = message.get("role", "?")
+        if message.get("farm"):
+            # A conversation's expected turn, shown by the farm after a failed one (continue).
+            who = f"{who}, expected turn shown by the farm"
         body = message.get("content") or ""
         for call in message.get("tool_calls") or []:
             body += f"\n→ {call.get('name')}({json.dumps(call.get('arguments'))})"
@@ -142,6 +147,10 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
     banner = f'\n<p class="harness">{html.escape(harness)}</p>' if harness else ""
     if cassette := cassette_note(card):
         banner += f'\n<p class="muted">{html.escape(cassette)}</p>'
+    talks = ""
+    if card.conversations:
+        rows = [[c.model, c.prompt, *conversation_cells(c)] for c in card.conversations]
+        talks = "<h2>Conversations</h2>" + _table(["model", "prompt", *CONVERSATION_HEADS], rows, 2)
     title = html.escape(f"Scorecard {card.sweep_id}")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -158,7 +167,7 @@ are Wilson 95%. Built {html.escape(card.built_at)} from sweep
 {footnote}
 <h2>Pass rate per tool (heatmap)</h2><div id="heatmap"></div>
 <h2>Trial latency distribution</h2><div id="latency"></div>
-<h2>Outcomes</h2><div id="failures"></div>{answers_section(card, _table)}
+<h2>Outcomes</h2><div id="failures"></div>{talks}{answers_section(card, _table)}
 <h2>Per tier</h2>{_rate_table(card, "tier")}
 <h2>Verbatim vs paraphrased</h2>{_rate_table(card, "phrasing")}
 <h2>Scenarios and sample transcripts</h2>

@@ -7,7 +7,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from mcp_farm.scheduler.report.cells import (
+    CONVERSATION_HEADS,
     cassette_note,
+    conversation_cells,
     dash_note,
     harness_note,
     interval,
@@ -89,6 +91,13 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
     for row in card.of("config"):
         modes.add_row(row.model, row.prompt, *(str(row.outcomes.get(o, 0)) for o in outcomes))
     console.print(modes)
+    if card.conversations:
+        talks = _table(
+            "Conversations (graded turn by turn)", ["model", "prompt"], CONVERSATION_HEADS
+        )
+        for talk in card.conversations:
+            talks.add_row(talk.model, talk.prompt, *conversation_cells(talk))
+        console.print(talks)
     for line in timeout_lines(card):
         console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
     if cassette := cassette_note(card):

@@ -1,0 +1,164 @@
+"""Conversations through the real fixture servers: every bundled conversation's ideal agent
+passes in every prompt mode, guessing instead of asking is `guessed`, and `continue` lets a
+later turn pass after a failed one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_farm.scenarios import load_suite
+from mcp_farm.schema import Scenario, Settings, TrialSpec
+from mcp_farm.workers.node.runtime import Runtime
+from tests.helpers import ideal_call_problems, ideal_script, trial
+
+pytestmark = pytest.mark.integration
+
+SUITE = load_suite("conversations")
+BY_ID = {s.id: s for s in SUITE.scenarios}
+MODES = ["native", "json", "grammar"]
+
+
+def _turn_script(scenario: Scenario, i: int) -> list[dict[str, Any]]:
+    return ideal_script(scenario.turn_scenario(i))
+
+
+def guessing(scenario: Scenario, i: int) -> list[dict[str, Any]]:
+    """The ideal agent, except that in must-ask turn i it does the next turn's calls at once
+    (a guessed value) instead of asking, then answers as if done."""
+    script: list[dict[str, Any]] = []
+    for k in range(len(scenario.turns)):
+        if k == i:
+            guess = [item for item in _turn_script(scenario, k + 1) if "call" in item]
+            script += [*guess, {"answer": "Done."}]
+        else:
+            script += _turn_script(scenario, k)
+    return script
+
+
+def test_the_conversation_suite_is_the_size_and_shape_promised() -> None:
+    asking = [s for s in SUITE.scenarios if any(t.must_ask for t in s.turns)]
+    assert len(SUITE.scenarios) >= 12
+    assert len(asking) >= 5
+    assert all(len(s.turns) >= 2 for s in SUITE.scenarios)
+    assert any(s.on_turn_failure == "continue" for s in SUITE.scenarios)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("scenario", SUITE.scenarios, ids=lambda s: s.id)
+def test_an_ideal_agent_passes_every_turn_of_every_conversation(
+    scenario: Scenario, mode: str, warm: tuple[Runtime, Settings]
+) -> None:
+    runtime, settings = warm
+    spec = trial(scenario, ideal_script(scenario), suite="conversations", prompt=mode)
+    result = runtime.run(spec, settings)
+    assert result.outcome == "pass", result.detail
+    assert [t.outcome for t in result.turn_results] == ["pass"] * len(scenario.turns)
+    assert ideal_call_problems(scenario, result) == []
+
+
+ASKING = [
+    pytest.param(s, i, id=f"{s.id}:turn{i}")
+    for s in SUITE.scenarios
+    for i, turn in enumerate(s.turns)
+    if turn.must_ask
+]
+
+
+@pytest.mark.parametrize(("scenario", "i"), ASKING)
+def test_calling_a_tool_instead_of_asking_is_graded_guessed(
+    scenario: Scenario, i: int, warm: tuple[Runtime, Settings]
+) -> None:
+    runtime, settings = warm
+    result = runtime.run(trial(scenario, guessing(scenario, i), suite="conversations"), settings)
+    assert result.outcome == "guessed", result.detail
+    assert result.turn_results[i].outcome == "guessed"
+    assert result.detail.startswith(f"turn {i + 1}: ")
+
+
+def test_a_reply_that_asks_nothing_is_an_output_mismatch(warm: tuple[Runtime, Settings]) -> None:
+    scenario = BY_ID["conv.free-hour-ask-day"]
+    script = [{"answer": "Sure, I'll find one."}, *_turn_script(scenario, 1)]
+    runtime, settings = warm
+    result = runtime.run(trial(scenario, script, suite="conversations"), settings)
+    assert result.outcome == "output_mismatch", result.detail
+    assert result.turn_results[0].outcome == "output_mismatch"
+
+
+def _first_turn_fails(scenario: Scenario) -> list[dict[str, Any]]:
+    return [{"answer": "I can't do that."}, *_turn_script(scenario, 1)]
+
+
+def test_after_a_failed_turn_continue_lets_the_next_turn_pass_on_the_expected_state(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = BY_ID["conv.groceries-two-adds"]
+    runtime, settings = warm
+    result = runtime.run(
+        trial(scenario, _first_turn_fails(scenario), suite="conversations"), settings
+    )
+    first, second = result.turn_results
+    assert (first.outcome, second.outcome) == ("no_tool_call", "pass")
+    assert result.outcome == "no_tool_call"
+    assert [c.tool for c in first.farm_calls] == ["append_to_note"]
+    assert first.farm_calls[0].ok
+    shown = [m for m in result.transcript if m.farm]
+    assert shown and shown[-1].content == scenario.turns[0].example_answer
+
+
+def test_a_value_chained_from_a_failed_turn_comes_from_the_farms_own_call(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = BY_ID["conv.note-then-append"].model_copy(update={"on_turn_failure": "continue"})
+    script = _first_turn_fails(scenario)
+    spec = trial(scenario, script, suite="conversations")
+    spec = TrialSpec.model_validate(
+        spec.model_dump(mode="json", exclude={"trial_id"}) | {"on_turn_failure": "continue"}
+    )
+    runtime, settings = warm
+    result = runtime.run(spec, settings)
+    assert [t.outcome for t in result.turn_results] == ["no_tool_call", "pass"]
+
+
+def test_under_stop_a_failed_turn_ends_the_conversation(warm: tuple[Runtime, Settings]) -> None:
+    scenario = BY_ID["conv.note-then-append"]
+    runtime, settings = warm
+    result = runtime.run(
+        trial(scenario, _first_turn_fails(scenario), suite="conversations"), settings
+    )
+    assert [t.outcome for t in result.turn_results] == ["no_tool_call"]
+    assert result.tool_calls == []
+
+
+def test_a_value_from_an_earlier_turn_that_is_not_there_is_wrong_params(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = BY_ID["conv.priya-dinner-reply"]
+    script = [
+        *_turn_script(scenario, 0),
+        {
+            "call": {
+                "name": "reply_to_email",
+                "arguments": {"email_id": "msg-1043", "body": "Friday works."},
+            }
+        },
+        {"answer": "Replied."},
+    ]
+    runtime, settings = warm
+    result = runtime.run(trial(scenario, script, suite="conversations"), settings)
+    assert [t.outcome for t in result.turn_results] == ["pass", "wrong_params"], result.detail
+    assert "email_id" in result.turn_results[1].detail
+
+
+def test_under_continue_a_malformed_reply_is_a_failed_turn_and_the_next_turn_is_graded(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = BY_ID["conv.groceries-two-adds"]
+    script = [{"oops": "no call, no answer"}, *_turn_script(scenario, 1)]
+    runtime, settings = warm
+    result = runtime.run(trial(scenario, script, suite="conversations"), settings)
+    first, second = result.turn_results
+    assert (first.outcome, second.outcome) == ("format_error", "pass")
+    assert "none of call/answer/text" in first.detail
+    assert result.detail.startswith("turn 1: scripted reply 0 has none")

@@ -1,0 +1,59 @@
+"""The bundled sweeps expand to the very trial ids they always had: conversations (and any
+later optional field) leave one-prompt scenarios' ids alone."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from mcp_farm.scheduler.submission.expand import expand, load_sweep
+
+HELD = {
+    # sweep file: (sweep id, trials, sha256 of the trial ids one per line, in expansion order)
+    "code.yaml": (
+        "code-answers-c2463fb006be",
+        18,
+        "3cc008ba3f45c87df36046d292840de1f5538c11d1fca7bea5d754a2a9403774",
+    ),
+    "full-suite.yaml": (
+        "full-suite-4cae12dd7160",
+        92,
+        "e63467a9d3bf4efab2d61729807e6e1fa9be7b4e3ad05f743b6f9f7bc8126b63",
+    ),
+    "quickstart.yaml": (
+        "quickstart-083db5d0abd9",
+        36,
+        "e545a6c8fdaf63c36f48c0ed5e0b4dd324e46ccd467d4dec6f1edb127943b772",
+    ),
+    "two-local-models.yaml": (
+        "two-local-models-0dee2f83bfc1",
+        144,
+        "df2502645f475ed6099e13c7fc29f8853623a03685dbb1e0ba68bbbd756065c1",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HELD))
+def test_a_bundled_sweep_expands_to_the_trial_ids_it_always_had(name: str) -> None:
+    path = Path("scenarios/sweeps") / name
+    plan = expand(load_sweep(path), str(path))
+    ids = "\n".join(t.trial_id for t in plan.trials)
+    held = (plan.sweep_id, len(plan.trials), hashlib.sha256(ids.encode()).hexdigest())
+    assert held == HELD[name]
+
+
+def test_a_sweeps_on_turn_failure_reaches_only_conversation_trials() -> None:
+    path = Path("scenarios/sweeps/quickstart.yaml")
+    plain = load_sweep(path)
+    both = plain.scenarios.model_copy(update={"suites": ["basic", "conversations"]})
+    without = expand(plain.model_copy(update={"scenarios": both}), str(path))
+    sweep = plain.model_copy(update={"scenarios": both, "on_turn_failure": "continue"})
+    trials = expand(sweep, str(path)).trials
+    talks = [t for t in trials if t.scenario.suite == "conversations"]
+    others = [t for t in trials if t.scenario.suite != "conversations"]
+    assert talks and all(t.on_turn_failure == "continue" for t in talks)
+    assert all(t.on_turn_failure is None for t in others)
+    # Left out of a one-prompt trial's payload, as it is of every trial of a sweep without it.
+    assert all("on_turn_failure" not in t.identity() for t in [*others, *without.trials])

@@ -1,0 +1,133 @@
+"""A conversation: the user's turns sent one after another on the same MCP sessions and the
+same message history, each turn graded as it ends so that `continue` can carry on from the
+expected state after a failed one (docs/conversations.md)."""
+
+from __future__ import annotations
+
+import time
+
+from mcp_farm.schema import (
+    Message,
+    OnTurnFailure,
+    PromptConfig,
+    Scenario,
+    SetupCall,
+    TranscriptCall,
+    TurnResult,
+)
+from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.grading.conversation import ENDS, NOT_GRADED, grade_turn
+from mcp_farm.workers.mcp.connections import Connected
+from mcp_farm.workers.model.base import ModelClient
+from mcp_farm.workers.model.encode import opening_messages
+from mcp_farm.workers.session import (
+    SessionState,
+    _setup_owner,
+    failure_text,
+    recorded,
+    reply_loop,
+)
+
+
+async def run_conversation(
+    state: SessionState,
+    scenario: Scenario,
+    prompt: PromptConfig,
+    client: ModelClient,
+    conn: Connected,
+    seed: int,
+    variant: int,
+    reply_limit_s: float | None,
+    on_failure: OnTurnFailure,
+) -> None:
+    """Send every turn of `scenario` in order; stop after a failed turn, or (`continue`) make
+    its expected calls and show the model the expected turn before the next one. Each turn is
+    recorded in `state.turn_results`; the history the model sees is kept apart from the stored
+    transcript, which also holds the model's own replies to a failed turn."""
+    tools = list(conn.tools.values())
+    schemas = {t.tool: t.input_schema for t in tools}
+    history = opening_messages(prompt, scenario.user_for(0, variant), tools, conn.instructions)
+    state.transcript = list(history)
+    for i in range(len(scenario.turns)):
+        if i:
+            said = Message(role="user", content=scenario.user_for(i, variant))
+            history.append(said)
+            state.transcript.append(said)
+        start = len(history)
+        state.stop_reason, state.final_answer, state.format_error = None, None, None
+        turn = TurnResult(
+            index=i,
+            user=scenario.user_for(i, variant),
+            first_call=len(state.calls),
+            stop_reason="harness_error",  # until the model's part of the turn ends
+            outcome="harness_error",  # graded below, and again with the whole trial
+            detail=NOT_GRADED,
+        )
+        state.turn_results.append(turn)
+        try:
+            view = scenario.turn_scenario(i)
+            await reply_loop(state, history, view, prompt, client, conn, seed, reply_limit_s)
+        finally:
+            state.transcript.extend(history[start:])
+            turn.call_count = len(state.calls) - turn.first_call
+            turn.answer = state.final_answer
+            turn.stop_reason = state.stop_reason or "turn_limit"
+        detail = state.format_error or state.limit_detail or ""
+        done = state.turn_results[:i]
+        verdict = grade_turn(scenario, i, turn, done, state.calls, schemas, detail)
+        turn.outcome, turn.detail = verdict.outcome, verdict.detail
+        if verdict.outcome == "pass" or i == len(scenario.turns) - 1:
+            continue
+        if verdict.outcome in ENDS or on_failure == "stop":
+            return
+        expected = await _expected_turn(scenario, i, conn, turn)
+        del history[start:]
+        history.extend(expected)
+        state.transcript.extend(expected)
+
+
+async def _expected_turn(
+    scenario: Scenario, i: int, conn: Connected, turn: TurnResult
+) -> list[Message]:
+    """Make turn i's expected calls (each step's `example`, on its first route) as the farm,
+    recorded in `turn.farm_calls`, and the messages of the expected turn: the calls, their
+    results and the example answer."""
+    way = scenario.turn_scenario(i).ways()[0][1]
+    messages: list[Message] = []
+    calls: list[TranscriptCall] = []
+    results: list[Message] = []
+    for j, step in enumerate(way.expect):
+        if step.example is None:
+            raise InfraError(
+                f"turn {i + 1} of {scenario.id} failed and cannot be continued from: "
+                f"step {j} ({step.label}) has no `example` for the farm to call"
+            )
+        call = SetupCall(server=step.server, tool=step.names[0], arguments=step.example)
+        server = _setup_owner(call, conn)
+        conn.touched.add(server)
+        started = time.perf_counter()
+        result = await conn.sessions[server].call_tool(call.tool, call.arguments)
+        record = recorded(
+            j, server, call.tool, call.arguments, result, time.perf_counter() - started, conn
+        )
+        turn.farm_calls.append(record)
+        shown = _shown_name(conn, server, call.tool)
+        call_id = f"farm_{i}_{j}"
+        calls.append(TranscriptCall(id=call_id, name=shown, arguments=dict(call.arguments)))
+        content = record.result_text if record.ok else failure_text(record, conn)
+        results.append(
+            Message(role="tool", content=content, tool_call_id=call_id, name=shown, farm=True)
+        )
+    if calls:
+        messages.append(Message(role="assistant", content="", tool_calls=calls, farm=True))
+        messages.extend(results)
+    answer = way.example_answer or "Done."
+    messages.append(Message(role="assistant", content=answer, farm=True))
+    return messages
+
+
+def _shown_name(conn: Connected, server: str, tool: str) -> str:
+    for name, spec in conn.tools.items():
+        if spec.server == server and spec.tool == tool:
+            return name
+    return tool

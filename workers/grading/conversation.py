@@ -1,0 +1,219 @@
+"""Grading a conversation: each turn as a one-prompt scenario of its own, then all together.
+
+Each turn is graded by `grade` exactly as a one-prompt scenario would be (its calls, its
+steps, its answer), so a one-prompt scenario's path is untouched. Two things are added here:
+
+- a value taken from an earlier turn's result (`from_turn` on a chained matcher): the turn is
+  graded with such matchers read as "present", then each is checked by the chained matcher
+  itself against the calls that did that step of that turn (the model's, when the turn passed;
+  the farm's, when it failed and the conversation continued);
+- a turn that must ask (`must_ask`): a tool called instead is `guessed`; a reply that is no
+  question about the missing detail is `output_mismatch`.
+
+The conversation passes only if every turn passed on its own; otherwise its outcome is its
+first failed turn's (docs/conversations.md).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mcp_farm.schema import (
+    OUTCOMES,
+    ExpectedCall,
+    Outcome,
+    ParamMatcher,
+    Scenario,
+    StopReason,
+    ToolCallRecord,
+    TurnResult,
+    budgeted_search,
+)
+from mcp_farm.workers.grading.chained import Chain
+from mcp_farm.workers.grading.grade import Graded, grade
+from mcp_farm.workers.grading.matchers import check, located
+from mcp_farm.workers.grading.steps import accepts, find
+
+ENDS: tuple[Outcome, ...] = ("harness_error", "infra_error", "timeout")
+"""Outcomes that end a conversation whatever its `on_turn_failure`: the session cannot go on
+(a broken server or farm), or the model hung, and would most likely hang again."""
+
+EARLY: tuple[Outcome, ...] = (*ENDS, "format_error")
+"""Outcomes a must-ask turn gets as any turn does, before its own checks."""
+
+NOT_GRADED = "not graded"
+"""The detail of a turn the session has begun and not yet graded."""
+
+
+def _plain(value: Any) -> Any:
+    """A dumped matcher tree with every `from_turn` matcher read as `any: true`."""
+    if isinstance(value, dict):
+        if "from_turn" in value:
+            return {"any": True}
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _crosses(matcher: ParamMatcher) -> bool:
+    return any(m.from_turn is not None for _w, m in matcher.nested())
+
+
+def _without_cross_turn(steps: list[ExpectedCall]) -> list[ExpectedCall]:
+    return [
+        ExpectedCall.model_validate(_plain(step.model_dump(exclude_unset=True)))
+        if any(_crosses(m) for _at, block in step.param_blocks() for m in block.values())
+        else step
+        for step in steps
+    ]
+
+
+def plain_view(scenario: Scenario, i: int) -> Scenario:
+    """Turn i as a one-prompt scenario, its values from earlier turns read as "present"."""
+    view = scenario.turn_scenario(i)
+    routes = [r.model_copy(update={"expect": _without_cross_turn(r.expect)}) for r in view.routes]
+    return view.model_copy(update={"expect": _without_cross_turn(view.expect), "routes": routes})
+
+
+def _way(view: Scenario, route: str | None) -> Scenario:
+    return dict(view.ways()).get(route, view.ways()[0][1])
+
+
+def turn_calls(turn: TurnResult, calls: list[ToolCallRecord]) -> list[ToolCallRecord]:
+    return calls[turn.first_call : turn.first_call + turn.call_count]
+
+
+def _step_calls(
+    scenario: Scenario, done: list[TurnResult], calls: list[ToolCallRecord], t: int, k: int
+) -> list[ToolCallRecord]:
+    """The calls that did step k of turn t: the model's when the turn passed, else the farm's."""
+    if t >= len(done):
+        return []
+    turn = done[t]
+    if turn.outcome != "pass":
+        return turn.farm_calls[k : k + 1]
+    way = _way(plain_view(scenario, t), turn.route)
+    found = find(way, turn_calls(turn, calls), lambda _c, _d: None)
+    return found.met.get(k, [])
+
+
+def _cross_problem(
+    scenario: Scenario,
+    i: int,
+    route: str | None,
+    own: list[ToolCallRecord],
+    done: list[TurnResult],
+    calls: list[ToolCallRecord],
+) -> str | None:
+    """Why no call of a step takes its earlier turn's value, for the first such step."""
+    way = _way(scenario.turn_scenario(i), route)
+    for j, step in enumerate(way.expect):
+        problems: list[str] = []
+        for c in (c for c in own if accepts(step, c)):
+            problem = None
+            for arg, matcher in step.params_for(c.tool).items():
+                sources = {
+                    (m.from_turn, m.derived_from_step)
+                    for _w, m in matcher.nested()
+                    if m.from_turn is not None and m.derived_from_step is not None
+                }
+                if not sources or arg not in c.arguments:
+                    continue
+                results = {k: _step_calls(scenario, done, calls, t, k) for t, k in sources}
+                reason = check(matcher, c.arguments[arg], Chain(results))
+                if reason:
+                    problem = located(f"{c.tool}.{arg}", reason)
+                    break
+            if problem is None:
+                break
+            problems.append(problem)
+        else:
+            if problems:
+                return f"step {j} ({step.label}): {problems[0]}"
+    return None
+
+
+def _asked(
+    scenario: Scenario, i: int, turn: TurnResult, own: list[ToolCallRecord], **graded: Any
+) -> Graded:
+    """A turn that must ask: no call but `allowed_extra`, then a question about the detail."""
+    said = scenario.turns[i]
+    early = grade(plain_view(scenario, i), [], turn.answer, turn.stop_reason, **graded)
+    if early.outcome in EARLY:
+        return early
+    guesses = [c for c in own if c.server is None or c.tool not in said.allowed_extra]
+    if guesses:
+        return Graded(
+            "guessed", f"called {guesses[0].tool} instead of asking for the missing detail"
+        )
+    if early.outcome != "pass":
+        return early
+    answer = turn.answer or ""
+    asks = "?" in answer and any(
+        budgeted_search(p, answer, field="must_ask", flags=re.IGNORECASE) for p in said.must_ask
+    )
+    if not asks:
+        wanted = ", ".join(f"/{p}/" for p in said.must_ask)
+        return Graded("output_mismatch", f"the reply asks no question about {wanted}")
+    return Graded("pass", "", first_try=True)
+
+
+def grade_turn(
+    scenario: Scenario,
+    i: int,
+    turn: TurnResult,
+    done: list[TurnResult],
+    calls: list[ToolCallRecord],
+    schemas: dict[str, dict[str, Any]],
+    problem: str = "",
+) -> Graded:
+    """Turn i's own verdict; `done` holds the turns before it, already graded."""
+    own = turn_calls(turn, calls)
+    if scenario.turns[i].must_ask:
+        return _asked(scenario, i, turn, own, schemas=schemas, problem=problem)
+    graded = grade(plain_view(scenario, i), own, turn.answer, turn.stop_reason, schemas, problem)
+    if OUTCOMES.index(graded.outcome) > OUTCOMES.index("wrong_params"):
+        wrong = _cross_problem(scenario, i, graded.route, own, done, calls)
+        if wrong:
+            return Graded("wrong_params", wrong, route=graded.route)
+    return graded
+
+
+def grade_conversation(
+    scenario: Scenario,
+    turns: list[TurnResult],
+    calls: list[ToolCallRecord],
+    stop_reason: StopReason,
+    schemas: dict[str, dict[str, Any]],
+    problem: str = "",
+) -> tuple[list[TurnResult], Graded]:
+    """Every turn graded on its own (in order: a later turn may chain from an earlier one),
+    and the conversation's verdict: a pass only if every turn of the scenario passed."""
+    graded: list[TurnResult] = []
+    for i, turn in enumerate(turns):
+        # A turn graded before keeps what ended it in its detail; one the session was cut off
+        # in (never graded) ended as the trial did.
+        why = problem if turn.detail == NOT_GRADED else turn.detail
+        verdict = grade_turn(scenario, i, turn, graded, calls, schemas, why)
+        graded.append(
+            turn.model_copy(
+                update={
+                    "outcome": verdict.outcome,
+                    "detail": verdict.detail,
+                    "first_try": verdict.first_try if verdict.outcome == "pass" else None,
+                    "route": verdict.route,
+                }
+            )
+        )
+    failed = [t for t in graded if t.outcome != "pass"]
+    if failed:
+        first = failed[0]
+        return graded, Graded(first.outcome, f"turn {first.index + 1}: {first.detail}")
+    if len(graded) < len(scenario.turns):
+        # The session ended before a turn began (setup failed, the clock ran out): graded as
+        # the one-prompt path grades a session that ended so.
+        early = grade(plain_view(scenario, len(graded)), [], None, stop_reason, schemas, problem)
+        return graded, Graded(early.outcome, f"turn {len(graded) + 1}: {early.detail}")
+    return graded, Graded("pass", "", first_try=all(t.first_try for t in graded))
