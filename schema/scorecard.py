@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 8
+SCORECARD_VERSION = 9
 ANCHOR_THRESHOLD = 0.85
 """The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
 set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
@@ -89,6 +89,14 @@ class ConfigExtras(Frozen):
     left_cassette: int = 0
     """Trials that called a server replayed from a cassette with a call it never recorded
     (counted in the rows above unless the card's `left_cassette` is `exclude`)."""
+    errored: int = 0
+    """Graded trials in which some call got an error result (the server's `isError`, its
+    `error_pattern`, or arguments it refused)."""
+    recovered: int = 0
+    """Of those, the trials in which every failed call was followed by a successful call of
+    the same tool: the model recovered instead of giving up."""
+    recovery_rate: float | None = None
+    """recovered / errored: the recovery rate; null when no call failed."""
 
 
 class Conversations(Frozen):

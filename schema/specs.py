@@ -69,6 +69,30 @@ class ResetCall(Strict):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class NeverCall(Strict):
+    """A call that must never happen (`never:`): made at any point, the trial fails with the
+    outcome `forbidden_call` (docs/conversations.md, "Calls that must never happen")."""
+
+    tool: str
+    """The tool's name as the server lists it."""
+    server: str | None = None
+    """Only this server's tool, when two servers offer the same name."""
+    params: dict[str, ParamMatcher] = Field(default_factory=dict)
+    """The call is forbidden when every argument named here matches (a missing one does not);
+    none named: any call of the tool."""
+
+    @model_validator(mode="after")
+    def _no_chain(self) -> NeverCall:
+        for arg, matcher in self.params.items():
+            for below, m in matcher.nested():
+                if m.derived_from_step is not None or m.from_turn is not None:
+                    raise ValueError(
+                        f"params.{arg}{below}: a `never` matcher cannot take a value from a "
+                        "step's result (it is judged on its own)"
+                    )
+        return self
+
+
 class Turn(Strict):
     """One user message of a conversation (`turns:`), and what is right in reply to it: the
     same grammar as a one-prompt scenario's, scoped to the turn."""
@@ -95,6 +119,11 @@ class Turn(Strict):
     made instead is the outcome `guessed`."""
     calls: CallCounting | None = None
     """This turn's call counting; left out, the scenario's."""
+    never: list[NeverCall] = Field(default_factory=list)
+    """Calls that must not be made in this turn (beside the scenario's own `never`)."""
+    confirms: bool = False
+    """This user message confirms a destructive action: under `confirm_destructive`, a tool
+    the server marks `destructiveHint: true` may be called from the turn after it on."""
 
     @model_validator(mode="before")
     @classmethod
@@ -189,6 +218,12 @@ class Scenario(Strict):
     """What a good answer contains: scored on the assistant's prose (keywords, citations, judge)."""
     tags: list[str] = Field(default_factory=list)
     description: str = ""
+    never: list[NeverCall] = Field(default_factory=list)
+    """Calls that must never happen, in any turn: one made is the outcome `forbidden_call`."""
+    confirm_destructive: bool = False
+    """A conversation's tool that its server marks `destructiveHint: true` may be called only
+    after a user turn with `confirms: true`, in an earlier turn; made sooner, it is the
+    outcome `forbidden_call`."""
 
     @field_validator("final_answer")
     @classmethod
@@ -202,6 +237,11 @@ class Scenario(Strict):
         if not self.turns:
             if any(m.from_turn is not None for m in self._matchers()):
                 raise ValueError("`from_turn` names an earlier turn: only a conversation has turns")
+            if self.confirm_destructive:
+                raise ValueError(
+                    "`confirm_destructive` needs a confirming user turn: only a conversation "
+                    "has turns"
+                )
             return self
         own = [
             name
@@ -265,6 +305,7 @@ class Scenario(Strict):
                 "final_answer": turn.final_answer,
                 "example_answer": turn.example_answer,
                 "calls": turn.calls or self.calls,
+                "never": [*self.never, *turn.never],
             }
         )
 
@@ -578,6 +619,10 @@ class PromptConfig(Strict):
     """`plain`: tools shown by their own name; `server_prefixed`: as `server__tool`."""
     few_shot: list[FewShot] = Field(default_factory=list)
     generation: GenerationParams = Field(default_factory=GenerationParams)
+    show_annotations: bool = Field(default=False, exclude_if=lambda v: v is False)
+    """Show each tool's annotations (`readOnlyHint`, `destructiveHint`) to the model, as a
+    line after its description; left out (false), the model sees none, as most clients show
+    none. Left out of the payload when false, so trials without it keep their ids."""
 
 
 GRADER_VERSION = "4"

@@ -26,6 +26,7 @@ Outcome = Literal[
     "infra_error",
     "timeout",
     "format_error",
+    "forbidden_call",
     "guessed",
     "no_tool_call",
     "wrong_tool",
@@ -36,7 +37,9 @@ Outcome = Literal[
     "pass",
 ]
 """Checked in this order; the first that applies is the trial's outcome. `guessed`: in a
-conversation's turn that must ask the user for a missing detail, a tool was called instead."""
+conversation's turn that must ask the user for a missing detail, a tool was called instead.
+`forbidden_call` (before it: a forbidden call is the graver mistake): a call the scenario's `never:` names was made, or a destructive tool was
+called before the user confirmed (`confirm_destructive`)."""
 
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 

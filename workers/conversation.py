@@ -74,7 +74,9 @@ async def run_conversation(
             turn.stop_reason = state.stop_reason or "turn_limit"
         detail = state.format_error or state.limit_detail or ""
         done = state.turn_results[:i]
-        verdict = grade_turn(scenario, i, turn, done, state.calls, schemas, detail)
+        verdict = grade_turn(
+            scenario, i, turn, done, state.calls, schemas, detail, state.destructive
+        )
         turn.outcome, turn.detail = verdict.outcome, verdict.detail
         if verdict.outcome == "pass" or i == len(scenario.turns) - 1:
             continue

@@ -78,6 +78,8 @@ class SessionState:
     """What the attached servers listed (Connected.listed), for the trial's provenance."""
     turn_results: list[TurnResult] = field(default_factory=list)
     """A conversation's turns as they ran (workers/conversation.py); graded at the end."""
+    destructive: frozenset[str] = frozenset()
+    """The attached tools their servers mark `destructiveHint: true` (`confirm_destructive`)."""
 
 
 @contextmanager

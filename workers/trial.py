@@ -46,6 +46,7 @@ from mcp_farm.workers.model.adapters import (
     ModelClient,
     make_client,
 )
+from mcp_farm.workers.model.encode import with_annotations
 from mcp_farm.workers.node.provenance import provenance
 from mcp_farm.workers.session import (
     SessionState,
@@ -90,6 +91,9 @@ async def _converse(
         async with connect(servers, pool, naming, chars, capture) as conn:
             try:
                 schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
+                state.destructive = frozenset(t.tool for t in conn.tools.values() if t.destructive)
+                if spec.prompt.show_annotations:
+                    conn.tools.update({k: with_annotations(t) for k, t in conn.tools.items()})
                 await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
                 # A model in this process bounds its own replies by CPU time (model/guard.py).
                 wall = spec.model.reply_clock == "wall"
@@ -174,7 +178,9 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
             if turns and turns[-1].detail == NOT_GRADED:
                 # The session ended inside this turn (a limit, a failure): it ended as the trial.
                 turns[-1].stop_reason = stop
-            turns, verdict = grade_conversation(scenario, turns, state.calls, stop, schemas, why)
+            turns, verdict = grade_conversation(
+                scenario, turns, state.calls, stop, schemas, why, state.destructive
+            )
         else:
             verdict = grade(scenario, state.calls, state.final_answer, stop, schemas, why)
     except FarmError as exc:

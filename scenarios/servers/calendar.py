@@ -25,6 +25,8 @@ from mcp_farm.scenarios.servers._sdk import (
 )
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
+DESTRUCTIVE = ToolAnnotations(destructive_hint=True)
+"""A tool that deletes or overwrites what it cannot bring back (`confirm_destructive`)."""
 TODAY = date(2026, 3, 10)
 """The fixed "today" of every productivity server (a Tuesday); tool descriptions repeat it."""
 MAX_RANGE_DAYS = 62
@@ -200,7 +202,7 @@ def build(root: Path) -> MCPServer:
             [head] + [f"  {a:%H:%M}–{b:%H:%M} ({(b - a).seconds // 60} min)" for a, b in windows]
         )
 
-    @server.tool()
+    @server.tool(annotations=DESTRUCTIVE)
     def cancel_event(event_id: str) -> str:
         """Cancel (delete) one event from the user's calendar by its id, e.g. evt-1017."""
         events = cal.load()

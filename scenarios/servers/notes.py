@@ -24,6 +24,8 @@ from mcp_farm.scenarios.servers._sdk import (
 from mcp_farm.scenarios.servers.calendar import TODAY
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
+DESTRUCTIVE = ToolAnnotations(destructive_hint=True)
+"""A tool that deletes or overwrites what it cannot bring back (`confirm_destructive`)."""
 WORD = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
 
 
@@ -147,7 +149,7 @@ def build(root: Path) -> MCPServer:
         book.save(note)
         return f"appended {len(text.strip())} characters to {note.id}"
 
-    @server.tool()
+    @server.tool(annotations=DESTRUCTIVE)
     def update_note(note_id: str, content: str) -> str:
         """Replace the whole content of an existing note with new content (the old text is discarded)."""
         note = book.get(note_id)

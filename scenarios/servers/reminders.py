@@ -20,6 +20,8 @@ from mcp_farm.scenarios.servers._sdk import (
 from mcp_farm.scenarios.servers.calendar import parse_day
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
+DESTRUCTIVE = ToolAnnotations(destructive_hint=True)
+"""A tool that deletes or overwrites what it cannot bring back (`confirm_destructive`)."""
 
 
 @dataclass
@@ -79,7 +81,7 @@ def build() -> MCPServer:
         item.done = True
         return f"done: {item.line()}"
 
-    @server.tool()
+    @server.tool(annotations=DESTRUCTIVE)
     def clear_reminders() -> str:
         """Delete every reminder, done or not, and start numbering again at r1."""
         kept.items.clear()

@@ -10,6 +10,15 @@ from mcp_farm.schema.scorecard import (
 )
 
 
+def recovery_cell(card: Scorecard, model: str, prompt: str) -> str:
+    """A config's recovery after an error result: `recovered/errored (rate)`, or `–` when no
+    call of its trials failed."""
+    for extra in card.extras:
+        if (extra.model, extra.prompt) == (model, prompt) and extra.errored:
+            return f"{extra.recovered}/{extra.errored} ({pct(extra.recovery_rate)})"
+    return "–"
+
+
 def pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.0f}%"
 

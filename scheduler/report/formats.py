@@ -21,6 +21,7 @@ from mcp_farm.scheduler.report.cells import (
     harness_note,
     interval,
     pct,
+    recovery_cell,
     secs,
 )
 from mcp_farm.scheduler.scorecard.build import outcome_columns
@@ -77,6 +78,21 @@ def to_markdown(card: Scorecard) -> str:
             continue
         key_head = [] if dimension == "config" else [dimension]
         lines += [f"## {title}", ""]
+        if dimension == "config":  # recovery after an error is kept per config only
+            lines += _md_table(
+                ["model", "prompt", *rate_heads[:3], "recovered", *rate_heads[3:]],
+                [
+                    [
+                        r.model,
+                        r.prompt,
+                        *_rate_cells(r)[:3],
+                        recovery_cell(card, r.model, r.prompt),
+                        *_rate_cells(r)[3:],
+                    ]
+                    for r in rows
+                ],
+            )
+            continue
         lines += _md_table(
             ["model", "prompt", *key_head, *rate_heads],
             [[r.model, r.prompt, *([r.key] if key_head else []), *_rate_cells(r)] for r in rows],

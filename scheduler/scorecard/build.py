@@ -35,6 +35,7 @@ from mcp_farm.scheduler.scorecard.queries.scan import (
     TrialScan,
     scan_trials,
 )
+from mcp_farm.scheduler.scorecard.recovery import recovery
 from mcp_farm.scheduler.statistics.rates import (
     first_try_rate,
     pass_at_k,
@@ -136,6 +137,7 @@ def build_scorecard(
             "provenance": lambda c: _provenance(c, sweep_id),
             "answers": lambda c: answer_quality(c, sweep_id, scoring),
             "conversations": lambda c: conversations(c, sweep_id, skip_left),
+            "recovery": lambda c: recovery(c, sweep_id, skip_left),
         },
     )
     scan, (latency, first_token, hist) = parts["trials"]
@@ -189,6 +191,7 @@ def build_scorecard(
             histogram=hist.get((m, p), [0] * (len(LATENCY_BINS) + 1)),
             timeouts={k: n for k, n in sorted(timeouts[(m, p)].items()) if n},
             left_cassette=left[(m, p)],
+            **_recovery(parts["recovery"].get((m, p), [0, 0])),
         )
         for (m, p), sums in sorted(tokens.items())
     ]
@@ -212,6 +215,12 @@ def _trials(conn: Connection, sweep_id: str, skip_left: bool) -> tuple[TrialScan
     scan = scan_trials(conn, sweep_id, skip_left=skip_left)
     # Percentiles here, on this query's thread, overlap the tool calls' query still running.
     return scan, trial_latency(scan.samples)
+
+
+def _recovery(counts: list[int]) -> dict[str, Any]:
+    errored, recovered = counts
+    rate = recovered / errored if errored else None
+    return {"errored": errored, "recovered": recovered, "recovery_rate": rate}
 
 
 def _distinct(values: Iterable[str | None]) -> list[str]:

@@ -87,10 +87,16 @@ def _calls(rows: list[ToolCallRow], transcript: list[Message]) -> list[ToolCallR
     return calls
 
 
-async def _schemas(spec: TrialSpec, scenario: Scenario, pool: ServerPool) -> dict[str, Any]:
-    """The attached tools' input schemas, listed again from the servers (no model involved)."""
+async def _schemas(
+    spec: TrialSpec, scenario: Scenario, pool: ServerPool
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """The attached tools' input schemas, and those marked destructive, listed again from the
+    servers (no model involved)."""
     async with connect(attached(spec, scenario), pool, spec.prompt.tool_naming) as conn:
-        return {t.tool: t.input_schema for t in conn.tools.values()}
+        tools = conn.tools.values()
+        return {t.tool: t.input_schema for t in tools}, frozenset(
+            t.tool for t in tools if t.destructive
+        )
 
 
 async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool) -> RescoreResult:
@@ -101,7 +107,7 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
     scenario = scenario_of(spec)  # the sweep's `calls:` too, as the trial was graded
     transcript = [Message.model_validate(m) for m in json.loads(trial.transcript_json)]
     calls = _calls(call_rows, transcript)
-    schemas = await _schemas(spec, scenario, pool)
+    schemas, destructive = await _schemas(spec, scenario, pool)
     stop = trial.stop_reason or "turn_limit"
     if scenario.turns:
         turns = [TurnResult.model_validate(t) for t in json.loads(trial.turns_json)]
@@ -112,6 +118,7 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
             stop,  # type: ignore[arg-type]
             schemas,
             trial.detail,
+            destructive,
         )
     else:
         verdict = grade(

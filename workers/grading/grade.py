@@ -28,6 +28,7 @@ from mcp_farm.workers.grading.counting import (
     loop_problem,
     past_limit,
 )
+from mcp_farm.workers.grading.matchers import forbidden
 from mcp_farm.workers.grading.schemacheck import schema_error
 from mcp_farm.workers.grading.steps import find
 from mcp_farm.workers.model.safejson import (
@@ -196,6 +197,8 @@ def _graded(
         return Graded("timeout", problem or "the model gave no reply within its limit")
     if stop_reason == "format_error":
         return Graded("format_error", problem)
+    if scenario.never and (made := forbidden(scenario.never, calls)):
+        return Graded("forbidden_call", made)
     if not scenario.routes:
         return _grade_way(scenario, calls, final_answer, stop_reason, schemas)
     return _by_route(scenario, calls, final_answer, stop_reason, schemas)

@@ -13,8 +13,10 @@ import jsonschema
 from referencing.exceptions import Unresolvable  # jsonschema's own dependency (>= 4.18)
 
 from mcp_farm.schema import (
+    NeverCall,
     ParamMatcher,
     SpecError,
+    ToolCallRecord,
     budgeted_fullmatch,
 )
 from mcp_farm.workers.grading.chained import (
@@ -175,3 +177,20 @@ def _check_text(matcher: ParamMatcher, kind: str, value: str) -> str | None:
     assert kind == "path", kind
     ok = normalize_path(value) == normalize_path(matcher.path or "")
     return None if ok else f"expected path {matcher.path!r}, got {shorten(value)}"
+
+
+def forbidden(never: list[NeverCall], calls: list[ToolCallRecord]) -> str | None:
+    """What the first call that a `never:` entry names did, or None: a call is forbidden
+    when its tool (and server, where named) is the entry's and every argument the entry
+    names is given and matches. Made at all counts, whether it succeeded or failed."""
+    for c in calls:
+        for rule in never:
+            if c.tool != rule.tool or (rule.server and c.server != rule.server):
+                continue
+            if all(
+                arg in c.arguments and check(m, c.arguments[arg]) is None
+                for arg, m in rule.params.items()
+            ):
+                shown = ", ".join(f"{a}={shorten(c.arguments[a])}" for a in rule.params)
+                return f"called {c.tool}({shown}), which `never` forbids"
+    return None

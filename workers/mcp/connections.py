@@ -132,6 +132,9 @@ async def connect(
                     description=tool.description or "",
                     input_schema=dict(tool.input_schema or {}),
                     read_only=bool(tool.annotations and tool.annotations.read_only_hint),
+                    destructive=bool(
+                        tool.annotations and tool.annotations.destructive_hint is True
+                    ),
                 )
         yield connected
         healthy = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from dataclasses import replace
 from typing import Any
 
 from mcp_farm.schema import (
@@ -26,6 +27,20 @@ def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
         }
         for t in tools
     ]
+
+
+def with_annotations(tool: ToolSpec) -> ToolSpec:
+    """The tool with the hints its server declared true written after its description
+    (`show_annotations`): the one text every tool-calling mode shows the model alike."""
+    hints = [
+        f"{name}: true"
+        for name, on in (("readOnlyHint", tool.read_only), ("destructiveHint", tool.destructive))
+        if on
+    ]
+    if not hints:
+        return tool
+    text = f"{tool.description.rstrip()}\nAnnotations: {', '.join(hints)}".lstrip()
+    return replace(tool, description=text)
 
 
 def tools_as_text(tools: list[ToolSpec]) -> str:

@@ -19,6 +19,8 @@ class ToolSpec:
     input_schema: dict[str, Any]
     read_only: bool = False
     """The server marked the tool read-only (MCP `readOnlyHint`): calling it changes nothing."""
+    destructive: bool = False
+    """The server marked the tool destructive (MCP `destructiveHint: true`)."""
 
 
 @dataclass(frozen=True)

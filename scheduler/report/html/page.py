@@ -26,6 +26,7 @@ from mcp_farm.scheduler.report.cells import (
     interval,
     pass_k,
     pct,
+    recovery_cell,
     secs,
 )
 from mcp_farm.scheduler.report.html.answers import (
@@ -135,6 +136,7 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
             str(r.n),
             pct(r.rate),
             pct(r.first_rate),
+            recovery_cell(card, r.model, r.prompt),
             interval(r),
             pass_k(r.pass_hat_k, r.k),
             *_p(r),
@@ -163,7 +165,7 @@ are Wilson 95%. Built {html.escape(card.built_at)} from sweep
 <code>{html.escape(card.provenance.sweep_name)}</code>.</p>{banner}
 <pre id="errors"></pre>
 <h2>Pass rate per model × prompt config</h2>
-{_table(["model", "prompt", "n", "pass", "1st try", "95% CI", "pass^k", "p50", "p95", "p99"], configs, 2)}
+{_table(["model", "prompt", "n", "pass", "1st try", "recovered", "95% CI", "pass^k", "p50", "p95", "p99"], configs, 2)}
 {footnote}
 <h2>Pass rate per tool (heatmap)</h2><div id="heatmap"></div>
 <h2>Trial latency distribution</h2><div id="latency"></div>

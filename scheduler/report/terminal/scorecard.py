@@ -15,6 +15,7 @@ from mcp_farm.scheduler.report.cells import (
     interval,
     pass_k,
     pct,
+    recovery_cell,
     secs,
 )
 from mcp_farm.scheduler.report.terminal.answers import print_answers
@@ -40,7 +41,9 @@ def _latency(lat: Latency) -> list[str]:
 
 def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table:
     heads = ["model", "prompt"] + ([head] if head else [])
-    table = _table(title, heads, ["n", "pass", "1st try", "95% CI", "pass^k", "p50", "p95", "p99"])
+    config = dimension == "config"  # recovery is kept per config only
+    right = ["n", "pass", "1st try", *(["recovered"] if config else [])]
+    table = _table(title, heads, [*right, "95% CI", "pass^k", "p50", "p95", "p99"])
     for row in card.of(dimension):  # type: ignore[arg-type]
         table.add_row(
             row.model,
@@ -49,6 +52,7 @@ def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table
             str(row.n),
             pct(row.rate),
             pct(row.first_rate),
+            *([recovery_cell(card, row.model, row.prompt)] if config else []),
             interval(row),
             f"{pct(row.pass_hat_k)} k={row.k}" if row.k > 1 else "–",
             *_latency(row.latency),
