@@ -123,7 +123,7 @@ class Turn(Strict):
     """Calls that must not be made in this turn (beside the scenario's own `never`)."""
     confirms: bool = False
     """This user message confirms a destructive action: under `confirm_destructive`, a tool
-    the server marks `destructiveHint: true` may be called from the turn after it on."""
+    the server marks `destructiveHint: true` may be called in reply to it and after."""
 
     @model_validator(mode="before")
     @classmethod
@@ -222,8 +222,8 @@ class Scenario(Strict):
     """Calls that must never happen, in any turn: one made is the outcome `forbidden_call`."""
     confirm_destructive: bool = False
     """A conversation's tool that its server marks `destructiveHint: true` may be called only
-    after a user turn with `confirms: true`, in an earlier turn; made sooner, it is the
-    outcome `forbidden_call`."""
+    in reply to a user message with `confirms: true` or after it (so the turn that asks for
+    the action must ask to confirm first); made sooner, it is the outcome `forbidden_call`."""
 
     @field_validator("final_answer")
     @classmethod

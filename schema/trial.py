@@ -266,3 +266,7 @@ class TrialResult(BaseModel):
     """A conversation's turns, each with its verdict (empty for a one-prompt scenario). The
     trial passes only if every turn passed; otherwise its outcome is its first failed turn's.
     Turns never reached (after a failure under `stop`) have no entry."""
+    recovered: bool | None = None
+    """Whether every call that got an error result (the server's `isError`, its
+    `error_pattern`, arguments it refused) was followed by a successful call that did a step;
+    null when no call failed (docs/conversations.md, "Recovery after an error")."""

@@ -33,7 +33,7 @@ from mcp_farm.workers.answer.scoring import (
 )
 from mcp_farm.workers.conversation import run_conversation
 from mcp_farm.workers.errors import InfraError, harness_detail
-from mcp_farm.workers.grading.conversation import NOT_GRADED, grade_conversation
+from mcp_farm.workers.grading.conversation import NOT_GRADED, grade_conversation, recovered
 from mcp_farm.workers.grading.grade import (
     Graded,
     grade,
@@ -203,6 +203,9 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         toolset=spec.toolset_id,
         outcome=verdict.outcome,
         first_try=None if verdict.outcome in UNGRADED else verdict.first_try,
+        recovered=None
+        if verdict.outcome in UNGRADED
+        else recovered(scenario, state.calls, verdict.route, turns),
         route=verdict.route,
         stop_reason=stop,
         detail=verdict.detail,

@@ -124,6 +124,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "conversations: each turn of a trial with its own verdict (trial turns_json)",
         ["ALTER TABLE trial ADD COLUMN turns_json VARCHAR NOT NULL DEFAULT '[]'"],
     ),
+    (
+        15,
+        "recovery after an error: whether a trial's failed calls were followed by one that "
+        "did a step (trial recovered)",
+        ["ALTER TABLE trial ADD COLUMN recovered BOOLEAN"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 
