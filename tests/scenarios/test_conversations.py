@@ -62,7 +62,9 @@ ASKING = [
     pytest.param(s, i, id=f"{s.id}:turn{i}")
     for s in SUITE.scenarios
     for i, turn in enumerate(s.turns)
-    if turn.must_ask
+    # Under `confirm_destructive` the guess is a destructive call, graded `forbidden_call`
+    # (tests/scenarios/test_never_and_recovery.py).
+    if turn.must_ask and not s.confirm_destructive
 ]
 
 

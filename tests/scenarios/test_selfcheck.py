@@ -68,7 +68,8 @@ def mistakes(
     """(name, script, outcome it must get) for each mistake that applies to the scenario; on a
     scenario with routes, each route's own mistakes (`route` names the one judged), a wrong
     route, and the listed alternatives on their routes. A conversation's mistakes are those of
-    tests/scenarios/test_conversations.py."""
+    tests/scenarios/test_conversations.py (guessing instead of asking) and
+    tests/scenarios/test_never_and_recovery.py (a forbidden call, giving up after an error)."""
     if scenario.turns:
         return []
     if scenario.routes:
