@@ -851,6 +851,9 @@ class SweepSpec(Strict):
 
     on_turn_failure: OnTurnFailure | None = None
     """Overrides every conversation's `on_turn_failure`; left out: each scenario's own."""
+    confirm_destructive: bool | None = None
+    """Overrides every conversation's `confirm_destructive` (`true`: a destructive tool only
+    after the user confirmed, so a whole sweep can measure it); left out: each scenario's own."""
 
     OPTIONAL_AXES: ClassVar[tuple[str, ...]] = (
         "toolsets",
@@ -859,6 +862,7 @@ class SweepSpec(Strict):
         "result_chars",
         "tool_naming",
         "on_turn_failure",
+        "confirm_destructive",
     )
     """Fields left out of the sweep's id while unset, so sweeps written before they existed
     keep their ids."""

@@ -66,6 +66,9 @@ class TrialSpec(BaseModel):
     on_turn_failure: OnTurnFailure | None = Field(default=None, exclude_if=lambda v: v is None)
     """The sweep's override of a conversation's `on_turn_failure`; None: the scenario's own.
     Set only on conversations' trials, and left out when unset, so other ids stay as they were."""
+    confirm_destructive: bool | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The sweep's `confirm_destructive: true`, on conversations' trials only; None: the
+    scenario's own. Left out when unset, so other ids stay as they were."""
     trial_id: str = ""
     """sha256 of the canonical JSON of everything above; filled in when empty, checked when not."""
 

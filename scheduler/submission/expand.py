@@ -140,6 +140,7 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
             calls=sweep.calls,
             result_chars=sweep.result_chars,
             on_turn_failure=sweep.on_turn_failure if scenario.turns else None,
+            confirm_destructive=sweep.confirm_destructive if scenario.turns else None,
         )
         for model in sweep.models
         for prompt in prompts

@@ -17,7 +17,7 @@ from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
 from mcp_farm.scheduler.scorecard.build import build_scorecard
 from mcp_farm.scheduler.submission.embedded import run_embedded
 from mcp_farm.scheduler.submission.expand import expand
-from mcp_farm.schema import Scenario, ScenarioSelection, Settings, SweepSpec
+from mcp_farm.schema import Scenario, ScenarioSelection, Settings, SweepSpec, TrialSpec
 from mcp_farm.schema.db import init_db, make_engine
 from mcp_farm.workers.node.runtime import Runtime
 from tests.helpers import ideal_script, scripted, trial
@@ -179,3 +179,33 @@ def test_giving_up_after_an_error_fails_the_turn(
     assert result.turn_results[0].outcome in ("wrong_sequence", "wrong_params"), result.detail
     assert [c.ok for c in result.tool_calls] == [False]
     assert result.recovered is False
+
+
+def test_a_sweeps_confirm_destructive_holds_a_conversation_without_a_confirming_turn(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = BY_ID["conv.cancel-which-meeting"]
+    spec = trial(scenario, ideal_script(scenario), suite="conversations")
+    ruled = TrialSpec.model_validate(
+        spec.model_dump(mode="json", exclude={"trial_id"}) | {"confirm_destructive": True}
+    )
+    runtime, settings = warm
+    assert runtime.run(spec, settings).outcome == "pass"
+    result = runtime.run(ruled, settings)
+    assert [t.outcome for t in result.turn_results] == ["pass", "forbidden_call"], result.detail
+
+
+def test_a_sweeps_confirm_destructive_is_set_on_conversation_trials_only() -> None:
+    sweep = SweepSpec(
+        name="careful",
+        models=[scripted([], "m")],
+        prompts=["native"],
+        scenarios=ScenarioSelection(suites=["basic", "conversations"]),
+        repetitions=1,
+        paraphrases="verbatim",
+        confirm_destructive=True,
+    )
+    trials = expand(sweep, "test").trials
+    talks = {t.confirm_destructive for t in trials if t.scenario.suite == "conversations"}
+    others = {t.confirm_destructive for t in trials if t.scenario.suite != "conversations"}
+    assert (talks, others) == ({True}, {None})

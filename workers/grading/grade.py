@@ -108,12 +108,15 @@ def _match_steps(
 
 def scenario_of(spec: TrialSpec) -> Scenario:
     """The scenario of a trial as it is run and graded, live or rescored: the stored version,
-    with the sweep's override of how calls are counted (`calls:`). The sweep's other settings
-    (`result_chars`, `tool_naming`) change what the model was shown, which the trial records;
-    grading reads the tools' own names and the results as recorded, so they need nothing here."""
+    with the sweep's overrides of how calls are counted (`calls:`) and of
+    `confirm_destructive`. The sweep's other settings (`result_chars`, `tool_naming`) change
+    what the model was shown, which the trial records; grading reads the tools' own names and
+    the results as recorded, so they need nothing here."""
     scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
     if spec.calls is not None:
         scenario = scenario.model_copy(update={"calls": spec.calls})
+    if spec.confirm_destructive is not None:
+        scenario = scenario.model_copy(update={"confirm_destructive": spec.confirm_destructive})
     return scenario
 
 
