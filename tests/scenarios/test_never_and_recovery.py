@@ -5,6 +5,7 @@ scorecard counts the trials that recovered after an error result in every medium
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -209,3 +210,33 @@ def test_a_sweeps_confirm_destructive_is_set_on_conversation_trials_only() -> No
     talks = {t.confirm_destructive for t in trials if t.scenario.suite == "conversations"}
     others = {t.confirm_destructive for t in trials if t.scenario.suite != "conversations"}
     assert (talks, others) == ({True}, {None})
+
+
+def test_over_streamable_http_a_shared_server_grades_never_confirm_and_recovery_alike(
+    tmp_path: Path,
+) -> None:
+    # Several sessions per worker share one server process over streamable HTTP: the
+    # destructive hint, the error results and the grading must come through it unchanged.
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path / 'farm.sqlite'}",
+        server_start_timeout_s=30,
+        sessions=2,
+    )
+    confirm = BY_ID["conv.cancel-yoga-confirm"]
+    hasty = [item for item in _turn(confirm, 1) if "call" in item]
+    wrong_id = BY_ID["conv.dentist-wrong-id"]
+    runtime = Runtime(settings)
+    try:
+        ideal = runtime.run(trial(confirm, ideal_script(confirm), suite="conversations"), settings)
+        script = [*hasty, {"answer": "Done."}, *_turn(confirm, 1)]
+        rushed = runtime.run(trial(confirm, script, suite="conversations"), settings)
+        fixed = runtime.run(
+            trial(wrong_id, ideal_script(wrong_id), suite="conversations"), settings
+        )
+        shared = dict(runtime.pool._shared)
+    finally:
+        runtime.close()
+    assert shared, "no server was shared over HTTP"
+    assert (ideal.outcome, rushed.outcome) == ("pass", "forbidden_call"), rushed.detail
+    assert (fixed.outcome, fixed.recovered) == ("pass", True), fixed.detail
