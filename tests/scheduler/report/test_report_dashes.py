@@ -76,7 +76,7 @@ def test_the_html_report_shows_a_dash_not_zero_percent_where_pass_k_is_not_measu
     tmp_path: Path,
 ) -> None:
     page = to_html(_card(tmp_path, repetitions=1, ttft=True))
-    model, prompt, n, rate, _first, _ci, pass_k, *_latency = _config_cells(page)
+    model, prompt, n, rate, _first, _recovered, _ci, pass_k, *_latency = _config_cells(page)
     assert (model, prompt, n, rate) == ("small", "native", "6", "0%")
     assert pass_k == "–"
     assert "– not measured: pass^k and pass@k need k ≥ 2 repetitions" in html.unescape(page)
@@ -84,4 +84,4 @@ def test_the_html_report_shows_a_dash_not_zero_percent_where_pass_k_is_not_measu
 
 def test_the_html_report_shows_pass_k_where_it_is_measured(tmp_path: Path) -> None:
     page = to_html(_card(tmp_path, repetitions=3, ttft=True))
-    assert _config_cells(page)[6] == "0%"  # every trial failed: all three never pass together
+    assert _config_cells(page)[7] == "0%"  # every trial failed: all three never pass together
