@@ -172,6 +172,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     latency_s = time.perf_counter() - started
     stop: StopReason = state.stop_reason or "turn_limit"
     turns = state.turn_results
+    recovery: bool | None = None
     try:
         why = problem or state.format_error or state.limit_detail or ""
         if scenario.turns:
@@ -190,6 +191,11 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     except Exception as exc:  # a bug in the grader: the farm's, never the model's
         logger.exception("trial %s: grading hit a bug in the farm", spec.trial_id[:12])
         stop, verdict = "harness_error", Graded("harness_error", harness_detail(exc))
+    if verdict.outcome not in UNGRADED:
+        try:
+            recovery = recovered(scenario, state.calls, verdict.route, turns)
+        except FarmError:  # a pattern past its budget: the verdict stands, recovery unknown
+            logger.warning("trial %s: recovery left unknown", spec.trial_id[:12], exc_info=True)
     result = TrialResult(
         trial_id=spec.trial_id,
         sweep_id=spec.sweep_id,
@@ -203,9 +209,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         toolset=spec.toolset_id,
         outcome=verdict.outcome,
         first_try=None if verdict.outcome in UNGRADED else verdict.first_try,
-        recovered=None
-        if verdict.outcome in UNGRADED
-        else recovered(scenario, state.calls, verdict.route, turns),
+        recovered=recovery,
         route=verdict.route,
         stop_reason=stop,
         detail=verdict.detail,
