@@ -170,6 +170,35 @@ def grade_turn(
     problem: str = "",
 ) -> Graded:
     """Turn i's own verdict; `done` holds the turns before it, already graded."""
+    graded = _turn_verdict(scenario, i, turn, done, calls, schemas, problem)
+    gone = _gone_call(turn, done, turn_calls(turn, calls))
+    if gone is not None and graded.outcome not in EARLY:
+        return Graded(
+            "wrong_tool",
+            f"called {gone.tool}, which its server had removed from its tool list "
+            "(notifications/tools/list_changed)",
+            route=graded.route,
+        )
+    return graded
+
+
+def _gone_call(
+    turn: TurnResult, done: list[TurnResult], own: list[ToolCallRecord]
+) -> ToolCallRecord | None:
+    """The turn's first call of a tool a server had stopped listing, if any."""
+    gone = {name for t in [*done, turn] for name in t.tools_removed}
+    return next((c for c in own if c.server is None and c.tool in gone), None)
+
+
+def _turn_verdict(
+    scenario: Scenario,
+    i: int,
+    turn: TurnResult,
+    done: list[TurnResult],
+    calls: list[ToolCallRecord],
+    schemas: dict[str, dict[str, Any]],
+    problem: str,
+) -> Graded:
     own = turn_calls(turn, calls)
     if scenario.turns[i].must_ask:
         return _asked(scenario, i, turn, own, schemas=schemas, problem=problem)
