@@ -29,12 +29,12 @@ from mcp_farm.schema import (
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.counting import repeats_allowed
 from mcp_farm.workers.mcp.capture import left_cassette
-from mcp_farm.workers.mcp.relist import relist
 from mcp_farm.workers.mcp.connections import (
     Connected,
     refusal,
     result_text,
 )
+from mcp_farm.workers.mcp.relist import relist
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
 from mcp_farm.workers.model.safejson import (

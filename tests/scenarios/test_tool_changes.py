@@ -19,6 +19,7 @@ from tests.helpers import free_port, ideal_script, trial, wait_until_serving
 
 pytestmark = pytest.mark.integration
 
+SERVER = "mcp_farm.scenarios.servers.workspace"
 SUITE = load_suite("conversations")
 CHANGING = [s for s in SUITE.scenarios if any(t.event for t in s.turns)]
 CHANGE_TURNS = [
@@ -115,8 +116,7 @@ def workspace_url() -> Iterator[str]:
     """The workspace server over streamable HTTP, started by hand: the farm only connects."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_farm.scenarios.servers.workspace"]
-        + ["--transport", "http", "--port", str(port)],
+        [sys.executable, "-m", SERVER, "--transport", "http", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -39,8 +39,8 @@ from typing import Any
 
 from mcp_farm.schema import (
     ToolCallRecord,
-    canonical_json,
     budgeted_finditer,
+    canonical_json,
     compiled_pattern,
 )
 from mcp_farm.workers.grading.normal import normalize_path

@@ -529,6 +529,8 @@ async def _open(
         async with (
             httpx2.AsyncClient(headers=how.headers, timeout=HTTP_TIMEOUT, verify=_tls()) as http,
             streamable_http_client(how.url, http_client=http) as (read, write),
-            ClientSession(read, write, message_handler=_handler(None, changes or ListChanges())) as session,
+            ClientSession(
+                read, write, message_handler=_handler(None, changes or ListChanges())
+            ) as session,
         ):
             yield session

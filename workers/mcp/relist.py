@@ -26,7 +26,9 @@ async def relist(conn: Connected) -> bool:
         try:
             listed = await conn.sessions[server].list_tools()
         except MCPError as exc:
-            raise InfraError(f"server {server} changed its tools and then refused tools/list: {exc}")
+            raise InfraError(
+                f"server {server} changed its tools and then refused tools/list: {exc}"
+            ) from None
         before = {n for n, t in conn.tools.items() if t.server == server}
         for name in before:
             del conn.tools[name]
