@@ -515,22 +515,20 @@ async def _open(
     changes: ListChanges | None = None,
 ) -> AsyncIterator[ClientSession]:
     """A session with one server: over stdio when it is a command, else streamable HTTP."""
-    handler = _handler(noise, changes or ListChanges())
+    changes = changes or ListChanges()
     if how.url is None:
         params = StdioServerParameters(
             command=how.argv[0], args=how.argv[1:], env=dict(how.env) or None
         )
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, message_handler=handler) as session,
+            ClientSession(read, write, message_handler=_handler(noise, changes)) as session,
         ):
             yield session
     else:
         async with (
             httpx2.AsyncClient(headers=how.headers, timeout=HTTP_TIMEOUT, verify=_tls()) as http,
             streamable_http_client(how.url, http_client=http) as (read, write),
-            ClientSession(
-                read, write, message_handler=_handler(None, changes or ListChanges())
-            ) as session,
+            ClientSession(read, write, message_handler=_handler(None, changes)) as session,
         ):
             yield session
