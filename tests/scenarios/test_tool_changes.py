@@ -160,3 +160,39 @@ def test_over_streamable_http_the_list_change_reaches_the_model(
     result = runtime.run(trial(scenario, script, suite=str(path)), settings)
     assert result.outcome == ("wrong_tool" if mistake else "pass"), result.detail
     assert result.turn_results[1].tools_removed == ["export_tasks_csv"]
+
+
+def test_a_change_the_models_own_call_causes_is_followed_too(
+    tmp_path: Path, warm: tuple[Runtime, Settings]
+) -> None:
+    path = tmp_path / "own-change.yaml"
+    path.write_text(
+        f"""\
+suite: own-change
+servers:
+  - name: workspace
+    command: ["{{python}}", "-m", "{SERVER}"]
+    reset: {{tool: reset_workspace}}
+scenarios:
+  - id: own.upgrade-then-archive
+    version: 1
+    tier: simple
+    prompt: Switch the workspace to pro, then archive the toner task.
+    servers: [workspace]
+    expect:
+      - tool: set_plan
+        params: {{plan: pro}}
+        example: {{plan: pro}}
+      - tool: archive_task
+        params: {{task_id: t2}}
+        example: {{task_id: t2}}
+    example_answer: Switched to pro and archived t2.
+"""
+    )
+    scenario = load_suite(str(path)).scenarios[0]
+    runtime, settings = warm
+    for mode in ("native", "json"):
+        spec = trial(scenario, ideal_script(scenario), suite=str(path), prompt=mode)
+        result = runtime.run(spec, settings)
+        assert result.outcome == "pass", f"{mode}: {result.detail}"
+        assert [c.ok for c in result.tool_calls] == [True, True]

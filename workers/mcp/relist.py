@@ -29,18 +29,19 @@ async def relist(conn: Connected) -> bool:
             raise InfraError(
                 f"server {server} changed its tools and then refused tools/list: {exc}"
             ) from None
-        before = {n for n, t in conn.tools.items() if t.server == server}
-        for name in before:
+        was = {n: t for n, t in conn.tools.items() if t.server == server}
+        for name in was:
             del conn.tools[name]
         add_tools(conn, server, list(listed.tools))
-        after = {n for n, t in conn.tools.items() if t.server == server}
+        now = {n: t for n, t in conn.tools.items() if t.server == server}
+        before, after = set(was), set(now)
         for name in before - after:
             conn.removed[name] = server
             conn.added.discard(name)
         for name in after - before:
             conn.added.add(name)
             conn.removed.pop(name, None)
-        changed = changed or before != after
+        changed = changed or was != now  # a description or schema may change too
     return changed
 
 
