@@ -93,6 +93,10 @@ class NeverCall(Strict):
         return self
 
 
+TurnEvent = Literal["tools_changed"]
+"""What a turn's `event:` may be (docs/conversations.md)."""
+
+
 class Turn(Strict):
     """One user message of a conversation (`turns:`), and what is right in reply to it: the
     same grammar as a one-prompt scenario's, scoped to the turn."""
@@ -124,6 +128,12 @@ class Turn(Strict):
     confirms: bool = False
     """This user message confirms a destructive action: under `confirm_destructive`, a tool
     the server marks `destructiveHint: true` may be called in reply to it and after."""
+    event: TurnEvent | None = None
+    """Something that happens before this turn's message: `tools_changed`, a server changes
+    its tool list (the farm makes the `trigger` call, the server sends
+    `notifications/tools/list_changed`, the farm lists its tools again)."""
+    trigger: SetupCall | None = None
+    """The call the farm makes to cause the `event` (never shown to the model as its own)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -150,6 +160,11 @@ class Turn(Strict):
             raise ValueError("give `expect` or `routes`, not both")
         if len(self.routes) == 1:
             raise ValueError("`routes` needs two or more routes (one route is just `expect`)")
+        if (self.event is None) != (self.trigger is None):
+            raise ValueError(
+                "`event: tools_changed` and `trigger:` go together: the trigger is the call "
+                "the farm makes to change the server's tool list"
+            )
         if self.must_ask and (self.expect or self.routes or self.final_answer):
             raise ValueError(
                 "a `must_ask` turn expects no call and no answer pattern: leave out "

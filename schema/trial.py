@@ -184,6 +184,11 @@ class TurnResult(BaseModel):
     farm_calls: list[ToolCallRecord] = Field(default_factory=list)
     """After a failed turn under `continue`: the turn's expected calls, made by the farm (one
     per step, in step order), whose results later turns may chain from."""
+    tools_added: list[str] = Field(default_factory=list)
+    """Tools (as the model sees them) a server listed anew before or during this turn, after
+    its `notifications/tools/list_changed`."""
+    tools_removed: list[str] = Field(default_factory=list)
+    """Tools a server stopped listing before or during this turn; calling one is `wrong_tool`."""
 
 
 class TrialProvenance(BaseModel):

@@ -18,6 +18,7 @@ from mcp_farm.schema import (
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.conversation import ENDS, NOT_GRADED, grade_turn
 from mcp_farm.workers.mcp.connections import Connected
+from mcp_farm.workers.mcp.relist import trigger_change
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
 from mcp_farm.workers.session import (
@@ -64,7 +65,9 @@ async def run_conversation(
             detail=NOT_GRADED,
         )
         state.turn_results.append(turn)
+        added, removed = set(conn.added), dict(conn.removed)
         try:
+            await _event(scenario, i, conn)
             view = scenario.turn_scenario(i)
             await reply_loop(state, history, view, prompt, client, conn, seed, reply_limit_s)
         finally:
@@ -72,6 +75,9 @@ async def run_conversation(
             turn.call_count = len(state.calls) - turn.first_call
             turn.answer = state.final_answer
             turn.stop_reason = state.stop_reason or "turn_limit"
+            turn.tools_added = sorted(conn.added - added)
+            turn.tools_removed = sorted(set(conn.removed) - set(removed))
+        schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
         detail = state.format_error or state.limit_detail or ""
         done = state.turn_results[:i]
         verdict = grade_turn(
@@ -86,6 +92,14 @@ async def run_conversation(
         del history[start:]
         history.extend(expected)
         state.transcript.extend(expected)
+
+
+async def _event(scenario: Scenario, i: int, conn: Connected) -> None:
+    """What happens before turn i's message: its `trigger` call, for `event: tools_changed`."""
+    said = scenario.turns[i]
+    if said.event == "tools_changed" and said.trigger is not None:
+        server = _setup_owner(said.trigger, conn)
+        await trigger_change(conn, server, said.trigger, f"turn {i + 1}'s trigger")
 
 
 async def _expected_turn(

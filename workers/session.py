@@ -34,6 +34,7 @@ from mcp_farm.workers.mcp.connections import (
     refusal,
     result_text,
 )
+from mcp_farm.workers.mcp.relist import relist
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
 from mcp_farm.workers.model.safejson import (
@@ -110,13 +111,15 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
     errors are recorded as failed calls."""
     spec = conn.tools.get(call.name)
     if spec is None:
+        gone = conn.removed.get(call.name)
         return ToolCallRecord(
             index=index,
             server=None,
             tool=call.name,
             arguments=_recordable(call.arguments),
             ok=False,
-            error=f"unknown tool {shorten(call.name)}",
+            error=f"unknown tool {shorten(call.name)}"
+            + (f": server {gone} no longer offers it" if gone else ""),
         )
     problem = wire_problem(call.arguments)
     if problem:
@@ -315,10 +318,16 @@ async def reply_loop(
     """The model's part of one user request: reply, run its calls, feed the results back,
     until it answers or a limit ends it (at most `scenario.max_turns` replies). `messages` is
     the history the model is shown; each reply and result is appended to it."""
-    tools = list(conn.tools.values())
     seen: dict[str, int] = {}
     first = state.turns
     for _reply in range(scenario.max_turns):
+        if await relist(conn) and prompt.mode != "native" and messages[0].role == "system":
+            # Text modes list the tools in the system message: show the new list there.
+            system = opening_messages(prompt, "", list(conn.tools.values()), conn.instructions)
+            messages[0] = system[0]
+            if state.transcript is not messages:  # a conversation keeps its own record
+                state.transcript.append(system[0])
+        tools = list(conn.tools.values())
         turn = state.turns
         asked = time.perf_counter()
         with _clock_stopped(state.clock), anyio.move_on_after(reply_limit_s) as waited:

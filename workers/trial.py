@@ -107,6 +107,8 @@ async def _converse(
                 else:
                     await run_session(state, scenario, prompt, client, conn, seed, variant, limit_s)
             finally:
+                # Tools listed mid-session (a tool-list change) are graded by their schemas too.
+                schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
                 state.left_cassette = conn.left_cassette
                 state.server_tools = conn.listed
     finally:

@@ -16,11 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["FIXTURES", "ROOT_HEADER", "MCPServer", "ToolError", "add_root", "serve", "session_root"]
+__all__ = [
+    "FIXTURES",
+    "ROOT_HEADER",
+    "Context",
+    "MCPServer",
+    "ToolError",
+    "add_root",
+    "serve",
+    "session_root",
+]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ROOT_HEADER = "x-farm-root"

@@ -68,8 +68,9 @@ def mistakes(
     """(name, script, outcome it must get) for each mistake that applies to the scenario; on a
     scenario with routes, each route's own mistakes (`route` names the one judged), a wrong
     route, and the listed alternatives on their routes. A conversation's mistakes are those of
-    tests/scenarios/test_conversations.py (guessing instead of asking) and
-    tests/scenarios/test_never_and_recovery.py (a forbidden call, giving up after an error)."""
+    tests/scenarios/test_conversations.py (guessing instead of asking),
+    tests/scenarios/test_never_and_recovery.py (a forbidden call, giving up after an error) and,
+    for tool lists that change, tests/scenarios/test_tool_changes.py."""
     if scenario.turns:
         return []
     if scenario.routes:

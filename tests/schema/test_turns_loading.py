@@ -83,6 +83,16 @@ def test_a_conversation_loads_with_expect_none_read_as_no_call(tmp_path: Path) -
             "scenarios[0].on_turn_failure",
             "stop",
         ),
+        (
+            {"turns": [TWO_TURNS[0], TWO_TURNS[1] | {"event": "tools_changed"}]},
+            "scenarios[0].turns[1]",
+            "`event: tools_changed` and `trigger:` go together",
+        ),
+        (
+            {"turns": [TWO_TURNS[0], TWO_TURNS[1] | {"event": "tools_added"}]},
+            "scenarios[0].turns[1].event",
+            "tools_changed",
+        ),
     ],
 )
 def test_a_wrong_conversation_names_its_field(

@@ -23,6 +23,10 @@ value. Only the values so selected are offered, and a key's value is offered who
 scalar under the key, or one of the scalars inside the array or object there, never a run of
 a string (`"Status: paused"` is not the observation `"Status: paused since May"`). A result
 that is not JSON has no keys; the reason says so rather than "not the value".
+
+A result with structured content (`structuredContent`, what a tool with an output schema
+returns beside its text) offers its values too: the text is read first, then the structured
+content as JSON, by a plain chained matcher and by `from_key`; `from_regex` reads the text only.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 from mcp_farm.schema import (
     ToolCallRecord,
     budgeted_finditer,
+    canonical_json,
     compiled_pattern,
 )
 from mcp_farm.workers.grading.normal import normalize_path
@@ -240,11 +245,25 @@ def derived_problem(
     earlier = [c for c in done if chain.before is None or c.index < chain.before]
     if any(found_as(value, c.whole_result, key, pattern) for c in earlier):
         return None
+    if pattern is None and any(found_as(value, s, key) for s in _structured(earlier)):
+        return None
     if key is not None:
         return _key_problem(value, step, key, [c.whole_result for c in earlier])
     if pattern is not None:
         return f"{shorten(value)} is not what /{pattern}/ captures in the result of step {step}"
     return f"{shorten(value)} is not a whole value of the result of step {step}"
+
+
+def _structured(calls: Sequence[ToolCallRecord]) -> Iterator[str]:
+    """The structured content (`structuredContent`) of each call that returned one, as JSON:
+    chained values and `from_key` read it after the text (docs/conversations.md)."""
+    for call in calls:
+        try:
+            whole = loads(call.whole_json) if call.whole_json else {}
+        except UnreadableJson:
+            continue
+        if isinstance(whole, dict) and whole.get("structured") is not None:
+            yield canonical_json(whole["structured"])
 
 
 def key_problem(result: str, key: str) -> str | None:

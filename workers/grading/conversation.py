@@ -186,6 +186,37 @@ def grade_turn(
 ) -> Graded:
     """Turn i's own verdict; `done` holds the turns before it, already graded. `destructive`:
     the tools their servers mark `destructiveHint: true` (for `confirm_destructive`)."""
+    graded = _turn_verdict(scenario, i, turn, done, calls, schemas, problem, destructive)
+    gone = _gone_call(turn, done, turn_calls(turn, calls))
+    if gone is not None and graded.outcome not in (*EARLY, "forbidden_call"):
+        return Graded(
+            "wrong_tool",
+            f"called {gone.tool}, which its server had removed from its tool list "
+            "(notifications/tools/list_changed)",
+            route=graded.route,
+        )
+    return graded
+
+
+def _gone_call(
+    turn: TurnResult, done: list[TurnResult], own: list[ToolCallRecord]
+) -> ToolCallRecord | None:
+    """The turn's first call of a tool a server had stopped listing, if any."""
+    gone = {name for t in [*done, turn] for name in t.tools_removed}
+    return next((c for c in own if c.server is None and c.tool in gone), None)
+
+
+def _turn_verdict(
+    scenario: Scenario,
+    i: int,
+    turn: TurnResult,
+    done: list[TurnResult],
+    calls: list[ToolCallRecord],
+    schemas: dict[str, dict[str, Any]],
+    problem: str,
+    destructive: frozenset[str],
+) -> Graded:
+    """The turn's verdict by its steps, then by its forbidden and unconfirmed calls."""
     own = turn_calls(turn, calls)
     graded = _graded_turn(scenario, i, turn, own, done, calls, schemas, problem)
     if OUTCOMES.index(graded.outcome) > OUTCOMES.index("forbidden_call"):

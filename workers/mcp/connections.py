@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp import ClientSession, MCPError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, Tool
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from mcp_farm.schema import (
@@ -24,6 +24,7 @@ from mcp_farm.schema import (
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.capture import Capture
 from mcp_farm.workers.mcp.pool import (
+    ListChanges,
     LiveServer,
     ServerPool,
 )
@@ -50,6 +51,16 @@ class Connected:
     """Where the trial's exchanges are recorded into cassettes; None: nowhere."""
     left_cassette: bool = False
     """Whether a call got a cassette server's answer for a call it never recorded."""
+    naming: str = "plain"
+    """How tools are shown to the model (`shown_name`), for tools listed mid-session."""
+    changes: dict[str, ListChanges] = field(default_factory=dict)
+    """Per attached server, its tool-list change notifications (workers/mcp/relist.py)."""
+    relisted: dict[str, int] = field(default_factory=dict)
+    """Per server, how many of its notifications the trial's tool list already follows."""
+    added: set[str] = field(default_factory=set)
+    """Tools (shown names) a server listed anew during the trial."""
+    removed: dict[str, str] = field(default_factory=dict)
+    """Tools (shown names) a server stopped listing during the trial, and which server."""
     listed: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per attached server, per tool it listed, the digests of its description and schemas
     (`tool_fingerprint`): what a replay compares to say which tools changed."""
@@ -73,6 +84,25 @@ class Connected:
         except PatternTimeout as exc:
             raise InfraError(f"server {server}: {exc}") from None
         return hit is not None
+
+
+def add_tools(connected: Connected, server: str, tools: list[Tool]) -> None:
+    """Offer a server's listed tools to the model, by the names it sees them by; InfraError
+    when two servers list the same shown name."""
+    for tool in tools:
+        name = shown_name(server, tool.name, connected.naming)
+        if name in connected.tools and connected.tools[name].server != server:
+            # Not the model's fault: the trial cannot be a fair test of either tool.
+            raise _clash(name, connected.tools[name].server, server)
+        connected.tools[name] = ToolSpec(
+            shown_name=name,
+            server=server,
+            tool=tool.name,
+            description=tool.description or "",
+            input_schema=dict(tool.input_schema or {}),
+            read_only=bool(tool.annotations and tool.annotations.read_only_hint),
+            destructive=bool(tool.annotations and tool.annotations.destructive_hint is True),
+        )
 
 
 def shown_name(server: str, tool: str, naming: str) -> str:
@@ -108,6 +138,7 @@ async def connect(
         servers={s.name: s for s in servers},
         result_chars=result_chars,
         capture=capture,
+        naming=naming,
     )
     try:
         for server in servers:
@@ -120,22 +151,10 @@ async def connect(
             if told:
                 connected.instructions[live.server.name] = told
             connected.listed[live.server.name] = {t.name: tool_fingerprint(t) for t in live.tools}
-            for tool in live.tools:
-                name = shown_name(live.server.name, tool.name, naming)
-                if name in connected.tools and connected.tools[name].server != live.server.name:
-                    # Not the model's fault: the trial cannot be a fair test of either tool.
-                    raise _clash(name, connected.tools[name].server, live.server.name)
-                connected.tools[name] = ToolSpec(
-                    shown_name=name,
-                    server=live.server.name,
-                    tool=tool.name,
-                    description=tool.description or "",
-                    input_schema=dict(tool.input_schema or {}),
-                    read_only=bool(tool.annotations and tool.annotations.read_only_hint),
-                    destructive=bool(
-                        tool.annotations and tool.annotations.destructive_hint is True
-                    ),
-                )
+            # Changes before this trial (the pool's reset undoing the last one) are not its own.
+            connected.changes[live.server.name] = live.changes
+            connected.relisted[live.server.name] = live.changes.seen
+            add_tools(connected, live.server.name, live.tools)
         yield connected
         healthy = True
     finally:

@@ -21,6 +21,7 @@ from mcp_farm.schema import (
     ExpectedCall,
     Scenario,
     ServerDef,
+    canonical_json,
 )
 from mcp_farm.schema.tasks.messages import (
     SpecProblem,
@@ -82,7 +83,7 @@ async def probe(
             scenario, steps, max(k for _f, k, _key in keys), servers, pool
         )
         for field, step, key in keys:
-            if step in results and (problem := key_problem(results[step], key)):
+            if step in results and (problem := _key_problem(results[step], key)):
                 tool = steps[step].names[0]
                 problems.append(
                     (field, f"the result of step {step}'s example call ({tool}) {problem}")
@@ -96,11 +97,11 @@ async def _ideal_results(
     last: int,
     servers: list[ServerDef],
     pool: ServerPool,
-) -> dict[int, str]:
-    """The text each example call of steps 0..last answered, on servers as a trial gets them
+) -> dict[int, list[str]]:
+    """The text (and structured content) each example call of steps 0..last answered, on servers as a trial gets them
     (sandboxes fresh, reset calls made) after the scenario's setup; only the steps reached
     before one could not be made."""
-    results: dict[int, str] = {}
+    results: dict[int, list[str]] = {}
     try:
         async with connect(servers, pool, "plain") as conn:
             await run_setup(SessionState(), scenario.setup, conn, pool.start_timeout_s)
@@ -114,8 +115,11 @@ async def _ideal_results(
     return results
 
 
-async def _example_result(step: ExpectedCall, conn: Connected, timeout_s: float) -> str | None:
-    """What the step's example call answered; None when it has none, or it failed."""
+async def _example_result(
+    step: ExpectedCall, conn: Connected, timeout_s: float
+) -> list[str] | None:
+    """What the step's example call answered: its text, and its structured content as JSON
+    when it has some; None when it has no example, or it failed."""
     tool = step.names[0]
     spec = conn.tools.get(tool)
     if step.example is None or spec is None:
@@ -127,7 +131,17 @@ async def _example_result(step: ExpectedCall, conn: Connected, timeout_s: float)
     except (MCPError, TimeoutError):
         return None
     text = result_text(result)
-    return None if result.is_error or conn.reported_error(spec.server, text) else text
+    if result.is_error or conn.reported_error(spec.server, text):
+        return None
+    structured = result.structured_content
+    return [text] if structured is None else [text, canonical_json(structured)]
+
+
+def _key_problem(answers: list[str], key: str) -> str | None:
+    """Why the key picks nothing in the text nor in the structured content (the text's
+    reason); None when it picks a value in either, as chained matchers read both."""
+    problems = [key_problem(answer, key) for answer in answers]
+    return None if any(p is None for p in problems) else problems[0]
 
 
 def key_problems(

@@ -29,9 +29,10 @@ import anyio
 import httpx2
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import ClientSession
+from mcp.client.session import MessageHandlerFnT as MessageHandler
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import Tool
+from mcp.types import Tool, ToolListChangedNotification
 from pydantic import ValidationError
 
 from mcp_farm.scenarios import (
@@ -111,6 +112,37 @@ class StdoutNoise:
         )
 
 
+@dataclass
+class ListChanges:
+    """Counts a server's `notifications/tools/list_changed`: a trial lists the tools again
+    when the count moves (workers/mcp/relist.py)."""
+
+    seen: int = 0
+    arrived: anyio.Event = field(default_factory=anyio.Event)
+    """Set by the first notification since `expect()`."""
+
+    def expect(self) -> None:
+        """Wait for a change from now on (before the farm makes a call that causes one)."""
+        self.arrived = anyio.Event()
+
+    async def __call__(self, message: object) -> None:
+        if isinstance(message, ToolListChangedNotification):
+            self.seen += 1
+            self.arrived.set()
+        await anyio.lowlevel.checkpoint()
+
+
+def _handler(noise: StdoutNoise | None, changes: ListChanges) -> MessageHandler:
+    """The session's message handler: stray stdout lines counted, tool-list changes noted."""
+
+    async def handle(message: object) -> None:
+        if noise is not None:
+            await noise(message)
+        await changes(message)
+
+    return handle
+
+
 @dataclass(eq=False)
 class LiveServer:
     """One running server and its session, owned by a keeper task in the pool's task group."""
@@ -129,6 +161,8 @@ class LiveServer:
     `instructions`), shown to the model as real clients show it."""
     noise: StdoutNoise | None = None
     """Stray lines a stdio server wrote to stdout."""
+    changes: ListChanges = field(default_factory=ListChanges)
+    """The server's tool-list change notifications."""
 
 
 def _expand(
@@ -424,8 +458,9 @@ class ServerPool:
         started = False
         if process is not None:
             process.sessions += 1
+        changes = ListChanges()
         try:
-            async with _open(how, self._errlog, noise) as session:
+            async with _open(how, self._errlog, noise, changes) as session:
                 with anyio.fail_after(self.start_timeout_s):
                     opened = await session.initialize()
                     listed = await session.list_tools()
@@ -438,6 +473,7 @@ class ServerPool:
                     process=process,
                     instructions=(getattr(opened, "instructions", None) or "").strip(),
                     noise=noise,
+                    changes=changes,
                 )
                 task_status.started(live)
                 started = True
@@ -473,22 +509,26 @@ def _tls() -> ssl.SSLContext:
 
 @asynccontextmanager
 async def _open(
-    how: Launch, errlog: TextIO, noise: StdoutNoise | None = None
+    how: Launch,
+    errlog: TextIO,
+    noise: StdoutNoise | None = None,
+    changes: ListChanges | None = None,
 ) -> AsyncIterator[ClientSession]:
     """A session with one server: over stdio when it is a command, else streamable HTTP."""
+    changes = changes or ListChanges()
     if how.url is None:
         params = StdioServerParameters(
             command=how.argv[0], args=how.argv[1:], env=dict(how.env) or None
         )
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, message_handler=noise) as session,
+            ClientSession(read, write, message_handler=_handler(noise, changes)) as session,
         ):
             yield session
     else:
         async with (
             httpx2.AsyncClient(headers=how.headers, timeout=HTTP_TIMEOUT, verify=_tls()) as http,
             streamable_http_client(how.url, http_client=http) as (read, write),
-            ClientSession(read, write) as session,
+            ClientSession(read, write, message_handler=_handler(None, changes)) as session,
         ):
             yield session

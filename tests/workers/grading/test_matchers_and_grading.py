@@ -289,3 +289,21 @@ def test_selectors_go_only_with_a_chained_value() -> None:
         m({"derived_from_step": 0, "from_key": "a", "from_regex": "b"})
     with pytest.raises(ValueError, match=r"regular expression|regex"):
         m({"derived_from_step": 0, "from_regex": "(unclosed"})
+
+
+def test_chained_values_and_from_key_also_read_a_results_structured_content() -> None:
+    added = ToolCallRecord(
+        index=0,
+        server="s",
+        tool="add_task",
+        arguments={},
+        ok=True,
+        result_text="Added “Book the team dinner” to the board.",
+        whole_json='{"structured": {"id": "t3", "title": "Book the team dinner"}}',
+    )
+    chain = Chain({0: [added]})
+    assert check(m({"derived_from_step": 0, "from_key": "id"}), "t3", chain) is None
+    assert check(m({"derived_from_step": 0}), "t3", chain) is None
+    assert check(m({"derived_from_step": 0, "from_key": "id"}), "t4", chain) is not None
+    # from_regex reads the text the model was shown, and the id is not in it.
+    assert check(m({"derived_from_step": 0, "from_regex": "(t\\d+)"}), "t3", chain) is not None

@@ -117,3 +117,36 @@ def test_the_grade_says_the_source_result_is_not_json(settings: Settings, tmp_pa
     assert result.outcome == "wrong_params"
     assert "the result of step 0 is not a JSON object or array" in result.detail
     assert "Person(name=" in result.detail
+
+
+def test_validate_reads_from_key_in_an_examples_structured_content(
+    settings: Settings, tmp_path: Path
+) -> None:
+    path = tmp_path / "structured.yaml"
+    path.write_text(
+        """\
+suite: structured
+servers:
+  - name: workspace
+    command: ["{python}", "-m", "mcp_farm.scenarios.servers.workspace"]
+    reset: {tool: reset_workspace}
+scenarios:
+  - id: structured.twice
+    version: 1
+    tier: simple
+    prompt: Add a task Book the dinner, then the same task once more.
+    servers: [workspace]
+    expect:
+      - tool: add_task
+        example: {title: Book the dinner}
+      - tool: add_task
+        params: {title: {derived_from_step: 0, from_key: title}}
+        example: {title: Book the dinner}
+""",
+        encoding="utf-8",
+    )
+    suite, problems = check_file(path)
+    assert suite is not None and problems == []
+    request = CallCheckRequest(suites=[SuiteToCheck(source=str(path), suite=suite)])
+    # add_task's text names no key; its structured content does.
+    assert check_calls(request, settings).problems == []

@@ -1,0 +1,198 @@
+"""Tool lists that change mid-session, through the real workspace server over stdio and
+streamable HTTP and the SDK's own notifications/tools/list_changed: the model gets the new
+list from its next reply, a tool that appeared must be used, one that is gone is wrong_tool."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_farm.scenarios import load_suite
+from mcp_farm.schema import Scenario, Settings, TrialResult
+from mcp_farm.workers.node.runtime import Runtime
+from tests.helpers import free_port, ideal_script, trial, wait_until_serving
+
+pytestmark = pytest.mark.integration
+
+SERVER = "mcp_farm.scenarios.servers.workspace"
+SUITE = load_suite("conversations")
+CHANGING = [s for s in SUITE.scenarios if any(t.event for t in s.turns)]
+CHANGES = [
+    (s, i) for s in CHANGING for i, turn in enumerate(s.turns) if turn.event == "tools_changed"
+]
+
+
+def _params(pairs: list[tuple[Scenario, int]]) -> list[Any]:
+    return [pytest.param(s, i, id=f"{s.id}:turn{i}") for s, i in pairs]
+
+
+CHANGE_TURNS = _params(CHANGES)
+# A turn after a change that expects no call wants a reply saying it cannot be done.
+USING_NEW = _params([(s, i) for s, i in CHANGES if s.turns[i].expect])
+
+
+def _script(scenario: Scenario, i: int, instead: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ideal agent, with turn i's replies replaced by `instead`."""
+    script: list[dict[str, Any]] = []
+    for k in range(len(scenario.turns)):
+        script += instead if k == i else ideal_script(scenario.turn_scenario(k))
+    return script
+
+
+def _run(
+    warm: tuple[Runtime, Settings], scenario: Scenario, script: list[dict[str, Any]], **kw: Any
+) -> TrialResult:
+    runtime, settings = warm
+    return runtime.run(trial(scenario, script, suite="conversations", **kw), settings)
+
+
+def test_the_suite_has_five_conversations_whose_tool_list_changes() -> None:
+    assert len(CHANGING) >= 5
+
+
+@pytest.mark.parametrize(("scenario", "i"), CHANGE_TURNS)
+def test_calling_a_tool_the_server_removed_is_wrong_tool_naming_the_removal(
+    scenario: Scenario, i: int, warm: tuple[Runtime, Settings]
+) -> None:
+    ideal = _run(warm, scenario, ideal_script(scenario))
+    assert ideal.outcome == "pass", ideal.detail
+    removed = ideal.turn_results[i].tools_removed
+    assert removed, "every tool change in the suite takes a tool away"
+    gone = {"call": {"name": removed[0], "arguments": {}}}
+    result = _run(warm, scenario, _script(scenario, i, [gone, {"answer": "Done."}]))
+    assert result.outcome == "wrong_tool", result.detail
+    assert result.turn_results[i].outcome == "wrong_tool"
+    assert "removed from its tool list" in result.turn_results[i].detail
+    assert result.tool_calls[result.turn_results[i].first_call].error == (
+        f"unknown tool {removed[0]!r}: server workspace no longer offers it"
+    )
+
+
+@pytest.mark.parametrize(("scenario", "i"), USING_NEW)
+def test_not_using_the_tool_that_appeared_fails_the_turn(
+    scenario: Scenario, i: int, warm: tuple[Runtime, Settings]
+) -> None:
+    result = _run(warm, scenario, _script(scenario, i, [{"answer": "I can't do that."}]))
+    assert result.turn_results[i].outcome == "no_tool_call", result.turn_results[i].detail
+    assert set(scenario.turns[i].expect[0].names) <= set(result.turn_results[i].tools_added)
+
+
+def test_a_turn_records_the_tools_added_and_removed_before_it(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = next(s for s in CHANGING if s.id == "conv.workspace-export-after-upgrade")
+    result = _run(warm, scenario, ideal_script(scenario))
+    first, second = result.turn_results
+    assert (first.tools_added, first.tools_removed) == ([], [])
+    assert second.tools_added == ["archive_task", "assign_task", "export_tasks"]
+    assert second.tools_removed == ["export_tasks_csv"]
+
+
+def test_in_a_text_mode_the_system_message_lists_the_new_tools(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = next(s for s in CHANGING if s.id == "conv.workspace-archive-after-upgrade")
+    result = _run(warm, scenario, ideal_script(scenario), prompt="json")
+    assert result.outcome == "pass", result.detail
+    systems = [m.content for m in result.transcript if m.role == "system"]
+    assert "archive_task" not in systems[0] and "export_tasks_csv" in systems[0]
+    assert "archive_task" in systems[-1] and "export_tasks_csv" not in systems[-1]
+
+
+def test_the_next_trial_starts_from_the_servers_first_list(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    upgraded = next(s for s in CHANGING if s.id == "conv.workspace-archive-after-upgrade")
+    assert _run(warm, upgraded, ideal_script(upgraded)).outcome == "pass"
+    plain = next(s for s in CHANGING if s.id == "conv.workspace-export-after-upgrade")
+    result = _run(warm, plain, ideal_script(plain))
+    assert result.outcome == "pass", result.detail
+    assert result.turn_results[0].tools_removed == []
+
+
+@pytest.fixture(scope="module")
+def workspace_url() -> Iterator[str]:
+    """The workspace server over streamable HTTP, started by hand: the farm only connects."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", SERVER, "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        wait_until_serving(url, proc, 30, "workspace")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _over_http(folder: Path, url: str) -> Path:
+    """The export-after-upgrade conversation, on the workspace server reached over HTTP."""
+    text = Path("scenarios/suites/conversations.yaml").read_text()
+    start = text.index("  - id: conv.workspace-export-after-upgrade")
+    body = text[start : text.index("  - id: conv.workspace-assign-new-task")]
+    path = folder / "http-changes.yaml"
+    path.write_text(
+        "suite: http-changes\nservers:\n  - name: workspace\n    transport: http\n"
+        f"    url: {url}\n    reset: {{tool: reset_workspace}}\nscenarios:\n{body}"
+    )
+    return path
+
+
+@pytest.mark.parametrize("mistake", [False, True])
+def test_over_streamable_http_the_list_change_reaches_the_model(
+    mistake: bool, tmp_path: Path, workspace_url: str, warm: tuple[Runtime, Settings]
+) -> None:
+    path = _over_http(tmp_path, workspace_url)
+    scenario = load_suite(str(path)).scenarios[0]
+    script = ideal_script(scenario)
+    if mistake:
+        gone = {"call": {"name": "export_tasks_csv", "arguments": {}}}
+        script = _script(scenario, 1, [gone, {"answer": "Done."}])
+    runtime, settings = warm
+    result = runtime.run(trial(scenario, script, suite=str(path)), settings)
+    assert result.outcome == ("wrong_tool" if mistake else "pass"), result.detail
+    assert result.turn_results[1].tools_removed == ["export_tasks_csv"]
+
+
+def test_a_change_the_models_own_call_causes_is_followed_too(
+    tmp_path: Path, warm: tuple[Runtime, Settings]
+) -> None:
+    path = tmp_path / "own-change.yaml"
+    path.write_text(
+        f"""\
+suite: own-change
+servers:
+  - name: workspace
+    command: ["{{python}}", "-m", "{SERVER}"]
+    reset: {{tool: reset_workspace}}
+scenarios:
+  - id: own.upgrade-then-archive
+    version: 1
+    tier: simple
+    prompt: Switch the workspace to pro, then archive the toner task.
+    servers: [workspace]
+    expect:
+      - tool: set_plan
+        params: {{plan: pro}}
+        example: {{plan: pro}}
+      - tool: archive_task
+        params: {{task_id: t2}}
+        example: {{task_id: t2}}
+    example_answer: Switched to pro and archived t2.
+"""
+    )
+    scenario = load_suite(str(path)).scenarios[0]
+    runtime, settings = warm
+    for mode in ("native", "json"):
+        spec = trial(scenario, ideal_script(scenario), suite=str(path), prompt=mode)
+        result = runtime.run(spec, settings)
+        assert result.outcome == "pass", f"{mode}: {result.detail}"
+        assert [c.ok for c in result.tool_calls] == [True, True]

@@ -1,0 +1,69 @@
+"""Following a server's tool-list changes: after `notifications/tools/list_changed`, list its
+tools again, so the model sees the new list from its next reply (docs/conversations.md)."""
+
+from __future__ import annotations
+
+import anyio
+from mcp import MCPError
+
+from mcp_farm.schema import SetupCall
+from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.mcp.connections import Connected, add_tools
+
+NOTICE_WAIT_S = 10.0
+"""How long the farm waits for the notification a trigger call should cause."""
+
+
+async def relist(conn: Connected) -> bool:
+    """List again the tools of every server that announced a change since the last look;
+    whether the tools offered changed. Tools gone are noted in `conn.removed`, new ones in
+    `conn.added`."""
+    changed = False
+    for server, changes in conn.changes.items():
+        if changes.seen == conn.relisted.get(server, 0):
+            continue
+        conn.relisted[server] = changes.seen
+        try:
+            listed = await conn.sessions[server].list_tools()
+        except MCPError as exc:
+            raise InfraError(
+                f"server {server} changed its tools and then refused tools/list: {exc}"
+            ) from None
+        was = {n: t for n, t in conn.tools.items() if t.server == server}
+        for name in was:
+            del conn.tools[name]
+        add_tools(conn, server, list(listed.tools))
+        now = {n: t for n, t in conn.tools.items() if t.server == server}
+        before, after = set(was), set(now)
+        for name in before - after:
+            conn.removed[name] = server
+            conn.added.discard(name)
+        for name in after - before:
+            conn.added.add(name)
+            conn.removed.pop(name, None)
+        changed = changed or was != now  # a description or schema may change too
+    return changed
+
+
+async def trigger_change(conn: Connected, server: str, call: SetupCall, label: str) -> None:
+    """Make a turn's trigger call and wait (bounded) for the tool-list change it announces;
+    InfraError when the call fails or no notification comes: the scenario could not be set
+    up, which is never the model's fault."""
+    changes = conn.changes[server]
+    changes.expect()
+    conn.touched.add(server)
+    try:
+        result = await conn.sessions[server].call_tool(call.tool, call.arguments)
+    except MCPError as exc:
+        raise InfraError(f"{label} {server}.{call.tool} failed: {exc}") from None
+    if result.is_error:
+        raise InfraError(f"{label} {server}.{call.tool} failed: {result.content}")
+    with anyio.move_on_after(NOTICE_WAIT_S):
+        await changes.arrived.wait()
+    if not changes.arrived.is_set():
+        raise InfraError(
+            f"{label} {server}.{call.tool} caused no notifications/tools/list_changed "
+            f"within {NOTICE_WAIT_S:g} s"
+        )
+    # The model's next reply lists the tools again (session.reply_loop), and in a text mode
+    # shows the new list in the system message.
