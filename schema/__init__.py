@@ -111,6 +111,7 @@ if TYPE_CHECKING:
     from mcp_farm.schema.trial import (
         Message,
         ScenarioRef,
+        StepVerdict,
         TokenCounts,
         ToolCallRecord,
         TranscriptCall,
@@ -213,6 +214,7 @@ _HOMES: dict[str, str] = {
     "TranscriptCall": "mcp_farm.schema.trial",
     "TrialProvenance": "mcp_farm.schema.trial",
     "TrialResult": "mcp_farm.schema.trial",
+    "StepVerdict": "mcp_farm.schema.trial",
     "TurnResult": "mcp_farm.schema.trial",
     "TrialSpec": "mcp_farm.schema.trial",
     "AdapterName": "mcp_farm.schema.vocab",
@@ -276,6 +278,7 @@ __all__ = [
     "SetupCall",
     "SharedLaunch",
     "SpecError",
+    "StepVerdict",
     "StopReason",
     "StoreError",
     "Suite",

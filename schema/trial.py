@@ -163,6 +163,24 @@ class ToolCallRecord(BaseModel):
         return self.whole_text or self.result_text
 
 
+class StepVerdict(BaseModel):
+    """One expected step as the grader found it: the call that did it, or why none did."""
+
+    step: int
+    """0-based step number on the route graded (the scenario's own steps without routes)."""
+    label: str
+    """The step's tool (or tools) as written in the scenario."""
+    call: int | None = None
+    """Index (in the trial's `tool_calls`) of the call that did the step: the one the steps'
+    placement in an allowed order chose; where no such order exists, the first call that met
+    the step (the trial's detail says which step is out of order). None when no call met it."""
+    met_by: list[int] = Field(default_factory=list)
+    """Every call that met the step's matchers, in call order (a step done twice lists both)."""
+    problem: str = ""
+    """Why no call did the step (a wrong argument, never called, out of order); empty when one
+    did."""
+
+
 class TurnResult(BaseModel):
     """One turn of a conversation: what the model did in it, and its own verdict."""
 
@@ -189,6 +207,9 @@ class TurnResult(BaseModel):
     its `notifications/tools/list_changed`."""
     tools_removed: list[str] = Field(default_factory=list)
     """Tools a server stopped listing before or during this turn; calling one is `wrong_tool`."""
+    steps: list[StepVerdict] = Field(default_factory=list)
+    """This turn's expected steps as the grader found them (empty for a turn that expects no
+    call)."""
 
 
 class TrialProvenance(BaseModel):
@@ -278,3 +299,7 @@ class TrialResult(BaseModel):
     """Whether every call that got an error result (the server's `isError`, its
     `error_pattern`, arguments it refused) was followed by a successful call that did a step;
     null when no call failed (docs/conversations.md, "Recovery after an error")."""
+    steps: list[StepVerdict] = Field(default_factory=list)
+    """Each expected step (on the route graded) with the call that did it or why none did, so
+    a reader sees which call met which step. Empty for a conversation (each turn keeps its
+    own), for open tool use, and where the trial was not graded."""

@@ -19,6 +19,7 @@ from mcp_farm.schema import (
     Scenario,
     ServerDef,
     Settings,
+    StepVerdict,
     StopReason,
     TrialResult,
     TrialSpec,
@@ -38,6 +39,7 @@ from mcp_farm.workers.grading.grade import (
     Graded,
     grade,
     scenario_of,
+    steps_of,
 )
 from mcp_farm.workers.mcp.capture import Capture
 from mcp_farm.workers.mcp.connections import connect
@@ -193,10 +195,13 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     except Exception as exc:  # a bug in the grader: the farm's, never the model's
         logger.exception("trial %s: grading hit a bug in the farm", spec.trial_id[:12])
         stop, verdict = "harness_error", Graded("harness_error", harness_detail(exc))
+    steps: list[StepVerdict] = []
     if verdict.outcome not in UNGRADED:
         try:
             recovery = recovered(scenario, state.calls, verdict.route, turns)
-        except FarmError:  # a pattern past its budget: the verdict stands, recovery unknown
+            if not scenario.turns:
+                steps = steps_of(scenario, state.calls, verdict.route, schemas)
+        except FarmError:  # a pattern past its budget: the verdict stands, these unknown
             logger.warning("trial %s: recovery left unknown", spec.trial_id[:12], exc_info=True)
     result = TrialResult(
         trial_id=spec.trial_id,
@@ -228,6 +233,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         setup_calls=state.setup_calls,
         left_cassette=state.left_cassette,
         turn_results=turns,
+        steps=steps,
         provenance=provenance(spec, settings, client.pins if client else {}).model_copy(
             update={"server_tools": state.server_tools}
         ),

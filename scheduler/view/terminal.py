@@ -100,9 +100,12 @@ def print_trial(record: TrialRecord, out: Console) -> None:
     found = verdict(t, record.calls)
     say(f"[bold]verdict:[/bold] {escape(found.outcome)} {escape(found.detail)}")
     for s in found.steps:
-        flag = " [red]← named in the verdict[/red]" if s.named else ""
+        flag = " [red]← named in the verdict[/red]" if s.named and not s.problem else ""
+        if s.problem:
+            flag = f" [red]← {escape(s.problem)}[/red]"
         calls = ", ".join(s.calls) or "no call"
-        say(f"  step {s.number} {escape(s.label)} {escape(s.params)}: {calls}{flag}")
+        turn = "" if s.turn is None else f"turn {s.turn} "
+        say(f"  {turn}step {s.number} {escape(s.label)} {escape(s.params)}: {calls}{flag}")
     if found.note:
         say(f"  {escape(found.note)}")
     say("[bold]transcript:[/bold]")

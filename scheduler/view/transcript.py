@@ -107,15 +107,21 @@ def entries(trial: Any, calls: list[Any]) -> list[Entry]:
 
 @dataclass
 class StepLine:
-    """One expected step of the scenario, beside the calls of its tool."""
+    """One expected step of the scenario, with the calls that met it (or, for a trial graded
+    before steps were kept, the calls of its tool)."""
 
     number: int
     label: str
     params: str
     calls: list[str] = field(default_factory=list)
-    """The model's calls of this step's tool: `#i ok` / `#i error`."""
+    """Stored verdict: the calls that met the step (`#i`, the one that did it marked `did`);
+    otherwise the model's calls of this step's tool: `#i ok` / `#i error`."""
     named: bool = False
     """The grader's verdict names this step (the one that failed)."""
+    problem: str = ""
+    """Why no call did the step, as the grader judged it (stored verdicts only)."""
+    turn: int | None = None
+    """In a conversation: the 1-based turn the step belongs to."""
 
 
 @dataclass
@@ -130,15 +136,20 @@ class Verdict:
 
 
 def verdict(trial: Any, calls: list[Any]) -> Verdict:
-    """The grader's outcome and detail, with the scenario's steps (at the version the trial
-    ran) and the calls of each step's tool. The farm stores the first check that failed, not
-    a match of every call to every step: the step that check names is marked."""
+    """The grader's outcome and detail, with each expected step (at the scenario version the
+    trial ran) and the call that did it or why none did, as the grader stored them. A trial
+    graded before that was kept shows each step beside the calls of its tool, the step the
+    detail names marked."""
     detail = trial.detail or ""
     outcome = trial.outcome or trial.status
     try:
         scenario = _scenario(trial)
     except (FarmError, ValueError, KeyError) as exc:
         return Verdict(outcome, detail, [], note=f"expected steps not shown: {exc}")
+    stored = _stored_steps(trial, scenario)
+    if stored is not None:
+        note = "" if stored else "no step expects a tool call"
+        return Verdict(outcome, detail, stored, note=note)
     expect = scenario.expect
     if scenario.routes:
         # A routed scenario: the route the trial took, or was judged by, holds the steps.
@@ -154,13 +165,63 @@ def verdict(trial: Any, calls: list[Any]) -> Verdict:
             StepLine(
                 number,
                 step.label,
-                _dumps(step.model_dump(mode="json", exclude_defaults=True).get("params", {})),
+                _params(step),
                 [f"#{c.idx} {'ok' if c.ok else 'error'}" for c in calls if c.tool in tools],
                 named=number == named,
             )
         )
     note = "" if steps else "the scenario expects no tool call"
     return Verdict(outcome, detail, steps, note=note)
+
+
+def _stored_steps(trial: Any, scenario: Any) -> list[StepLine] | None:
+    """The step verdicts the grader stored (a one-prompt trial's, or each turn's); None when
+    the trial has none, as trials graded before they were kept."""
+    if scenario.turns:
+        turns = _loads(getattr(trial, "turns_json", None), [])
+        if not any("steps" in t for t in turns):
+            return None
+        return [
+            _stored_line(v, _turn_step(scenario, t["index"], t.get("route"), v["step"]), t)
+            for t in turns
+            for v in t.get("steps", [])
+        ]
+    found = _loads(getattr(trial, "steps_json", None), [])
+    if not found:
+        return None
+    ways = dict(scenario.ways())
+    way = ways.get(trial.route, scenario.ways()[0][1])
+    return [_stored_line(v, _step_at(way.expect, v["step"]), None) for v in found]
+
+
+def _turn_step(scenario: Any, index: int, route: str | None, step: int) -> Any:
+    if index >= len(scenario.turns):
+        return None
+    ways = dict(scenario.turn_scenario(index).ways())
+    way = ways.get(route, next(iter(ways.values())))
+    return _step_at(way.expect, step)
+
+
+def _step_at(expect: list[Any], step: int) -> Any:
+    return expect[step] if 0 <= step < len(expect) else None
+
+
+def _stored_line(found: dict[str, Any], step: Any, turn: dict[str, Any] | None) -> StepLine:
+    did = found.get("call")
+    calls = [f"#{i}{' did' if i == did else ''}" for i in found.get("met_by", [])]
+    return StepLine(
+        number=found["step"],
+        label=found.get("label", ""),
+        params=_params(step) if step is not None else "",
+        calls=calls,
+        named=did is None,
+        problem=found.get("problem", ""),
+        turn=None if turn is None else turn["index"] + 1,
+    )
+
+
+def _params(step: Any) -> str:
+    return _dumps(step.model_dump(mode="json", exclude_defaults=True).get("params", {}))
 
 
 def _named_step(detail: str, tools: list[set[str]]) -> int | None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_farm.scheduler.view.html import e, frame, link, secs, table, url
 from mcp_farm.scheduler.view.pages import REFRESH_S
-from mcp_farm.scheduler.view.transcript import Entry, Verdict, entries, pins, verdict
+from mcp_farm.scheduler.view.transcript import Entry, StepLine, Verdict, entries, pins, verdict
 
 if TYPE_CHECKING:
     from mcp_farm.scheduler.view.queries import TrialRecord
@@ -78,13 +78,15 @@ def _entry_html(item: Entry) -> str:
 
 
 def _verdict_html(found: Verdict) -> str:
+    turns = any(s.turn is not None for s in found.steps)
     rows = [
         [
+            *([e(s.turn)] if turns else []),
             e(s.number),
             e(s.label),
             f"<code>{e(s.params)}</code>",
             e(", ".join(s.calls) or "no call"),
-            '<span class="failed-step">named in the verdict</span>' if s.named else "",
+            _step_flag(s),
         ]
         for s in found.steps
     ]
@@ -93,10 +95,18 @@ def _verdict_html(found: Verdict) -> str:
         f"{e(found.detail)}</p>"
     ]
     if rows:
-        parts.append(table(["step", "tool", "params", "calls of this tool", ""], rows))
+        heads = [*(["turn"] if turns else []), "step", "tool", "params", "calls", ""]
+        parts.append(table(heads, rows))
     if found.note:
         parts.append(f'<p class="muted">{e(found.note)}</p>')
     return "".join(parts)
+
+
+def _step_flag(step: StepLine) -> str:
+    """Why the step failed (a stored verdict), or that the verdict names it (an older one)."""
+    if step.problem:
+        return f'<span class="failed-step">{e(step.problem)}</span>'
+    return '<span class="failed-step">named in the verdict</span>' if step.named else ""
 
 
 def _answers_html(record: TrialRecord) -> str:

@@ -130,6 +130,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "did a step (trial recovered)",
         ["ALTER TABLE trial ADD COLUMN recovered BOOLEAN"],
     ),
+    (
+        16,
+        "which call did which step: each expected step with its call or its problem (trial "
+        "steps_json)",
+        ["ALTER TABLE trial ADD COLUMN steps_json VARCHAR NOT NULL DEFAULT '[]'"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -104,6 +104,10 @@ class TrialRow(SQLModel, table=True):
     one-prompt scenario. Kept with the trial (not a table) since a turn is read only with it."""
     recovered: bool | None = None
     """TrialResult.recovered: null when no call got an error result."""
+    steps_json: str = Field(default="[]", sa_column_kwargs={"server_default": "[]"})
+    """TrialResult.steps (JSON list): each expected step with the call that did it, or why
+    none did; `[]` for a conversation (its turns keep theirs) and for trials graded before it
+    was kept."""
     provenance_json: str = "{}"
     host: str | None = None
     worker_tag: str | None = None

@@ -32,7 +32,7 @@ from mcp_farm.schema import (
     budgeted_search,
 )
 from mcp_farm.workers.grading.chained import Chain
-from mcp_farm.workers.grading.grade import Graded, grade
+from mcp_farm.workers.grading.grade import Graded, grade, steps_of
 from mcp_farm.workers.grading.matchers import check, forbidden, located
 from mcp_farm.workers.grading.steps import accepts, find
 
@@ -272,6 +272,9 @@ def grade_conversation(
                     "detail": verdict.detail,
                     "first_try": verdict.first_try if verdict.outcome == "pass" else None,
                     "route": verdict.route,
+                    "steps": steps_of(
+                        plain_view(scenario, i), turn_calls(turn, calls), verdict.route, schemas
+                    ),
                 }
             )
         )

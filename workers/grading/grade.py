@@ -15,6 +15,7 @@ from mcp_farm.schema import (
     Outcome,
     PatternTimeout,
     Scenario,
+    StepVerdict,
     StopReason,
     ToolCallRecord,
     TrialSpec,
@@ -30,6 +31,7 @@ from mcp_farm.workers.grading.counting import (
 )
 from mcp_farm.workers.grading.matchers import forbidden
 from mcp_farm.workers.grading.schemacheck import schema_error
+from mcp_farm.workers.grading.stepmap import step_verdicts
 from mcp_farm.workers.grading.steps import find
 from mcp_farm.workers.model.safejson import (
     shorten,
@@ -272,3 +274,17 @@ def _grade_way(
     if graded.outcome != "pass":
         return Graded(graded.outcome, graded.detail, steps_done=done)
     return Graded("pass", "", first_try=first_try(scenario, calls, found), steps_done=done)
+
+
+def steps_of(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    route: str | None,
+    schemas: dict[str, dict[str, Any]],
+) -> list[StepVerdict]:
+    """Each step of the route graded (or of the scenario) with the call that did it or why
+    none did: what a person reads beside the verdict, which names only the first problem."""
+    way = dict(scenario.ways()).get(route, scenario.ways()[0][1])
+    return step_verdicts(
+        way, calls, lambda c, declared: _schema_problem(c, schemas.get(c.tool), declared), schemas
+    )

@@ -113,6 +113,7 @@ def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
         "setup_json": _dumps([c.model_dump(mode="json") for c in result.setup_calls]),
         "turns_json": _dumps([t.model_dump(mode="json") for t in result.turn_results]),
         "recovered": result.recovered,
+        "steps_json": _dumps([v.model_dump(mode="json") for v in result.steps]),
         "provenance_json": result.provenance.model_dump_json(),
         "host": result.provenance.host,
         "worker_tag": result.provenance.worker_tag,

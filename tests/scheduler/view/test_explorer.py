@@ -8,6 +8,7 @@ import re
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import insert, text
@@ -17,7 +18,8 @@ from starlette.testclient import TestClient
 from bench.synthetic import load, scenarios, trials
 from mcp_farm.scheduler.view.app import CSP, ViewError, check_bind, create_app
 from mcp_farm.scheduler.view.filters import PAGE_SIZE, FilterError, TrialFilter
-from mcp_farm.scheduler.view.queries import COUNT_CAP, page_statements, trial_page
+from mcp_farm.scheduler.view.queries import COUNT_CAP, page_statements, trial_page, trial_record
+from mcp_farm.scheduler.view.transcript import verdict
 from mcp_farm.schema.db import AnswerScoreRow, JudgementRow, ScoringRow, init_db, make_engine
 from tests.scheduler.view.conftest import REPLY_PAYLOAD, TOOL_PAYLOAD, Recorded, farm
 
@@ -86,14 +88,34 @@ def test_a_bad_filter_is_refused_naming_the_field_and_value(recorded: Recorded) 
 def test_a_transcript_shows_calls_results_errors_and_the_failing_step(recorded: Recorded) -> None:
     page = client(recorded).get(f"/trials/{recorded.careless}").text
     assert "wrong_params" in page and "is not a whole value of the result of step 0" in page
-    failing = re.search(r"<tr><td>(\d)</td><td>(\w+)</td>(?:(?!</tr>).)*named in the verdict", page)
-    assert failing and failing.groups() == ("1", "read_file"), "the failing step is not named"
+    done = re.search(r"<tr><td>0</td><td>search_files</td>(?:(?!</tr>).)*#0 did</td>", page)
+    assert done, "the call that did step 0 is not shown"
+    failing = re.search(
+        r"<tr><td>(\d)</td><td>(\w+)</td>(?:(?!</tr>).)*"
+        r'class="failed-step">call 1: read_file\.path: ',
+        page,
+    )
+    assert failing and failing.groups() == ("1", "read_file"), "the failing step's problem"
     assert "#0 filesystem.search_files" in page
     assert "/Documents/budget-q1-2026.md" in page, "the search result is missing"
     assert "no such file or folder" in page, "the call's error is missing"
     assert "Somewhere in my files" in page, "the user's turn is missing"
     assert "&quot;scenario_version&quot;: 1" in page, "the provenance is missing"
     assert f"/compare?a={recorded.careless}&amp;b={recorded.ideal}" in page
+
+
+def test_a_trial_graded_before_steps_were_kept_marks_the_step_its_detail_names(
+    recorded: Recorded,
+) -> None:
+    record = trial_record(engine=recorded.engine(), trial_id=recorded.careless)
+    assert record is not None
+    older = SimpleNamespace(**{**record.trial._mapping, "steps_json": "[]"})
+    found = verdict(older, record.calls)
+    assert [(s.number, s.label, s.named, s.problem) for s in found.steps] == [
+        (0, "search_files", False, ""),
+        (1, "read_file", True, ""),
+    ]
+    assert found.steps[1].calls == ["#1 error"]
 
 
 def test_script_payloads_from_a_tool_and_a_reply_are_escaped_under_a_csp(
@@ -197,7 +219,8 @@ def test_farm_trial_show_prints_the_transcript_and_the_verdict(recorded: Recorde
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert "verdict: wrong_params" in out
-    assert re.search(r"step 1 read_file .*← named in the verdict", out)
+    assert re.search(r"step 0 search_files .*: #0 did$", out, re.MULTILINE)
+    assert re.search(r"step 1 read_file .*: no call ← call 1: read_file\.path: ", out)
     assert "call #1 filesystem.read_file" in out and "no such file or folder" in out
     assert REPLY_PAYLOAD in out, "the reply is shown as the model wrote it"
     assert "\x1b[" not in out

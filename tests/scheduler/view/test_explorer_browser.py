@@ -89,7 +89,8 @@ def test_a_person_finds_a_failing_trial_and_reads_why(served: str, recorded: Rec
     opened = href(filtered, "/trials/[0-9a-f]+")
 
     transcript = dom(chromium, urljoin(served, opened))
-    assert re.search(r"<td>1</td><td>read_file</td>(?:(?!</tr>).)*named in the verdict", transcript)
+    failing = r'<td>1</td><td>read_file</td>(?:(?!</tr>).)*class="failed-step">call 1: read_file'
+    assert re.search(failing, transcript), "the failing step and its problem are not shown"
     assert "is not a whole value of the result of step 0" in transcript
     # Inert: the payloads are text on the page, not elements, and ran nothing.
     assert re.search(r"<title>Trial [0-9a-f]{12}</title>", transcript), "a payload set the title"
