@@ -22,8 +22,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mcp_farm.scheduler.scorecard.latency import row_keys
 from mcp_farm.scheduler.scorecard.conversations import tally
+from mcp_farm.scheduler.scorecard.latency import row_keys
 from mcp_farm.scheduler.scorecard.queries.comparisons import conversation_rows, trial_counts
 from mcp_farm.scheduler.statistics.rates import (
     Difference,
