@@ -215,9 +215,7 @@ def compare_cmd(
     if unknown or not dimensions:
         # A misspelt cell kind would otherwise compare nothing and report "0 cells compared".
         given = f"unknown cell kind {', '.join(map(repr, unknown))}" if unknown else "none given"
-        raise typer.BadParameter(
-            f"{given}; use some of {', '.join(CELLS)}", param_hint="'--by'"
-        )
+        raise typer.BadParameter(f"{given}; use some of {', '.join(CELLS)}", param_hint="'--by'")
     engine = engine_from(settings_from(db, data_dir))
     if answers:
         found_answers = compare_answers(engine, Side.parse(a), Side.parse(b))
