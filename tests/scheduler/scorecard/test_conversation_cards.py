@@ -9,8 +9,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import jsonschema
 import pytest
 from pydantic import ValidationError
+from rich.console import Console
 from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
@@ -18,12 +20,16 @@ from typer.testing import CliRunner
 from bench.synthetic import load
 from mcp_farm.scheduler.cli.app import app
 from mcp_farm.scheduler.report.formats import to_junit, to_markdown
+from mcp_farm.scheduler.report.html.page import to_html
+from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
 from mcp_farm.scheduler.scorecard.build import build_scorecard
 from mcp_farm.scheduler.scorecard.compare import Side, compare
 from mcp_farm.scheduler.scorecard.gates import check_gates
 from mcp_farm.schema import Gate
 from mcp_farm.schema.db import TrialRow, init_db, make_engine
+from mcp_farm.schema.scorecard import Scorecard
 
+ROOT = Path(__file__).resolve().parents[3]
 Turns = Sequence[str]
 """The outcome of each turn a trial reached, in order."""
 
@@ -107,7 +113,23 @@ def test_pass_k_of_conversations_and_of_turns_counts_every_repetition(engine: En
     assert talk.turn_pass_hat_k == pytest.approx(3 / 6)
     assert (talk.turns, talk.turns_passed) == (17, 15)
     assert talk.first_failing_turn == {"1": 1, "2": 1}
-    assert "33% / 50% (k=3)" in to_markdown(build_scorecard(engine=engine, sweep_id="s"))
+    card = build_scorecard(engine=engine, sweep_id="s")
+    console = Console(record=True, width=200)
+    print_scorecard(card, console)
+    for medium in (to_markdown(card), to_html(card), console.export_text()):
+        assert "33% / 50% (k=3)" in medium
+    assert json.loads(card.model_dump_json())["conversations"][0]["k"] == 3
+
+
+def test_a_card_with_conversations_and_recovery_validates_against_the_published_schema(
+    engine: Engine,
+) -> None:
+    _store(engine, "s", iter([*_three_kinds("s"), _trial("s", "x", 0, [], recovered=True)]))
+    card = build_scorecard(engine=engine, sweep_id="s")
+    assert card.turns and card.conversations and card.of("config")[0].errored == 1
+    published = json.loads((ROOT / "docs" / "scorecard.schema.json").read_text())
+    jsonschema.validate(json.loads(card.model_dump_json()), published)
+    assert Scorecard.model_validate_json(card.model_dump_json()) == card
 
 
 def test_one_repetition_gives_pass_k_as_the_rate_and_reports_show_a_dash(engine: Engine) -> None:
