@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 9
+SCORECARD_VERSION = 10
 ANCHOR_THRESHOLD = 0.85
 """The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
 set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
@@ -66,6 +66,14 @@ class Row(Frozen):
     """Trial latency; for `tool` rows, the latency of that tool's calls."""
     outcomes: dict[str, int] = Field(default_factory=dict)
     """Trials per outcome (the failure modes, and `pass`)."""
+    errored: int = 0
+    """Graded trials in which some call got an error result (the server's `isError`, its
+    `error_pattern`, or arguments it refused)."""
+    recovered: int = 0
+    """Of those, the trials in which every failed call was followed by a successful call that
+    did a step: the model recovered instead of giving up."""
+    recovery_rate: float | None = None
+    """recovered / errored: the recovery rate; null when no call failed."""
 
 
 class ConfigExtras(Frozen):
@@ -89,14 +97,6 @@ class ConfigExtras(Frozen):
     left_cassette: int = 0
     """Trials that called a server replayed from a cassette with a call it never recorded
     (counted in the rows above unless the card's `left_cassette` is `exclude`)."""
-    errored: int = 0
-    """Graded trials in which some call got an error result (the server's `isError`, its
-    `error_pattern`, or arguments it refused)."""
-    recovered: int = 0
-    """Of those, the trials in which every failed call was followed by a successful call of
-    the same tool: the model recovered instead of giving up."""
-    recovery_rate: float | None = None
-    """recovered / errored: the recovery rate; null when no call failed."""
 
 
 class Conversations(Frozen):
@@ -119,6 +119,36 @@ class Conversations(Frozen):
     """turns_passed / turns: the turn pass rate."""
     first_failing_turn: dict[str, int] = Field(default_factory=dict)
     """Failed conversations by their first failing turn (1-based, as text: `"1"`, `"2"`)."""
+    k: int = 0
+    """Repetitions per conversation scenario used for pass^k (the fewest any scenario had)."""
+    pass_hat_k: float | None = None
+    """Chance that all k repetitions of a conversation pass, averaged over the conversation
+    scenarios (unbiased); null below k = 1."""
+    turn_pass_hat_k: float | None = None
+    """Chance that a turn passes in all k repetitions of its conversation, averaged over every
+    turn of every conversation scenario that was graded at least once; a repetition that never
+    reached the turn (an earlier one failed under `stop`) counts as not passing it."""
+
+
+class TurnRow(Frozen):
+    """One turn of one conversation scenario of one model × prompt config, over the
+    repetitions: what JUnit shows as a test case per turn."""
+
+    model: str
+    prompt: str
+    scenario: str
+    turn: int
+    """1-based."""
+    conversations: int
+    """Graded conversation trials of the scenario (the repetitions)."""
+    graded: int
+    """Those that reached this turn and graded it."""
+    passes: int
+    outcomes: dict[str, int] = Field(default_factory=dict)
+    """Graded turns per outcome."""
+    detail: str = ""
+    """The grader's detail of the first failed instance (by repetition); empty when none
+    failed. Text a model or server wrote may be in it: escape it where shown."""
 
 
 class ToolCalls(Frozen):
@@ -280,8 +310,10 @@ class Scorecard(Frozen):
     answers: AnswerQuality | None = None
     """Answer quality (fairness, adoption, grounding, judge variance) for sweeps that score it."""
     conversations: list[Conversations] = Field(default_factory=list)
-    """Per config with conversation scenarios: turn and conversation pass rates, and where the
-    failed conversations first failed; empty for a sweep without conversations."""
+    """Per config with conversation scenarios: turn and conversation pass rates, pass^k, and
+    where the failed conversations first failed; empty for a sweep without conversations."""
+    turns: list[TurnRow] = Field(default_factory=list)
+    """Per config, conversation scenario and turn: its verdicts over the repetitions."""
     left_cassette: Literal["count", "exclude"] = "count"
     """How trials that left their cassette are counted (the sweep's `left_cassette`): `count`
     like any trial, or `exclude`d from every row's rates, outcomes and latency; how many there

@@ -763,6 +763,10 @@ class ScenarioSelection(Strict):
     ids: list[str] = Field(default_factory=list)
 
 
+CONVERSATION_METRICS = ("conversation_pass_rate", "turn_pass_rate")
+"""Gate metrics read from a scorecard's conversation block, kept per config."""
+
+
 class Gate(Strict):
     """A threshold `farm report --gate` enforces, on every scorecard row of one kind."""
 
@@ -775,9 +779,15 @@ class Gate(Strict):
         "p50_s",
         "p95_s",
         "p99_s",
+        "recovery_rate",
+        "conversation_pass_rate",
+        "turn_pass_rate",
     ]
     """`pass_low` is the lower end of the pass rate's 95% interval; `first_try_rate` the pass
-    rate counting only passes with no wrong or repeated call; `p95_s` etc. latency."""
+    rate counting only passes with no wrong or repeated call; `p95_s` etc. latency;
+    `recovery_rate` the share of trials with a failed call that recovered (a row where no call
+    failed is not checked); `conversation_pass_rate` and `turn_pass_rate` the conversations'
+    rates, `per: config` only (a config without conversations is not checked)."""
     per: Literal["config", "tool", "tier", "scenario", "phrasing"] = "config"
     """Which rows: per model × prompt (`config`), or per tool, tier, scenario, wording."""
     min: float | None = None
@@ -789,6 +799,8 @@ class Gate(Strict):
     def _one_bound(self) -> Gate:
         if (self.min is None) == (self.max is None):
             raise ValueError("give exactly one of `min` and `max`")
+        if self.metric in CONVERSATION_METRICS and self.per != "config":
+            raise ValueError(f"`{self.metric}` is kept per config only: use `per: config`")
         return self
 
     def rule_text(self) -> str:

@@ -182,8 +182,11 @@ def compare_cmd(
     ],
     by: Annotated[
         str,
-        typer.Option(help="Cells to compare, comma-separated: config,tool,tier,phrasing,scenario"),
-    ] = "config,tool,tier",
+        typer.Option(
+            help="Cells to compare, comma-separated: config,tool,tier,phrasing,scenario, and "
+            "conversation,turn (conversation and turn pass rates per config)"
+        ),
+    ] = "config,tool,tier,conversation,turn",
     all_cells: Annotated[
         bool, typer.Option("--all", help="List every cell, not only significant ones")
     ] = False,
@@ -204,18 +207,15 @@ def compare_cmd(
     Tool sets are part of the config label: S@MODEL/PROMPT+TOOLSET."""
     from mcp_farm.scheduler.report.cells import pct
     from mcp_farm.scheduler.report.terminal.answers import print_answer_comparison
-    from mcp_farm.scheduler.scorecard.compare import Side, compare
+    from mcp_farm.scheduler.scorecard.compare import CELLS, Side, compare
     from mcp_farm.scheduler.scorecard.compare_answers import compare_answers
-    from mcp_farm.schema.scorecard import DIMENSIONS
 
     dimensions = [d.strip() for d in by.split(",") if d.strip()]
-    unknown = [d for d in dimensions if d not in DIMENSIONS]
+    unknown = [d for d in dimensions if d not in CELLS]
     if unknown or not dimensions:
         # A misspelt cell kind would otherwise compare nothing and report "0 cells compared".
         given = f"unknown cell kind {', '.join(map(repr, unknown))}" if unknown else "none given"
-        raise typer.BadParameter(
-            f"{given}; use some of {', '.join(DIMENSIONS)}", param_hint="'--by'"
-        )
+        raise typer.BadParameter(f"{given}; use some of {', '.join(CELLS)}", param_hint="'--by'")
     engine = engine_from(settings_from(db, data_dir))
     if answers:
         found_answers = compare_answers(engine, Side.parse(a), Side.parse(b))

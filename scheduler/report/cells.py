@@ -10,13 +10,21 @@ from mcp_farm.schema.scorecard import (
 )
 
 
-def recovery_cell(card: Scorecard, model: str, prompt: str) -> str:
-    """A config's recovery after an error result: `recovered/errored (rate)`, or `–` when no
+def recovery_cell(row: Row) -> str:
+    """A row's recovery after an error result: `recovered/errored (rate)`, or `–` when no
     call of its trials failed."""
-    for extra in card.extras:
-        if (extra.model, extra.prompt) == (model, prompt) and extra.errored:
-            return f"{extra.recovered}/{extra.errored} ({pct(extra.recovery_rate)})"
-    return "–"
+    if not row.errored:
+        return "–"
+    return f"{row.recovered}/{row.errored} ({pct(row.recovery_rate)})"
+
+
+def shows_recovery(card: Scorecard, dimension: str) -> bool:
+    """Whether a rate table has a `recovered` column: always per config, and per tool, tier,
+    scenario or wording when some call of that table's trials failed."""
+    return dimension == "config" or any(
+        r.errored
+        for r in card.of(dimension)  # type: ignore[arg-type]
+    )
 
 
 def pct(x: float | None) -> str:
@@ -48,7 +56,7 @@ def dash_note(card: Scorecard, *, speed: bool) -> str | None:
     """The footnote that says why cells show `–`, naming only the reasons that apply here;
     None when no such cell is shown. `speed`: the card's TTFT and tok/s columns are shown."""
     reasons = []
-    if any(row.k < 2 for row in card.rows):
+    if any(row.k < 2 for row in card.rows) or any(c.k < 2 for c in card.conversations):
         reasons.append("pass^k and pass@k need k ≥ 2 repetitions of each scenario in the row")
     if speed and any(x.first_token.p50 is None for x in card.extras):
         reasons.append(
@@ -90,17 +98,26 @@ def cassette_note(card: Scorecard) -> str:
     )
 
 
-CONVERSATION_HEADS = ["conversations", "conversation pass", "turn pass", "first failing turn"]
+CONVERSATION_HEADS = [
+    "conversations",
+    "conversation pass",
+    "turn pass",
+    "pass^k conv / turn",
+    "first failing turn",
+]
 """Headings of the conversation table (model and prompt before them) in every medium."""
 
 
 def conversation_cells(c: Conversations) -> list[str]:
-    """One config's conversation row: counts, the two pass rates, and the histogram of the
-    first failing turn (`turn 1: 3, turn 2: 1`; `–` when none failed)."""
+    """One config's conversation row: counts, the two pass rates, pass^k of conversations and
+    of turns (`–` below k = 2), and the histogram of the first failing turn (`turn 1: 3,
+    turn 2: 1`; `–` when none failed)."""
     firsts = ", ".join(f"turn {turn}: {n}" for turn, n in c.first_failing_turn.items())
+    hats = f"{pct(c.pass_hat_k)} / {pct(c.turn_pass_hat_k)} (k={c.k})" if c.k > 1 else "–"
     return [
         str(c.conversations),
         f"{c.passed}/{c.conversations} ({pct(c.rate)})",
         f"{c.turns_passed}/{c.turns} ({pct(c.turn_rate)})",
+        hats,
         firsts or "–",
     ]

@@ -6,6 +6,7 @@ A card with an answer-quality section gets it as Markdown tables and as JUnit su
 
 from __future__ import annotations
 
+import re
 from xml.etree import ElementTree as ET
 
 from mcp_farm.scheduler.report.answer_tables import (
@@ -23,12 +24,15 @@ from mcp_farm.scheduler.report.cells import (
     pct,
     recovery_cell,
     secs,
+    shows_recovery,
 )
 from mcp_farm.scheduler.scorecard.build import outcome_columns
 from mcp_farm.schema.scorecard import (
     AnswerQuality,
+    Conversations,
     Row,
     Scorecard,
+    TurnRow,
 )
 
 DIMENSION_TITLES = {
@@ -78,24 +82,27 @@ def to_markdown(card: Scorecard) -> str:
             continue
         key_head = [] if dimension == "config" else [dimension]
         lines += [f"## {title}", ""]
-        if dimension == "config":  # recovery after an error is kept per config only
-            lines += _md_table(
-                ["model", "prompt", *rate_heads[:3], "recovered", *rate_heads[3:]],
-                [
-                    [
-                        r.model,
-                        r.prompt,
-                        *_rate_cells(r)[:3],
-                        recovery_cell(card, r.model, r.prompt),
-                        *_rate_cells(r)[3:],
-                    ]
-                    for r in rows
-                ],
-            )
-            continue
+        recovery = shows_recovery(card, dimension)
         lines += _md_table(
-            ["model", "prompt", *key_head, *rate_heads],
-            [[r.model, r.prompt, *([r.key] if key_head else []), *_rate_cells(r)] for r in rows],
+            [
+                "model",
+                "prompt",
+                *key_head,
+                *rate_heads[:3],
+                *(["recovered"] if recovery else []),
+                *rate_heads[3:],
+            ],
+            [
+                [
+                    r.model,
+                    r.prompt,
+                    *([r.key] if key_head else []),
+                    *_rate_cells(r)[:3],
+                    *([recovery_cell(r)] if recovery else []),
+                    *_rate_cells(r)[3:],
+                ]
+                for r in rows
+            ],
         )
     note = dash_note(card, speed=False)
     if note:
@@ -148,27 +155,103 @@ def _rate_properties(row: Row | None) -> list[tuple[str, str]]:
     ]
 
 
-def to_junit(card: Scorecard) -> str:
-    """One test suite per model × prompt config, one test case per scenario in it.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
-    A case fails when any of its repetitions failed (the message gives the outcome counts);
-    one whose trials all hit infrastructure errors is reported as an error, not a failure.
+
+def _xml_text(text: str) -> str:
+    """Text a model or server wrote, made writable in XML 1.0 (which has no escape for most
+    control characters): ElementTree escapes markup but writes those as they are."""
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def _conversation_properties(talk: Conversations | None) -> list[tuple[str, str]]:
+    """A config's conversation rates as JUnit properties; none without conversations."""
+    if talk is None:
+        return []
+    return [
+        (name, "" if value is None else f"{value:.4f}")
+        for name, value in (
+            ("conversation_pass_rate", talk.rate),
+            ("turn_pass_rate", talk.turn_rate),
+            ("conversation_pass_hat_k", talk.pass_hat_k if talk.k > 1 else None),
+        )
+    ]
+
+
+def _scenario_case(suite: ET.Element, r: Row, turns: list[TurnRow]) -> None:
+    """A scenario's case, then (for a conversation) one case per turn reached."""
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        classname=f"{r.model}.{r.prompt}",
+        name=r.key,
+        time=f"{r.latency.p50 or 0:.3f}",
+    )
+    counts = ", ".join(f"{o} {c}" for o, c in r.outcomes.items())
+    failed = [f"turn {t.turn} ({t.graded - t.passes})" for t in turns if t.passes < t.graded]
+    if not r.n:
+        ET.SubElement(case, "error", message=f"no graded trial ({counts})")
+    elif r.passes < r.n:
+        turns_note = f"; failed turns: {', '.join(failed)}" if failed else ""
+        failure = ET.SubElement(
+            case, "failure", message=f"passed {r.passes}/{r.n}: {counts}{turns_note}"
+        )
+        failure.text = f"pass rate {pct(r.rate)} (95% CI {interval(r)})"
+    for t in turns:
+        _turn_case(suite, t)
+
+
+def _turn_case(suite: ET.Element, t: TurnRow) -> None:
+    """One turn of a conversation over its repetitions; its failure names the turn, its
+    outcomes and the first failed instance's detail."""
+    case = ET.SubElement(
+        suite, "testcase", classname=f"{t.model}.{t.prompt}.{t.scenario}", name=f"turn {t.turn}"
+    )
+    if t.passes == t.graded:
+        return
+    counts = ", ".join(f"{o} {c}" for o, c in t.outcomes.items() if o != "pass")
+    detail = _xml_text(t.detail)
+    failure = ET.SubElement(
+        case,
+        "failure",
+        message=f"turn {t.turn} passed {t.passes}/{t.graded}: {counts}: {detail[:300]}",
+    )
+    unreached = t.conversations - t.graded
+    failure.text = f"turn {t.turn}: {detail}" + (
+        f"\n(not reached in {unreached} of {t.conversations} repetitions)" if unreached else ""
+    )
+
+
+def to_junit(card: Scorecard) -> str:
+    """One test suite per model × prompt config, one test case per scenario in it, and for a
+    conversation one more case per turn (classname `model.prompt.scenario`, so a CI system
+    shows the conversation as a class and the turn that failed as its case).
+
+    A case fails when any of its repetitions failed (the message gives the outcome counts, and
+    for a conversation the turns that failed); one whose trials all hit infrastructure errors
+    is reported as an error, not a failure.
     """
     root = ET.Element("testsuites", name=f"farm {card.sweep_id}")
     by_config: dict[tuple[str, str], list[Row]] = {}
     for row in card.of("scenario"):
         by_config.setdefault((row.model, row.prompt), []).append(row)
+    turns: dict[tuple[str, str, str], list[TurnRow]] = {}
+    for turn in card.turns:
+        turns.setdefault((turn.model, turn.prompt, turn.scenario), []).append(turn)
     answers = card.answers
     scored = {(r.model, r.prompt): r for r in answers.of("config")} if answers else {}
     configs = {(r.model, r.prompt): r for r in card.of("config")}
+    talks = {(c.model, c.prompt): c for c in card.conversations}
     for (model, prompt), rows in by_config.items():
+        its_turns = [t for r in rows for t in turns.get((model, prompt, r.key), [])]
         failures = sum(1 for r in rows if r.n and r.passes < r.n)
+        failures += sum(1 for t in its_turns if t.passes < t.graded)
         errors = sum(1 for r in rows if not r.n)
         suite = ET.SubElement(
             root,
             "testsuite",
             name=f"{model}/{prompt}",
-            tests=str(len(rows)),
+            tests=str(len(rows) + len(its_turns)),
             failures=str(failures),
             errors=str(errors),
             time=f"{sum((r.latency.p50 or 0) * r.n for r in rows):.3f}",
@@ -176,27 +259,16 @@ def to_junit(card: Scorecard) -> str:
         # JUnit wants <properties> before the test cases: the config's rates, then its
         # answer quality when the sweep scored answers.
         properties = ET.SubElement(suite, "properties")
-        for name, value in _rate_properties(configs.get((model, prompt))):
+        for name, value in [
+            *_rate_properties(configs.get((model, prompt))),
+            *_conversation_properties(talks.get((model, prompt))),
+        ]:
             ET.SubElement(properties, "property", name=name, value=value)
         if answers is not None and (model, prompt) in scored:
             for name, value in answer_properties(answers, scored[(model, prompt)]):
                 ET.SubElement(properties, "property", name=name, value=value)
         for r in rows:
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=f"{model}.{prompt}",
-                name=r.key,
-                time=f"{r.latency.p50 or 0:.3f}",
-            )
-            counts = ", ".join(f"{o} {c}" for o, c in r.outcomes.items())
-            if not r.n:
-                ET.SubElement(case, "error", message=f"no graded trial ({counts})")
-            elif r.passes < r.n:
-                failure = ET.SubElement(
-                    case, "failure", message=f"passed {r.passes}/{r.n}: {counts}"
-                )
-                failure.text = f"pass rate {pct(r.rate)} (95% CI {interval(r)})"
+            _scenario_case(suite, r, turns.get((model, prompt, r.key), []))
     if harness := harness_note(card):
         # A bug in the farm fails the report's consumer loudly, in its own suite.
         suite = ET.SubElement(root, "testsuite", name="farm harness", tests="1", errors="1")

@@ -35,7 +35,6 @@ from mcp_farm.scheduler.scorecard.queries.scan import (
     TrialScan,
     scan_trials,
 )
-from mcp_farm.scheduler.scorecard.recovery import recovery
 from mcp_farm.scheduler.statistics.rates import (
     first_try_rate,
     pass_at_k,
@@ -67,15 +66,21 @@ class _Group:
     first_tries: int = 0
     first_known: int = 0
     """Graded trials that carry a first-try record (older trials do not)."""
+    errored: int = 0
+    recovered: int = 0
+    """Graded trials with a failed call, and those of them that recovered."""
 
-    def add(self, scenario: str, outcome: str, n: int, first_tries: int, first_known: int) -> None:
-        self.outcomes[outcome] += n
+    def add(self, scenario: str, outcome: str, counts: Any) -> None:
+        """Add one group of the scan (COUNTS_SQL's columns) of this scenario and outcome."""
+        self.outcomes[outcome] += counts.n
         if outcome not in UNGRADED:
-            counts = self.per_scenario[scenario]
-            counts[0] += n
-            counts[1] += n if outcome == "pass" else 0
-            self.first_tries += first_tries
-            self.first_known += first_known
+            tally = self.per_scenario[scenario]
+            tally[0] += counts.n
+            tally[1] += counts.n if outcome == "pass" else 0
+            self.first_tries += int(counts.first_tries or 0)
+            self.first_known += int(counts.first_known or 0)
+            self.errored += int(counts.errored or 0)
+            self.recovered += int(counts.recovered or 0)
 
 
 def _row(key: Key, group: _Group, latency: Latency) -> Row:
@@ -104,6 +109,9 @@ def _row(key: Key, group: _Group, latency: Latency) -> Row:
         first_rate=first_try_rate(n, group.first_tries, group.first_known),
         latency=latency,
         outcomes={o: group.outcomes[o] for o in OUTCOMES if group.outcomes[o]},
+        errored=group.errored,
+        recovered=group.recovered,
+        recovery_rate=group.recovered / group.errored if group.errored else None,
     )
 
 
@@ -137,7 +145,6 @@ def build_scorecard(
             "provenance": lambda c: _provenance(c, sweep_id),
             "answers": lambda c: answer_quality(c, sweep_id, scoring),
             "conversations": lambda c: conversations(c, sweep_id, skip_left),
-            "recovery": lambda c: recovery(c, sweep_id, skip_left),
         },
     )
     scan, (latency, first_token, hist) = parts["trials"]
@@ -164,9 +171,7 @@ def build_scorecard(
                 continue
         tools = json.loads(r.expected_tools)
         for key in row_keys(m, p, r.tier, r.scenario_id, r.paraphrased, tools):
-            groups[key].add(
-                r.scenario_id, r.outcome, r.n, int(r.first_tries or 0), int(r.first_known or 0)
-            )
+            groups[key].add(r.scenario_id, r.outcome, r)
         if r.outcome == "timeout":
             by_model = int(r.model_timeouts or 0)
             timeouts[(m, p)]["model_reply"] += by_model
@@ -191,7 +196,6 @@ def build_scorecard(
             histogram=hist.get((m, p), [0] * (len(LATENCY_BINS) + 1)),
             timeouts={k: n for k, n in sorted(timeouts[(m, p)].items()) if n},
             left_cassette=left[(m, p)],
-            **_recovery(parts["recovery"].get((m, p), [0, 0])),
         )
         for (m, p), sums in sorted(tokens.items())
     ]
@@ -206,7 +210,8 @@ def build_scorecard(
         latency_bins=list(LATENCY_BINS),
         provenance=provenance,
         answers=parts["answers"],
-        conversations=parts["conversations"],
+        conversations=parts["conversations"][0],
+        turns=parts["conversations"][1],
         left_cassette="exclude" if skip_left else "count",
     )
 
@@ -215,12 +220,6 @@ def _trials(conn: Connection, sweep_id: str, skip_left: bool) -> tuple[TrialScan
     scan = scan_trials(conn, sweep_id, skip_left=skip_left)
     # Percentiles here, on this query's thread, overlap the tool calls' query still running.
     return scan, trial_latency(scan.samples)
-
-
-def _recovery(counts: list[int]) -> dict[str, Any]:
-    errored, recovered = counts
-    rate = recovered / errored if errored else None
-    return {"errored": errored, "recovered": recovered, "recovery_rate": rate}
 
 
 def _distinct(values: Iterable[str | None]) -> list[str]:

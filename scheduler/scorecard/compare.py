@@ -9,6 +9,10 @@ Repetitions of one scenario are not independent, so cells spanning several scena
 scenario; a cell with fewer than five scenarios (a single-scenario cell, a rarely used tool)
 uses Fisher's exact test on its pooled counts instead (see scheduler/statistics/rates.py). Holm's adjustment runs within each kind of cell (config, tool,
 tier, …), so a table of forty tools does not turn noise into a finding.
+
+Two kinds of cell read the conversations only, per configuration: `conversation` (the
+conversation pass rate) and `turn` (the turn pass rate, turns graded and passed, still clustered
+by scenario since the turns of one conversation are not independent either).
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mcp_farm.scheduler.scorecard.conversations import tally
 from mcp_farm.scheduler.scorecard.latency import row_keys
-from mcp_farm.scheduler.scorecard.queries.comparisons import trial_counts
+from mcp_farm.scheduler.scorecard.queries.comparisons import conversation_rows, trial_counts
 from mcp_farm.scheduler.statistics.rates import (
     Difference,
     compare_rates,
@@ -29,11 +34,15 @@ from mcp_farm.scheduler.statistics.rates import (
     trials_to_resolve,
 )
 from mcp_farm.schema import UNGRADED, SpecError
+from mcp_farm.schema.scorecard import DIMENSIONS
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 ALPHA = 0.05
+CONVERSATION_CELLS = ("conversation", "turn")
+"""Cell kinds beyond the scorecard's dimensions: the conversation and turn pass rates."""
+CELLS = (*DIMENSIONS, *CONVERSATION_CELLS)
 Clusters = dict[str, tuple[int, int]]
 CellKey = tuple[str, str]
 """(dimension, label): e.g. ("tool", "gemma/native read_file") or ("tier", "complex")."""
@@ -141,6 +150,21 @@ def _cells(
     return clusters, {key: first_try_rate(*v) for key, v in firsts.items()}
 
 
+def _conversation_cells(engine: Engine, side: Side, by_config: bool) -> dict[CellKey, Clusters]:
+    """Per configuration (or `all`), per scenario: (conversations, passed) in the
+    `conversation` cell and (turns graded, passed) in the `turn` cell of one side."""
+    cells: dict[CellKey, Clusters] = defaultdict(dict)
+    for (model, config, scenario), one in tally(conversation_rows(engine, side.sweep_id)).items():
+        if (side.model and model != side.model) or (side.prompt and config != side.prompt):
+            continue
+        label = f"{model}/{config}" if by_config else "all"
+        n, c = cells[("conversation", label)].get(scenario, (0, 0))
+        cells[("conversation", label)][scenario] = (n + one.conversations, c + one.passed)
+        n, c = cells[("turn", label)].get(scenario, (0, 0))
+        cells[("turn", label)][scenario] = (n + one.turns, c + one.turns_passed)
+    return cells
+
+
 def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Compared]:
     """Every cell present on both sides, regressions first, then improvements, then the rest."""
     by_config = not (a.selects or b.selects)
@@ -148,6 +172,9 @@ def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Com
         _cells(engine, a, by_config),
         _cells(engine, b, by_config),
     )
+    if any(d in CONVERSATION_CELLS for d in dimensions):
+        left.update(_conversation_cells(engine, a, by_config))
+        right.update(_conversation_cells(engine, b, by_config))
     found: list[Compared] = []
     for dimension in dimensions:
         keys = sorted(k for k in left.keys() & right.keys() if k[0] == dimension)

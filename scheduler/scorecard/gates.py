@@ -6,22 +6,29 @@ from dataclasses import dataclass
 
 from mcp_farm.schema import Gate
 from mcp_farm.schema.scorecard import (
+    Conversations,
     Row,
     Scorecard,
 )
+
+# Metrics where "no value" means nothing to judge rather than nothing measured: a tool the model
+# never called has no latency; a row where no call failed has nothing to recover from.
+_SKIP_WHEN_EMPTY = ("p50_s", "p95_s", "p99_s", "recovery_rate")
 
 
 @dataclass(frozen=True)
 class Breach:
     gate: Gate
-    row: Row | None
-    """None when the gate matched no row at all."""
+    row: Row | Conversations | None
+    """The scorecard row, or a config's conversation block; None when the gate matched no row
+    at all."""
     value: float | None
 
     def explain(self) -> str:
         if self.row is None:
             return f"{self.gate.rule_text()}: no scorecard row matches it"
-        where = f"{self.row.model}/{self.row.prompt}" + (f" {self.row.key}" if self.row.key else "")
+        key = self.row.key if isinstance(self.row, Row) else ""
+        where = f"{self.row.model}/{self.row.prompt}" + (f" {key}" if key else "")
         shown = "no data" if self.value is None else f"{self.value:.3g}"
         return f"{self.gate.rule_text()}: {where} is {shown}"
 
@@ -38,24 +45,37 @@ def metric(row: Row, name: str) -> float | None:
         return row.pass_hat_k
     if name == "pass_at_k":
         return row.pass_at_k
+    if name == "recovery_rate":
+        return row.recovery_rate
     return {"p50_s": row.latency.p50, "p95_s": row.latency.p95, "p99_s": row.latency.p99}[name]
+
+
+def _checked(card: Scorecard, gate: Gate) -> list[tuple[Row | Conversations, float | None]]:
+    """The rows a gate applies to, each with the value it compares."""
+    if gate.metric == "conversation_pass_rate":
+        return [(c, c.rate) for c in card.conversations]
+    if gate.metric == "turn_pass_rate":
+        return [(c, c.turn_rate) for c in card.conversations]
+    rows = [r for r in card.of(gate.per) if gate.only is None or r.key == gate.only]
+    return [(r, metric(r, gate.metric)) for r in rows]
 
 
 def check_gates(card: Scorecard, gates: list[Gate]) -> tuple[int, list[Breach]]:
     """How many rows were checked, and every (gate, row) that fails.
 
     A row with no pass-rate data fails (a gate must not pass because nothing was measured); a
-    row with no latency sample (a tool the model never called) is not checked for latency.
+    row with no latency sample (a tool the model never called) is not checked for latency, nor
+    one where no call failed for recovery. A conversation gate on a sweep without conversations
+    matches no row, and fails.
     """
     checked = 0
     breaches: list[Breach] = []
     for gate in gates:
-        rows = [r for r in card.of(gate.per) if gate.only is None or r.key == gate.only]
+        rows = _checked(card, gate)
         if not rows:
             breaches.append(Breach(gate, None, None))
-        for row in rows:
-            value = metric(row, gate.metric)
-            if value is None and gate.metric.endswith("_s"):
+        for row, value in rows:
+            if value is None and gate.metric in _SKIP_WHEN_EMPTY:
                 continue
             checked += 1
             low_ok = gate.min is None or (value is not None and value >= gate.min)

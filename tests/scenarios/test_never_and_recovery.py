@@ -135,7 +135,7 @@ def _gives_up(scenario: Scenario) -> list[dict[str, Any]]:
     return [first[0], {"answer": "That didn't work, sorry."}]
 
 
-def test_a_sweep_counts_recovery_after_an_error_per_config_in_every_medium(
+def test_a_sweep_counts_recovery_after_an_error_per_row_in_every_medium(
     settings: Settings,
 ) -> None:
     scenarios = [s.id for s in RECOVERY]
@@ -156,11 +156,11 @@ def test_a_sweep_counts_recovery_after_an_error_per_config_in_every_medium(
     plan = expand(sweep, "test")
     run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
     card = build_scorecard(engine=engine, sweep_id=plan.sweep_id)
-    extras = {e.model: e for e in card.extras}
-    assert (extras["recovers"].errored, extras["recovers"].recovered) == (1, 1)
-    assert (extras["gives-up"].errored, extras["gives-up"].recovered) == (1, 0)
-    assert extras["recovers"].recovery_rate == 1.0
-    assert extras["gives-up"].recovery_rate == 0.0
+    configs = {r.model: r for r in card.of("config")}
+    assert (configs["recovers"].errored, configs["recovers"].recovered) == (1, 1)
+    assert (configs["gives-up"].errored, configs["gives-up"].recovered) == (1, 0)
+    assert configs["recovers"].recovery_rate == 1.0
+    assert configs["gives-up"].recovery_rate == 0.0
     assert "| recovered |" in to_markdown(card)
     assert "1/1 (100%)" in to_markdown(card)
     assert "0/1 (0%)" in to_html(card)

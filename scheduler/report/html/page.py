@@ -28,6 +28,7 @@ from mcp_farm.scheduler.report.cells import (
     pct,
     recovery_cell,
     secs,
+    shows_recovery,
 )
 from mcp_farm.scheduler.report.html.answers import (
     answers_script,
@@ -82,6 +83,7 @@ def _table(heads: list[str], rows: list[list[str]], numeric_from: int) -> str:
 
 
 def _rate_table(card: Scorecard, dimension: str) -> str:
+    recovery = shows_recovery(card, dimension)
     rows = [
         [
             r.model,
@@ -90,12 +92,14 @@ def _rate_table(card: Scorecard, dimension: str) -> str:
             str(r.n),
             pct(r.rate),
             pct(r.first_rate),
+            *([recovery_cell(r)] if recovery else []),
             interval(r),
             secs(r.latency.p95),
         ]
         for r in card.of(dimension)  # type: ignore[arg-type]
     ]
-    heads = ["model", "prompt", dimension, "n", "pass", "1st try", "95% CI", "p95"]
+    heads = ["model", "prompt", dimension, "n", "pass", "1st try"]
+    heads += [*(["recovered"] if recovery else []), "95% CI", "p95"]
     return _table(heads, rows, 3)
 
 
@@ -104,6 +108,7 @@ def _drilldown(card: Scorecard, samples: SampleTrials) -> str:
     for row in card.of("scenario"):
         trials = samples.get((row.model, row.prompt, row.key), [])
         state = "pass" if row.n and row.passes == row.n else "fail"
+        recovery = f", recovered {recovery_cell(row)}" if row.errored else ""
         items = "".join(
             f"<details><summary>repetition {t.repetition}"
             f"{' (paraphrased)' if t.variant else ''}: <b>{html.escape(t.outcome or '')}</b>"
@@ -115,7 +120,7 @@ def _drilldown(card: Scorecard, samples: SampleTrials) -> str:
             f'<details id="s-{html.escape(row.model)}-{html.escape(row.prompt)}-'
             f'{html.escape(row.key)}"><summary><span class="{state}">{row.passes}/{row.n}'
             f"</span> {html.escape(row.key)} — {html.escape(row.model)} / "
-            f"{html.escape(row.prompt)}</summary>{items}</details>"
+            f"{html.escape(row.prompt)}{html.escape(recovery)}</summary>{items}</details>"
         )
     return "".join(out)
 
@@ -136,7 +141,7 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
             str(r.n),
             pct(r.rate),
             pct(r.first_rate),
-            recovery_cell(card, r.model, r.prompt),
+            recovery_cell(r),
             interval(r),
             pass_k(r.pass_hat_k, r.k),
             *_p(r),

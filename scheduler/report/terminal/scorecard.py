@@ -17,6 +17,7 @@ from mcp_farm.scheduler.report.cells import (
     pct,
     recovery_cell,
     secs,
+    shows_recovery,
 )
 from mcp_farm.scheduler.report.terminal.answers import print_answers
 from mcp_farm.scheduler.scorecard.build import outcome_columns
@@ -41,8 +42,8 @@ def _latency(lat: Latency) -> list[str]:
 
 def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table:
     heads = ["model", "prompt"] + ([head] if head else [])
-    config = dimension == "config"  # recovery is kept per config only
-    right = ["n", "pass", "1st try", *(["recovered"] if config else [])]
+    recovery = shows_recovery(card, dimension)
+    right = ["n", "pass", "1st try", *(["recovered"] if recovery else [])]
     table = _table(title, heads, [*right, "95% CI", "pass^k", "p50", "p95", "p99"])
     for row in card.of(dimension):  # type: ignore[arg-type]
         table.add_row(
@@ -52,7 +53,7 @@ def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table
             str(row.n),
             pct(row.rate),
             pct(row.first_rate),
-            *([recovery_cell(card, row.model, row.prompt)] if config else []),
+            *([recovery_cell(row)] if recovery else []),
             interval(row),
             f"{pct(row.pass_hat_k)} k={row.k}" if row.k > 1 else "–",
             *_latency(row.latency),

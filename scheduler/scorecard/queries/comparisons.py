@@ -1,4 +1,5 @@
-"""What `farm compare` reads of each side: its trial counts, or its newest answer scores."""
+"""What `farm compare` reads of each side: its trial counts, its conversations, or its newest
+answer scores."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from sqlalchemy.engine import Engine
 
 from mcp_farm.scheduler.scorecard.queries.answers import SCORING_SQL
 from mcp_farm.scheduler.scorecard.queries.columns import config_prompt
+from mcp_farm.scheduler.scorecard.queries.conversations import conversation_trials
 from mcp_farm.scheduler.scorecard.queries.provenance import skips_left_cassette
 from mcp_farm.scheduler.scorecard.queries.scan import COUNTS_SQL
 
@@ -40,6 +42,13 @@ def trial_counts(engine: Engine, sweep_id: str) -> Sequence[Any] | None:
         if skips_left_cassette(conn, sweep_id):
             return [r for r in rows if not r.left_cassette]
         return rows
+
+
+def conversation_rows(engine: Engine, sweep_id: str) -> list[Any]:
+    """The sweep's graded conversation trials (conversation_trials' rows), counted as its
+    scorecard counts them (without those that left their cassette when it excludes them)."""
+    with engine.connect() as conn:
+        return conversation_trials(conn, sweep_id, skips_left_cassette(conn, sweep_id))
 
 
 def newest_answer_scores(

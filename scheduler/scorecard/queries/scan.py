@@ -2,7 +2,8 @@
 behind every percentile, and how many trials are not done yet.
 
 Counts are grouped per model × prompt × scenario × tier × expected tools × wording × whether
-the trial left its cassette × outcome.
+the trial left its cassette × outcome; with them, how many trials had a failed call and how many
+of those recovered, so recovery is counted per row in the same scan.
 On PostgreSQL that one GROUP BY also gathers each group's latency samples (array_agg, fetched in
 binary) and, with `done` in its key, counts the unfinished trials, so a million-trial sweep is
 scanned once rather than three times. SQLite has no array_agg: there the counts, the samples
@@ -33,7 +34,9 @@ _SUMS = """count(*) as n,
        sum(case when model_s > 0 and tokens_completion > 0 then tokens_completion else 0 end)
          as timed_tokens,
        sum(case when model_s > 0 and tokens_completion > 0 then model_s else 0 end) as timed_s,
-       sum(case when stop_reason = 'model_time_limit' then 1 else 0 end) as model_timeouts"""
+       sum(case when stop_reason = 'model_time_limit' then 1 else 0 end) as model_timeouts,
+       count(recovered) as errored,
+       sum(case when recovered then 1 else 0 end) as recovered"""
 _KEY = f"model_id, {CONFIG}, scenario_id, tier, expected_tools, variant > 0, left_cassette"
 # A trial's latency counts when it was graded: done, and neither an infrastructure error nor
 # a bug in the farm.
