@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
 TIERS = ("simple", "moderate", "complex")
-AGGREGATOR_VERSION = "4"
+AGGREGATOR_VERSION = "5"
 
 
 @dataclass
