@@ -36,13 +36,23 @@ def tool_problems(suite: Suite, source: str, tools: ToolSchemas) -> list[SpecErr
         if any(turn.event for turn in scenario.turns):
             continue  # its tool list changes mid-session: the list at start is not the rule
         found = _setup_problems(scenario, tools) + _step_problems(scenario, tools)
-        found += [
-            (f"allowed_extra[{k}]", problem)
-            for k, name in enumerate(scenario.allowed_extra)
-            if (problem := _unlisted(name, scenario.servers, tools))
-        ]
+        found += _extra_problems(scenario, tools)
         problems += [SpecError(source, f"scenarios[{i}].{f}", p) for f, p in found]
     return problems
+
+
+def _extra_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, str]]:
+    """The scenario's `allowed_extra` tools and each turn's (a conversation's live on its
+    turns) that no attached server lists."""
+    lists = [("allowed_extra", scenario.allowed_extra)] + [
+        (f"turns[{t}].allowed_extra", turn.allowed_extra) for t, turn in enumerate(scenario.turns)
+    ]
+    return [
+        (f"{at}[{k}]", problem)
+        for at, names in lists
+        for k, name in enumerate(names)
+        if (problem := _unlisted(name, scenario.servers, tools))
+    ]
 
 
 def _setup_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, str]]:

@@ -44,6 +44,10 @@ FORBIDDEN: dict[str, tuple[int, dict[str, Any]]] = {
         1,
         {"name": "update_note", "arguments": {"note_id": "1-1-with-dana", "content": "budget"}},
     ),
+    "conv.jonas-draft-not-send": (
+        1,
+        {"name": "reply_to_email", "arguments": {"email_id": "msg-1043", "body": "By Wednesday."}},
+    ),
 }
 """Per `never:` scenario: the turn of the scripted mistake and the forbidden call made in it."""
 

@@ -58,6 +58,8 @@ def _suites() -> list[str]:
 
 SUITES = _suites()
 BUNDLED = not os.environ.get(OWN_SUITES)
+THIRD_PARTY = {"thirdparty", "conversations-thirdparty"}
+"""The bundled suites on third-party servers (installed by `bash scripts/setup.sh --dev`)."""
 INVENTED = {"call": {"name": "open_portal", "arguments": {}}}
 WRONG_ANSWER = {"answer": "Sorry, I could not find that."}
 
@@ -130,7 +132,7 @@ CASES = [
 
 @pytest.fixture(autouse=True, scope="module")
 def _third_party_installed() -> None:
-    if "thirdparty" in SUITES and not os.path.exists(".tools/py/installed"):
+    if THIRD_PARTY & set(SUITES) and not os.path.exists(".tools/py/installed"):
         message = "third-party servers missing: run `bash scripts/setup.sh --dev`"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
@@ -139,7 +141,7 @@ def _third_party_installed() -> None:
 @pytest.mark.skipif(not BUNDLED, reason="checks the bundled suites only")
 def test_the_bundled_suites_are_the_size_and_shape_promised() -> None:
     first_party = [
-        s for suite in SUITES if suite != "thirdparty" for s in load_suite(suite).scenarios
+        s for suite in SUITES if suite not in THIRD_PARTY for s in load_suite(suite).scenarios
     ]
     tiers = [s.tier for s in first_party]
     assert len(first_party) >= 60
@@ -276,7 +278,7 @@ def test_ideal_agents_side_by_side_on_shared_servers_all_pass(tmp_path: Path) ->
     picked = [
         (suite, scenario)
         for suite in SUITES
-        if suite != "thirdparty"
+        if suite not in THIRD_PARTY
         for scenario in load_suite(suite).scenarios
     ]
     results: dict[str, TrialResult] = {}

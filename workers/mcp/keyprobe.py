@@ -11,6 +11,7 @@ their own elsewhere.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from mcp import MCPError
 
 from mcp_farm.schema import (
     ExpectedCall,
+    ParamMatcher,
     Scenario,
     ServerDef,
     canonical_json,
@@ -44,21 +46,62 @@ Keyed = tuple[str, int, str]
 """(field of the `from_key`, the step it reads, the key)."""
 
 
-def keyed(scenario: Scenario, where: str) -> list[tuple[list[ExpectedCall], list[Keyed]]]:
-    """Per list of steps (`expect`, or each route's), every `from_key` in it, with its field."""
-    found = []
-    for at, steps in scenario.step_lists():
-        keys = [
-            (f"{where}.{at}[{j}].{block}.{arg}{below}.from_key", m.derived_from_step, m.from_key)
-            for j, step in enumerate(steps)
-            for block, params in _blocks(step)
-            for arg, matcher in params.items()
-            for below, m in matcher.nested()
-            if m.from_key is not None and m.derived_from_step is not None
-        ]
-        if keys:
-            found.append((steps, keys))
-    return found
+@dataclass
+class KeySource:
+    """A list of steps that `from_key`s read, with what must be called before it."""
+
+    before: list[ExpectedCall]
+    """Steps made first, in order: in a conversation, each earlier turn's (its first route)."""
+    steps: list[ExpectedCall]
+    """The list the keys' `derived_from_step` indexes."""
+    keys: list[Keyed] = field(default_factory=list)
+    """Every `from_key` that reads a step of this list."""
+
+
+def _lists(scenario: Scenario) -> list[tuple[int | None, int, str, list[ExpectedCall]]]:
+    """(turn or None, index among that turn's lists, field, steps) for each list of steps."""
+    if not scenario.turns:
+        return [(None, k, at, steps) for k, (at, steps) in enumerate(scenario.step_lists())]
+    return [
+        (t, k, f"turns[{t}].{at}", steps)
+        for t in range(len(scenario.turns))
+        for k, (at, steps) in enumerate(scenario.turn_scenario(t).step_lists())
+    ]
+
+
+def keyed(scenario: Scenario, where: str) -> list[KeySource]:
+    """Every `from_key` with its field, by the list of steps it reads: its own list
+    (`expect`, or a route's), or, with `from_turn: t`, turn t's steps (its first route, the
+    one the farm makes itself after a failed turn), made after the turns before t."""
+    lists = _lists(scenario)
+    first = {turn: steps for turn, k, _at, steps in lists if k == 0}
+    sources: dict[tuple[int | None, int], KeySource] = {}
+    for turn, k, at, steps in lists:
+        for field_, m in _from_keys(steps, f"{where}.{at}"):
+            assert m.from_key is not None and m.derived_from_step is not None
+            read = (turn, k) if m.from_turn is None else (m.from_turn, 0)
+            if read not in sources:
+                source = steps if m.from_turn is None else first.get(m.from_turn, [])
+                sources[read] = KeySource(_before(first, read[0]), source)
+            sources[read].keys.append((field_, m.derived_from_step, m.from_key))
+    return list(sources.values())
+
+
+def _from_keys(steps: list[ExpectedCall], at: str) -> list[tuple[str, ParamMatcher]]:
+    """(field, matcher) for every `from_key` matcher in the steps' params."""
+    return [
+        (f"{at}[{j}].{block}.{arg}{below}.from_key", m)
+        for j, step in enumerate(steps)
+        for block, params in _blocks(step)
+        for arg, matcher in params.items()
+        for below, m in matcher.nested()
+        if m.from_key is not None and m.derived_from_step is not None
+    ]
+
+
+def _before(first: dict[int | None, list[ExpectedCall]], turn: int | None) -> list[ExpectedCall]:
+    """The steps of every turn before `turn` (each turn's first route), in order."""
+    return [] if turn is None else [step for t in range(turn) for step in first.get(t, [])]
 
 
 def _blocks(step: ExpectedCall) -> list[tuple[str, dict[str, Any]]]:
@@ -78,34 +121,37 @@ async def probe(
     """(field, problem) for each `from_key` whose source step's example call answered a
     result the key picks nothing in."""
     problems = []
-    for steps, keys in keyed(scenario, where):
-        results = await _ideal_results(
-            scenario, steps, max(k for _f, k, _key in keys), servers, pool
-        )
-        for field, step, key in keys:
+    for source in keyed(scenario, where):
+        last = max(k for _f, k, _key in source.keys)
+        results = await _ideal_results(scenario, source, last, servers, pool)
+        for field_, step, key in source.keys:
             if step in results and (problem := _key_problem(results[step], key)):
-                tool = steps[step].names[0]
+                tool = source.steps[step].names[0]
                 problems.append(
-                    (field, f"the result of step {step}'s example call ({tool}) {problem}")
+                    (field_, f"the result of step {step}'s example call ({tool}) {problem}")
                 )
     return problems
 
 
 async def _ideal_results(
     scenario: Scenario,
-    steps: list[ExpectedCall],
+    source: KeySource,
     last: int,
     servers: list[ServerDef],
     pool: ServerPool,
 ) -> dict[int, list[str]]:
-    """The text (and structured content) each example call of steps 0..last answered, on servers as a trial gets them
-    (sandboxes fresh, reset calls made) after the scenario's setup; only the steps reached
-    before one could not be made."""
+    """The text (and structured content) each example call of the source's steps 0..last
+    answered, on servers as a trial gets them (sandboxes fresh, reset calls made) after the
+    scenario's setup and the calls made before the list; only the steps reached before one
+    could not be made."""
     results: dict[int, list[str]] = {}
     try:
         async with connect(servers, pool, "plain") as conn:
             await run_setup(SessionState(), scenario.setup, conn, pool.start_timeout_s)
-            for j, step in enumerate(steps[: last + 1]):
+            for step in source.before:
+                if await _example_result(step, conn, pool.start_timeout_s) is None:
+                    return results
+            for j, step in enumerate(source.steps[: last + 1]):
                 text = await _example_result(step, conn, pool.start_timeout_s)
                 if text is None:
                     break
