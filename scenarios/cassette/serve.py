@@ -22,8 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult, ContentBlock, InputRequiredResult, TextContent, Tool
+from mcp.types import (
+    CallToolResult,
+    ContentBlock,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+)
 from pydantic import TypeAdapter, ValidationError
 
 from mcp_farm.scenarios.cassette.live import LiveLaunch, LiveLink, LiveUnavailable
@@ -32,6 +41,7 @@ from mcp_farm.scenarios.cassette.tape import (
     MISS_PREFIX,
     Cassette,
     Exchange,
+    RecordedTool,
     add_to_cassette,
     answers_by_key,
     load_cassette,
@@ -70,20 +80,34 @@ def _checked(cassette: Cassette, source: str) -> None:
 
 def _results(
     cassette: Cassette, source: str, rules: IgnoreRules
-) -> dict[str, list[CallToolResult]]:
-    """Each recorded call's answers as MCP results, by the key calls are matched by."""
+) -> dict[str, list[tuple[CallToolResult, int | None]]]:
+    """Each recorded call's answers as MCP results, by the key calls are matched by, each with
+    the tool list it switches to (None: the list stays)."""
     _checked(cassette, source)
     return {
         key: [
-            CallToolResult(
-                content=[_BLOCK.validate_python(b) for b in answer.content],
-                structured_content=answer.structured_content,
-                is_error=answer.is_error,
+            (
+                CallToolResult(
+                    content=[_BLOCK.validate_python(b) for b in answer.content],
+                    structured_content=answer.structured_content,
+                    is_error=answer.is_error,
+                ),
+                answer.events[-1].tools_changed if answer.events else None,
             )
             for answer in answers
         ]
         for key, answers in answers_by_key(cassette, rules).items()
     }
+
+
+def _tool(t: RecordedTool) -> Tool:
+    return Tool(
+        name=t.name,
+        description=t.description or None,
+        input_schema=t.input_schema,
+        output_schema=t.output_schema,
+        annotations=t.annotations,  # a mapping: Tool validates it
+    )
 
 
 class CassetteServer(MCPServer):
@@ -107,16 +131,11 @@ class CassetteServer(MCPServer):
         self.link: LiveLink | None = None
         self.live_keys: set[str] = set()
         """Calls this process sent to the live server: they go there every time after."""
-        self.tools = [
-            Tool(
-                name=t.name,
-                description=t.description or None,
-                input_schema=t.input_schema,
-                output_schema=t.output_schema,
-                annotations=t.annotations,  # a mapping: Tool validates it
-            )
-            for t in cassette.tools
-        ]
+        self.tools = [_tool(t) for t in cassette.tools]
+        self.lists = [[_tool(t) for t in listed.tools] for listed in cassette.tool_lists]
+        """The other lists the server announced (`tool_lists`): list k+1 of an event."""
+        self.offered: dict[str, int] = {}
+        """Per MCP session, the list it is offered, where an answer changed it (0: `tools`)."""
         self.rules = rules or IgnoreRules()
         """What the server definition says to ignore in a call's arguments when matching."""
         self.answers = _results(cassette, source, self.rules)
@@ -133,6 +152,16 @@ class CassetteServer(MCPServer):
                 yield {}
             finally:
                 self.link.closed.set()
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        # The SDK's handler has no session to hand to `list_tools`; the list is per session.
+        headers = Context(request_context=ctx, mcp_server=self).headers or {}
+        offered = self.offered.get(headers.get(SESSION_HEADER, ""), 0)
+        if offered:
+            return ListToolsResult(tools=self.lists[offered - 1])
+        return ListToolsResult(tools=await self.list_tools())
 
     async def list_tools(self) -> list[Tool]:
         if not self.tools and self.link is not None:  # a cassette begun by this recording
@@ -174,8 +203,12 @@ class CassetteServer(MCPServer):
         headers = context.headers if context is not None else None
         session = (headers or {}).get(SESSION_HEADER, "")
         count = self.served.setdefault(session, Counter())
-        answer = answers[min(count[key], len(answers) - 1)]
+        answer, switch = answers[min(count[key], len(answers) - 1)]
         count[key] += 1
+        if switch is not None and context is not None:
+            # As the recorded server did: the new list from now on, and the notice of it.
+            self.offered[session] = switch
+            await context.session.send_tool_list_changed()
         return answer
 
 

@@ -1,8 +1,9 @@
 """The cassette file: what one MCP server listed and answered, as YAML a person can read and edit.
 
-A cassette holds the server's instructions, its tools (name, description, input schema) and,
-per distinct call (tool and arguments), the answers it gave, in the order they were first
-recorded. Calls are matched by tool name and the canonical JSON of the arguments, so key order
+A cassette holds the server's instructions, its tools (name, description, input schema), every
+other tool list it announced (`tool_lists`) and, per distinct call (tool and arguments), the
+answers it gave, in the order they were first recorded, each with what the server did around it
+(`events`: a tool-list change it announced after that answer). Calls are matched by tool name and the canonical JSON of the arguments, so key order
 and spacing in the file do not matter. docs/cassettes.md describes the format and the rules.
 """
 
@@ -31,8 +32,9 @@ from mcp_farm.schema import (
 )
 from mcp_farm.schema.parse.strict import Strict
 
-CASSETTE_FORMAT: Literal[1] = 1
-"""The format version a cassette file states in its `cassette:` field."""
+CASSETTE_FORMAT: Literal[2] = 2
+"""The format version a cassette file states in its `cassette:` field: 2 added `tool_lists`
+and an answer's `events`; a version 1 file (neither) loads as it always did."""
 
 MISS_META = "mcp-farm/cassette"
 """The `_meta` key of a result the cassette server gives for a call it never recorded; its
@@ -55,6 +57,25 @@ class RecordedTool(Strict):
     """MCP's tool annotations (`read_only_hint`, …), where the server gave them."""
 
 
+class ToolList(Strict):
+    """A tool list the server announced mid-session (after `notifications/tools/list_changed`)."""
+
+    tools: list[RecordedTool]
+
+
+class ToolsChanged(Strict):
+    """After the answer, the server changed its tool list and announced it."""
+
+    tools_changed: int = Field(ge=0)
+    """The list it offers from then on: 0 the cassette's `tools`, k its `tool_lists[k-1]`."""
+
+
+Event = ToolsChanged
+"""What a server did around one answer, beyond answering; one kind so far. A new kind (an
+elicitation the server sent during the call) is another model with its own key, added here as a
+union member, so older files keep loading."""
+
+
 class Answer(Strict):
     """One result the server gave to a call."""
 
@@ -68,21 +89,26 @@ class Answer(Strict):
     latency_s: float | None = None
     """How long the server took when the answer was first recorded (for people; the cassette
     server answers at once)."""
+    events: list[Event] = Field(default_factory=list)
+    """What the server did after this answer, in order (a tool-list change), replayed at the
+    same point."""
 
     def same_as(self, other: Answer, rules: IgnoreRules | None = None) -> bool:
         """Whether two answers say the same (their timing, and what `rules` ignore, aside)."""
         return self.fingerprint(rules) == other.fingerprint(rules)
 
     def fingerprint(self, rules: IgnoreRules | None = None) -> str:
+        # Events join the digest only when there are some: a version 1 answer keeps its digest.
+        events = [[e.model_dump() for e in self.events]] if self.events else []
         if not rules:
-            return digest([self.content, self.structured_content, self.is_error])
+            return digest([self.content, self.structured_content, self.is_error, *events])
         content = [
             {**b, "text": rules.in_result(b["text"])}
             if isinstance(b.get("text"), str)
             else rules.applied(b)
             for b in self.content
         ]
-        return digest([content, rules.applied(self.structured_content), self.is_error])
+        return digest([content, rules.applied(self.structured_content), self.is_error, *events])
 
 
 class Exchange(Strict):
@@ -106,8 +132,8 @@ class Exchange(Strict):
 class Cassette(Strict):
     """Every recorded exchange of one server."""
 
-    cassette: Literal[1] = CASSETTE_FORMAT
-    """The file format's version."""
+    cassette: Literal[1, 2] = CASSETTE_FORMAT
+    """The file format's version (1 is read as ever; files are written as 2)."""
     server: str = Field(min_length=1)
     """The server's name in the definition it was recorded from."""
     recorded_from: str = ""
@@ -115,10 +141,18 @@ class Cassette(Strict):
     instructions: str = ""
     """What the server said about itself when a session opened (initialize's instructions)."""
     tools: list[RecordedTool]
+    """What the server listed when a session opened."""
+    tool_lists: list[ToolList] = Field(default_factory=list)
+    """Every other list it announced during a session, which an answer's `tools_changed`
+    event names."""
     calls: list[Exchange] = Field(default_factory=list)
 
     def by_key(self) -> dict[str, Exchange]:
         return {exchange.key: exchange for exchange in self.calls}
+
+    def lists(self) -> list[list[RecordedTool]]:
+        """Every tool list, as a `tools_changed` event numbers them (0: `tools`)."""
+        return [self.tools, *(t.tools for t in self.tool_lists)]
 
 
 def call_key(tool: str, arguments: dict[str, Any]) -> str:
@@ -153,6 +187,8 @@ def _problems(cassette: Cassette, source: str) -> list[SpecError]:
         if tool.name in names:
             problems.append(SpecError(source, f"tools[{i}].name", f"{tool.name!r} is listed twice"))
         names.add(tool.name)
+    names |= {t.name for listed in cassette.tool_lists for t in listed.tools}
+    lists = len(cassette.tool_lists) + 1
     first: dict[str, int] = {}
     for i, exchange in enumerate(cassette.calls):
         if exchange.tool not in names:
@@ -174,6 +210,11 @@ def _problems(cassette: Cassette, source: str) -> list[SpecError]:
                 if not isinstance(block.get("type"), str):
                     where = f"calls[{i}].answers[{j}].content[{k}]"
                     problems.append(SpecError(source, where, "a content block needs a `type`"))
+            for k, event in enumerate(answer.events):
+                if event.tools_changed >= lists:
+                    where = f"calls[{i}].answers[{j}].events[{k}].tools_changed"
+                    why = f"{event.tools_changed} names no list (`tools` and {lists - 1} `tool_lists`)"
+                    problems.append(SpecError(source, where, why))
     return problems
 
 
@@ -204,6 +245,7 @@ _Dumper.add_representer(str, _text)
 
 def cassette_text(cassette: Cassette) -> str:
     data = cassette.model_dump(mode="json", exclude_defaults=True)
+    data.pop("cassette", None)  # a file read as version 1 is written as the current one
     data = {"cassette": CASSETTE_FORMAT, **data}  # stated even though it is the default
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
@@ -227,22 +269,61 @@ def write_cassette(cassette: Cassette, path: Path) -> None:
 def merged(old: Cassette | None, new: Cassette, rules: IgnoreRules | None = None) -> Cassette:
     """`old` with what `new` adds: its tool list and instructions (the latest listing wins),
     calls it lacks, and answers its calls lack (after those already there); calls and
-    answers that differ only in what `rules` ignore are the same."""
+    answers that differ only in what `rules` ignore are the same. The tool lists that events
+    name are kept, each once, and the events renumbered to match."""
     if old is None:
         return new
-    calls = {exchange.key_under(rules): exchange for exchange in old.calls}
-    for exchange in new.calls:
-        key = exchange.key_under(rules)
-        known = calls.get(key)
-        if known is None:
-            calls[key] = exchange
-            continue
-        answers = list(known.answers)
-        for answer in exchange.answers:
-            if not any(answer.same_as(a, rules) for a in answers):
-                answers.append(answer)
-        calls[key] = known.model_copy(update={"answers": answers})
-    return new.model_copy(update={"calls": list(calls.values())})
+    lists = Relisted(new.tools)
+    calls: dict[str, Exchange] = {}
+    for source in (old, new):
+        for exchange in source.calls:
+            exchange = lists.renumbered(exchange, source.lists())
+            key = exchange.key_under(rules)
+            known = calls.get(key)
+            if known is None:
+                calls[key] = exchange
+                continue
+            answers = list(known.answers)
+            for answer in exchange.answers:
+                if not any(answer.same_as(a, rules) for a in answers):
+                    answers.append(answer)
+            calls[key] = known.model_copy(update={"answers": answers})
+    return new.model_copy(update={"calls": list(calls.values()), "tool_lists": lists.extra()})
+
+
+class Relisted:
+    """Tool lists gathered from several recordings, numbered as a cassette numbers them."""
+
+    def __init__(self, first: list[RecordedTool]) -> None:
+        self.lists = [first]
+
+    def number(self, tools: list[RecordedTool]) -> int:
+        """The list's number, added after the others when it is new."""
+        for i, known in enumerate(self.lists):
+            if known == tools:
+                return i
+        self.lists.append(tools)
+        return len(self.lists) - 1
+
+    def renumbered(self, exchange: Exchange, lists: list[list[RecordedTool]]) -> Exchange:
+        """`exchange` with its events naming lists by this numbering (`lists`: its own)."""
+        if not any(a.events for a in exchange.answers):
+            return exchange
+        answers = [
+            a.model_copy(
+                update={
+                    "events": [
+                        ToolsChanged(tools_changed=self.number(lists[e.tools_changed]))
+                        for e in a.events
+                    ]
+                }
+            )
+            for a in exchange.answers
+        ]
+        return exchange.model_copy(update={"answers": answers})
+
+    def extra(self) -> list[ToolList]:
+        return [ToolList(tools=t) for t in self.lists[1:]]
 
 
 @contextmanager

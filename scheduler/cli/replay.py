@@ -236,9 +236,12 @@ def changes_document(
                         "kind": c.kind,
                         "detail": c.detail,
                         "diff": c.diff,
+                        "turn": c.turn,
+                        "farm": c.farm,
                     }
                     for c in change.calls
                 ],
+                "turns": [asdict(t) for t in change.turns],
             }
             for change in found
         ],
@@ -274,10 +277,14 @@ def print_changes(found: list[TrialChange], total: int) -> None:
         label += f" (wording {variant})" if variant else ""
         verdict = f"{change.before} → {change.after}" if change.outcome_changed else change.after
         console.print(f"  {escape(label)}: {escape(verdict)}", highlight=False)
+        for turn in change.turns:
+            console.print(
+                f"    turn {turn.turn}: {escape(turn.before)} → {escape(turn.after)}",
+                highlight=False,
+            )
         for call in change.calls:
             console.print(
-                f"    call {call.index + 1} {escape(call.tool)}: {escape(call.what)}",
-                highlight=False,
+                f"    {call.where} {escape(call.tool)}: {escape(call.what)}", highlight=False
             )
             for line in call.diff:
                 console.print(f"      {escape(line)}", highlight=False, soft_wrap=True)

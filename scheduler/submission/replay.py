@@ -26,6 +26,13 @@ from mcp_farm.scheduler.submission.queries import (
     recorded_trials,
     sweep_spec_json,
 )
+from mcp_farm.scheduler.submission.replay_turns import (
+    TurnChange,
+    farm_calls,
+    stored_turns,
+    turn_changes,
+    turn_of_calls,
+)
 from mcp_farm.schema import FarmError, IgnoreRules, ModelTarget, SweepSpec, TrialSpec
 
 if TYPE_CHECKING:
@@ -99,30 +106,37 @@ def replay_note(spec_json: str) -> str | None:
     return f"replay of {', '.join(sources)}{who}: measures the servers, not the model"
 
 
-def turns(transcript_json: str) -> list[dict[str, Any]]:
+def turns(transcript_json: str, turns_json: str = "[]") -> list[dict[str, Any]]:
     """The model's turns of a recorded transcript, as the replay adapter gives them.
 
-    They are the assistant messages after the user's request, the last user message: the
-    opening messages (workers/model/encode.py) put the prompt config's few-shot examples,
-    user and assistant pairs, before the request, and those are the prompt's, not the model's;
-    the session adds no user message after the request (results are `tool` messages)."""
+    They are the assistant messages after the user's request: the opening messages
+    (workers/model/encode.py) put the prompt config's few-shot examples, user and assistant
+    pairs, before the request, and those are the prompt's, not the model's; the session adds
+    no user message after the request (results are `tool` messages). A conversation
+    (`turns_json` has an entry per user turn sent) starts at its first turn's message, each
+    later user message starts the next turn, and each reply carries its turn (`turn`, 0-based);
+    the messages the farm wrote for a continued turn (`farm: true`) are not the model's."""
     messages = json.loads(transcript_json)
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    sent = len(json.loads(turns_json or "[]"))
+    first = users[-max(sent, 1)] + 1 if users else 0
     found = []
-    for message in messages[users[-1] + 1 if users else 0 :]:
-        if message.get("role") != "assistant":
+    turn = 0
+    for message in messages[first:]:
+        if message.get("role") == "user":
+            turn += 1
+        if message.get("role") != "assistant" or message.get("farm"):
             continue
         calls = [
             {"id": c["id"], "name": c["name"], "arguments": c.get("arguments", {})}
             for c in message.get("tool_calls") or []
         ]
-        found.append(
-            {
-                "text": message.get("content", ""),
-                "calls": calls,
-                "undecoded": message.get("undecoded", False),
-            }
-        )
+        reply = {
+            "text": message.get("content", ""),
+            "calls": calls,
+            "undecoded": message.get("undecoded", False),
+        }
+        found.append(reply | {"turn": turn} if sent else reply)
     return found
 
 
@@ -163,7 +177,7 @@ def with_recordings(plan: Plan, recorded: list[Any], source_id: str) -> Plan:
             trials.append(trial)
             continue
         row = by_key[spec_key(trial)]
-        script = [*turns(row.transcript_json), ending(row)]
+        script = [*turns(row.transcript_json, getattr(row, "turns_json", "[]")), ending(row)]
         model = trial.model.model_copy(update={"script": script})
         spec = trial.model_copy(update={"model": model})
         trials.append(TrialSpec.model_validate(spec.model_dump() | {"trial_id": ""}))
@@ -209,10 +223,20 @@ class CallChange:
     """The error of a call that now fails; what a change past the stored text means."""
     diff: list[str] = field(default_factory=list)
     """A unified diff of the change (text, or indented JSON), at most DIFF_LINES."""
+    turn: int | None = None
+    """In a conversation, the call's user turn (1-based); None in a one-prompt trial."""
+    farm: bool = False
+    """A call the farm made for a continued turn (`index` counts those of its turn)."""
 
     @property
     def what(self) -> str:
         return f"{self.kind}: {self.detail}" if self.detail else self.kind
+
+    @property
+    def where(self) -> str:
+        """How a report names the call: `call 2`, `turn 2 call 1`, `turn 1 farm call 1`."""
+        call = f"{'farm call' if self.farm else 'call'} {self.index + 1}"
+        return call if self.turn is None else f"turn {self.turn} {call}"
 
 
 @dataclass
@@ -221,6 +245,8 @@ class TrialChange:
     before: str
     after: str
     calls: list[CallChange] = field(default_factory=list)
+    turns: list[TurnChange] = field(default_factory=list)
+    """In a conversation, the turns whose own verdict changed."""
 
     @property
     def outcome_changed(self) -> bool:
@@ -372,7 +398,13 @@ def result_diff(before: str, after: str) -> list[str]:
 
 
 def _tool_results(transcript_json: str) -> list[str]:
-    return [m.get("content", "") for m in json.loads(transcript_json) if m.get("role") == "tool"]
+    """The results of the trial's own calls as the model was shown them; the farm's calls of a
+    continued turn (`farm: true`) are kept with their turn instead."""
+    return [
+        m.get("content", "")
+        for m in json.loads(transcript_json)
+        if m.get("role") == "tool" and not m.get("farm")
+    ]
 
 
 def call_changes(
@@ -433,8 +465,35 @@ def changes(
             _tool_results(new.transcript_json),
             (rules or {}).get(key, {}),
         )
-        if calls or row.outcome != new.outcome:
-            found.append(TrialChange(key, row.outcome or "", new.outcome or "", calls))
+        was_turns, now_turns = stored_turns(row), stored_turns(new)
+        calls = conversation_calls(calls, was_turns, now_turns, (rules or {}).get(key, {}))
+        turns = turn_changes(was_turns, now_turns)
+        if calls or turns or row.outcome != new.outcome:
+            found.append(TrialChange(key, row.outcome or "", new.outcome or "", calls, turns))
+    return found
+
+
+def conversation_calls(
+    calls: list[CallChange],
+    was_turns: list[dict[str, Any]],
+    now_turns: list[dict[str, Any]],
+    rules: Rules,
+) -> list[CallChange]:
+    """A conversation's call changes with their turns, and the changes of the farm's own
+    calls (a continued turn's expected calls), turn by turn; `calls` as they were for a
+    one-prompt trial."""
+    if not was_turns and not now_turns:
+        return calls
+    was_at, now_at = turn_of_calls(was_turns), turn_of_calls(now_turns)
+    found = [replace(c, turn=was_at.get(c.index, now_at.get(c.index))) for c in calls]
+    was_by, now_by = (
+        {int(t.get("index", 0)): t for t in turns} for turns in (was_turns, now_turns)
+    )
+    for i in sorted(was_by.keys() | now_by.keys()):
+        was_calls, was_shown = farm_calls(was_by.get(i, {}))
+        now_calls, now_shown = farm_calls(now_by.get(i, {}))
+        changed = call_changes(was_calls, now_calls, was_shown, now_shown, rules)
+        found += [replace(c, turn=i + 1, farm=True) for c in changed]
     return found
 
 

@@ -24,6 +24,8 @@ from mcp_farm.scenarios.cassette import (
     Cassette,
     Exchange,
     RecordedTool,
+    Relisted,
+    ToolsChanged,
     load_cassette,
     locked,
     masked,
@@ -65,6 +67,11 @@ class _Tape:
     tools: list[RecordedTool]
     instructions: str
     calls: dict[str, Exchange] = field(default_factory=dict)
+    lists: Relisted | None = None
+    """Every tool list the server announced in the trial (None until it announced one)."""
+    last: tuple[str, int, bool] | None = None
+    """The latest call's key, its answer's place, and whether this call added that answer: a
+    list announced after it changed after it."""
 
     def cassette(self) -> Cassette:
         return Cassette(
@@ -72,8 +79,41 @@ class _Tape:
             recorded_from=mask_secrets(_definition(self.server)),
             instructions=mask_secrets(self.instructions),
             tools=self.tools,
+            tool_lists=self.lists.extra() if self.lists else [],
             calls=list(self.calls.values()),
         )
+
+    def add(self, exchange: Exchange) -> None:
+        """One call's exchange, merged with the same call's earlier answers."""
+        rules = self.server.ignore
+        key = exchange.key_under(rules)
+        known = self.calls.get(key)
+        merged = exchange if known is None else merged_exchange(known, exchange.answers[0], rules)
+        self.calls[key] = merged
+        answer = exchange.answers[0]
+        i = next(i for i, a in enumerate(merged.answers) if answer.same_as(a, rules))
+        self.last = (key, i, known is None or len(merged.answers) > len(known.answers))
+
+    def relisted(self, tools: list[RecordedTool]) -> None:
+        """A list the server announced: a change after the latest call's answer, which that
+        answer carries as an event. The same answer without the change (recorded when the
+        call changed nothing) stays as it was beside it."""
+        if self.last is None:  # no call of this trial caused it (a reset before the trial)
+            return
+        if self.lists is None:
+            self.lists = Relisted(self.tools)
+        key, i, added = self.last
+        exchange = self.calls[key]
+        answer = exchange.answers[i]
+        event = ToolsChanged(tools_changed=self.lists.number(tools))
+        changed = answer.model_copy(update={"events": [*answer.events, event]})
+        answers = [a for j, a in enumerate(exchange.answers) if j != i or not added]
+        rules = self.server.ignore
+        found = next((j for j, a in enumerate(answers) if changed.same_as(a, rules)), None)
+        if found is None:
+            answers.append(changed)
+        self.calls[key] = exchange.model_copy(update={"answers": answers})
+        self.last = (key, len(answers) - 1 if found is None else found, found is None)
 
 
 @dataclass
@@ -94,18 +134,19 @@ class Capture:
     def called(
         self, server: str, tool: str, arguments: dict[str, Any], result: Any, latency_s: float
     ) -> None:
-        """One call and its whole result (setup and reset calls included)."""
+        """One call and its whole result (setup, reset and trigger calls included)."""
         tape = self.tapes.get(server)
         if tape is None:
             return
         answer = recorded_answer(result, latency_s)
-        exchange = Exchange(tool=tool, arguments=masked(arguments), answers=[answer])
-        rules = tape.server.ignore
-        key = exchange.key_under(rules)
-        known = tape.calls.get(key)
-        if known is not None:
-            exchange = merged_exchange(known, answer, rules)
-        tape.calls[key] = exchange
+        tape.add(Exchange(tool=tool, arguments=masked(arguments), answers=[answer]))
+
+    def relisted(self, server: str, tools: list[Tool]) -> None:
+        """A tool list the server announced mid-trial (notifications/tools/list_changed),
+        recorded as a change after its latest call, where a cassette replays it."""
+        tape = self.tapes.get(server)
+        if tape is not None:
+            tape.relisted([recorded_tool(t) for t in tools])
 
     def save(self) -> None:
         """Add this trial's exchanges to the cassettes; InfraError naming the file when one

@@ -3,6 +3,8 @@ tools again, so the model sees the new list from its next reply (docs/conversati
 
 from __future__ import annotations
 
+import time
+
 import anyio
 from mcp import MCPError
 
@@ -33,6 +35,8 @@ async def relist(conn: Connected) -> bool:
         for name in was:
             del conn.tools[name]
         add_tools(conn, server, list(listed.tools))
+        if conn.capture is not None:
+            conn.capture.relisted(server, list(listed.tools))
         now = {n: t for n, t in conn.tools.items() if t.server == server}
         before, after = set(was), set(now)
         for name in before - after:
@@ -52,10 +56,15 @@ async def trigger_change(conn: Connected, server: str, call: SetupCall, label: s
     changes = conn.changes[server]
     changes.expect()
     conn.touched.add(server)
+    started = time.perf_counter()
     try:
         result = await conn.sessions[server].call_tool(call.tool, call.arguments)
     except MCPError as exc:
         raise InfraError(f"{label} {server}.{call.tool} failed: {exc}") from None
+    if conn.capture is not None:  # a cassette must answer the trigger too, and change then
+        conn.capture.called(
+            server, call.tool, call.arguments, result, time.perf_counter() - started
+        )
     if result.is_error:
         raise InfraError(f"{label} {server}.{call.tool} failed: {result.content}")
     with anyio.move_on_after(NOTICE_WAIT_S):

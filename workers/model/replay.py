@@ -6,6 +6,12 @@ turns the trial of the same scenario, prompt config, tool set, repetition and wo
 decoder could not read it; its last item says how the recorded trial ended. The calls go to
 the servers as they are defined now, so a replay measures the servers, not the model.
 
+A conversation's replies carry their user turn (`turn`): asked for a reply, the replay gives
+the recorded reply at the same place, the n-th reply of the same user turn, read from the
+history it is shown (its user messages, and its assistant messages after the last one). So a
+turn the farm continued from, whose replies the history replaces by the expected turn, does not
+move the replies of the next turn.
+
 Asked for a turn the recording does not have, the replay ends the session as the recording
 ended: a trial stopped by the model's time limit, the scenario's clock, an infrastructure
 failure or a bug in the farm recorded no last turn, and an empty answer in its place would show
@@ -66,10 +72,9 @@ class ReplayClient:
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
     ) -> ModelReply:
-        turn = model_turns(messages)
-        if turn >= len(self.turns):
-            return self.ending()
-        recorded = self.turns[turn]
+        recorded = self.recorded_at(messages, prompt)
+        if isinstance(recorded, int):
+            return self.ending(recorded)
         text = str(recorded.get("text", ""))
         if recorded.get("undecoded"):
             return ModelReply(text=text, format_error=UNDECODED)
@@ -79,8 +84,25 @@ class ReplayClient:
         ]
         return ModelReply(text=text, calls=calls, tokens=TokenCounts())
 
-    def ending(self) -> ModelReply:
-        """The session's end where the recording has no more turns (module docstring)."""
+    def recorded_at(self, messages: list[Message], prompt: PromptConfig) -> dict[str, Any] | int:
+        """The recorded reply at the place `messages` ask for; past the recording, the user
+        turn (0-based) it has no more replies for."""
+        reply = model_turns(messages)
+        if not any("turn" in t for t in self.turns):  # one user request: replies in order
+            return self.turns[reply] if reply < len(self.turns) else 0
+        users = sum(1 for m in messages if m.role == "user")
+        turn = users - len(prompt.few_shot) - 1
+        mine = [t for t in self.turns if t.get("turn") == turn]
+        return mine[reply] if reply < len(mine) else turn
+
+    def ending(self, turn: int = 0) -> ModelReply:
+        """The session's end where the recording has no more turns (module docstring); in a
+        conversation, the recorded end only in its last recorded turn (`turn`, 0-based), and
+        the turn limit in an earlier one."""
+        last = max((int(t.get("turn", 0)) for t in self.turns), default=0)
+        if turn < last:
+            text = f"the recording has no more replies in turn {turn + 1}"
+            return ModelReply(text=text, stop="turn_limit")
         recorded = str(self.end.get("end") or "")
         stop: StopReason = next((s for s in ENDS_WITHOUT_A_TURN if s == recorded), "turn_limit")
         why = str(self.end.get("detail") or "")
