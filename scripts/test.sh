@@ -18,5 +18,6 @@ $fast || bash scripts/services.sh
 if $fast; then
   .venv/bin/python -m pytest -m "not slow and not integration and not faults and not services" "$@"
 else
-  .venv/bin/python -m pytest "$@"
+  # The slowest tests are listed at the end, so a CI log shows where its time went.
+  .venv/bin/python -m pytest --durations=25 "$@"
 fi
