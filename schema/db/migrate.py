@@ -130,6 +130,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "did a step (trial recovered)",
         ["ALTER TABLE trial ADD COLUMN recovered BOOLEAN"],
     ),
+    (
+        16,
+        "elicitation: the servers' requests for user input during a trial and the scripted "
+        "answers (trial elicitations_json)",
+        ["ALTER TABLE trial ADD COLUMN elicitations_json VARCHAR NOT NULL DEFAULT '[]'"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 
