@@ -4,6 +4,7 @@ exchange is kept on the trial, and calling a tool again after a refusal is forbi
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,18 +14,32 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from rich.console import Console
+from sqlalchemy import text
 
 from mcp_farm.scenarios import load_suite
 from mcp_farm.scheduler.report.html.page import _transcript
+from mcp_farm.scheduler.submission.embedded import run_embedded
+from mcp_farm.scheduler.submission.expand import expand
+from mcp_farm.scheduler.submission.queries import record_scoring
 from mcp_farm.scheduler.view.queries import trial_record
 from mcp_farm.scheduler.view.terminal import print_trial
 from mcp_farm.scheduler.view.transcript import entries
 from mcp_farm.scheduler.view.trial_page import trial_page
-from mcp_farm.schema import ElicitAnswer, Scenario, Settings, TrialResult
+from mcp_farm.schema import (
+    ElicitAnswer,
+    Elicitation,
+    JudgeSettings,
+    Scenario,
+    ScenarioSelection,
+    Settings,
+    SweepSpec,
+    TrialResult,
+    load_task,
+)
 from mcp_farm.schema.db import init_db, make_engine
 from mcp_farm.workers.node.runtime import Runtime
 from mcp_farm.workers.store.results import save_trial
-from tests.helpers import free_port, ideal_script, trial, wait_until_serving
+from tests.helpers import free_port, ideal_script, scripted, trial, wait_until_serving
 
 pytestmark = pytest.mark.integration
 
@@ -290,3 +305,39 @@ def test_the_stored_exchange_shows_escaped_in_trial_show_and_the_trial_page(
     assert "elicitation from office" in shown and 'accept {"people": 3}' in shown
     report = _transcript(record.trial)
     assert "[elicitation from office]" in report and PAYLOAD not in report
+
+
+def test_an_embedded_sweep_stores_the_exchanges_and_rescore_grades_them_alike(
+    settings: Settings,
+) -> None:
+    scenario = BY_ID["conv.office-delete-declined"]
+    delete = [item for item in ideal_script(scenario.turn_scenario(1)) if "call" in item]
+    ignoring = _script(scenario, 1, [*delete, *delete, {"answer": "Done."}])
+    sweep = SweepSpec(
+        name="asks",
+        models=[scripted(ideal_script(scenario), "ideal"), scripted(ignoring, "ignores")],
+        prompts=["native"],
+        scenarios=ScenarioSelection(suites=["conversations"], ids=[scenario.id]),
+        repetitions=1,
+        paraphrases="verbatim",
+    )
+    engine = make_engine(settings.resolved_database_url())
+    init_db(engine)
+    plan = expand(sweep, "test")
+    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    with engine.begin() as conn:
+        stored = conn.execute(
+            text("select model_id, trial_id, outcome, elicitations_json from trial"),
+        ).all()
+        scoring = record_scoring(conn, plan.sweep_id, JudgeSettings(), "rescore", "test")
+    asked = {m: [Elicitation.model_validate(e) for e in json.loads(j)] for m, _t, _o, j in stored}
+    assert [e.action for e in asked["ideal"]] == ["decline"]
+    assert [e.call for e in asked["ignores"]] == [1, 2]
+    outcomes = {m: o for m, _t, o, _j in stored}
+    assert outcomes == {"ideal": "pass", "ignores": "forbidden_call"}
+    for model, trial_id, outcome, _j in stored:
+        summary = load_task("farm.rescore_trial")(
+            {"trial_id": trial_id, "scoring_id": scoring, "judge": JudgeSettings().model_dump()},
+            settings,
+        )
+        assert (model, summary.outcome) == (model, outcome)
