@@ -109,7 +109,8 @@ def entries(trial: Any, calls: list[Any]) -> list[Entry]:
         if content or role != "assistant":
             found.append(Entry(role if role in ("system", "user") else "assistant", text=content))
         for call in message.get("tool_calls") or []:
-            row = next(rows, None)
+            # The farm's own calls (a continued turn's expected calls) have no tool_call row.
+            row = None if message.get("farm") else next(rows, None)
             result = results.get(call.get("id"))
             found.append(
                 Entry(

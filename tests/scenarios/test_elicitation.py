@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -341,3 +342,28 @@ def test_an_embedded_sweep_stores_the_exchanges_and_rescore_grades_them_alike(
             settings,
         )
         assert (model, summary.outcome) == (model, outcome)
+
+
+def test_after_a_continued_turn_each_exchange_still_follows_the_models_own_call() -> None:
+    farm = {"id": "farm_0_0", "name": "book_room", "arguments": {"room": "Attic"}}
+    own = {"id": "c1", "name": "book_room", "arguments": {"room": "Harbor"}}
+    transcript = [
+        {"role": "user", "content": "Book the Attic."},
+        {"role": "assistant", "content": "", "tool_calls": [farm], "farm": True},
+        {"role": "tool", "content": "Booked.", "tool_call_id": "farm_0_0", "farm": True},
+        {"role": "user", "content": "And Harbor."},
+        {"role": "assistant", "content": "", "tool_calls": [own]},
+        {"role": "tool", "content": "Not booked.", "tool_call_id": "c1"},
+    ]
+    exchange = {"call": 0, "server": "office", "message": "How many?", "action": "cancel"}
+    trial_row = SimpleNamespace(
+        setup_json="[]",
+        transcript_json=json.dumps(transcript),
+        elicitations_json=json.dumps([{**exchange, "scripted": True}]),
+    )
+    row = SimpleNamespace(idx=0, ok=True, error=None, latency_s=0.1, server="office")
+    story = entries(trial_row, [row])
+    calls = [(x.kind, x.index, x.arguments) for x in story if x.kind in ("call", "elicit")]
+    assert calls[0][:2] == ("call", None)  # the farm's call: no row of its own
+    assert calls[1][:2] == ("call", 0) and "Harbor" in calls[1][2]
+    assert calls[2][:2] == ("elicit", 0)
