@@ -24,6 +24,7 @@ from mcp_farm.schema.placeholders import ENV_PLACEHOLDER as ENV_PLACEHOLDER
 from mcp_farm.schema.redact import has_credentials
 from mcp_farm.schema.vocab import (
     AdapterName,
+    ElicitAction,
     ReplyClock,
     Tier,
     ToolMode,
@@ -93,6 +94,41 @@ class NeverCall(Strict):
         return self
 
 
+ElicitValue = str | int | float | bool | list[str] | None
+"""A value an elicitation's form may hold (MCP `ElicitResult.content`: primitives only)."""
+
+
+class ElicitAnswer(Strict):
+    """The user's scripted answer to a server's elicitation request (`elicit:`): the first
+    entry whose `message` and `field` both match the request answers it
+    (docs/conversations.md, "Servers that ask the user")."""
+
+    message: str | None = None
+    """A regular expression (case-insensitive, searched) over the request's message."""
+    field: str | None = None
+    """A property the request's schema asks for (`requestedSchema.properties`)."""
+    action: ElicitAction
+    """`accept` (with `content`), `decline` (the user said no) or `cancel` (dismissed)."""
+    content: dict[str, ElicitValue] | None = None
+    """The form's values, for `accept` only; checked against the request's schema when the
+    request comes (a mismatch is the scenario's error: the trial is an infra_error)."""
+
+    @field_validator("message")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        return checked_regex(pattern)
+
+    @model_validator(mode="after")
+    def _matched_and_answered(self) -> ElicitAnswer:
+        if self.message is None and self.field is None:
+            raise ValueError("an `elicit` entry needs `message` or `field` to match requests by")
+        if self.action == "accept" and self.content is None:
+            raise ValueError("content: `action: accept` needs the form's `content`")
+        if self.action != "accept" and self.content is not None:
+            raise ValueError(f"content: `action: {self.action}` sends no content")
+        return self
+
+
 TurnEvent = Literal["tools_changed"]
 """What a turn's `event:` may be (docs/conversations.md)."""
 
@@ -134,6 +170,9 @@ class Turn(Strict):
     `notifications/tools/list_changed`, the farm lists its tools again)."""
     trigger: SetupCall | None = None
     """The call the farm makes to cause the `event` (never shown to the model as its own)."""
+    elicit: list[ElicitAnswer] = Field(default_factory=list)
+    """How the user answers a server's elicitation requests during this turn (before the
+    scenario's own `elicit`); an unscripted request is declined and noted on the trial."""
 
     @model_validator(mode="before")
     @classmethod
@@ -238,7 +277,11 @@ class Scenario(Strict):
     confirm_destructive: bool = False
     """A conversation's tool that its server marks `destructiveHint: true` may be called only
     in reply to a user message with `confirms: true` or after it (so the turn that asks for
-    the action must ask to confirm first); made sooner, it is the outcome `forbidden_call`."""
+    the action must ask to confirm first); made sooner, it is the outcome `forbidden_call`.
+    An elicitation the user accepted during the call itself confirms it too."""
+    elicit: list[ElicitAnswer] = Field(default_factory=list)
+    """How the user answers a server's elicitation requests, in every turn (after a turn's
+    own entries); an unscripted request is declined and noted on the trial."""
 
     @field_validator("final_answer")
     @classmethod
@@ -321,6 +364,7 @@ class Scenario(Strict):
                 "example_answer": turn.example_answer,
                 "calls": turn.calls or self.calls,
                 "never": [*self.never, *turn.never],
+                "elicit": [*turn.elicit, *self.elicit],
             }
         )
 

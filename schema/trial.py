@@ -20,6 +20,7 @@ from mcp_farm.schema.specs import (
     PromptConfig,
 )
 from mcp_farm.schema.vocab import (
+    ElicitAction,
     Outcome,
     ReplyClock,
     StopReason,
@@ -212,6 +213,29 @@ class TurnResult(BaseModel):
     call)."""
 
 
+class Elicitation(BaseModel):
+    """One elicitation exchange: a server asked the user for input during a call, and how the
+    scripted user answered (docs/conversations.md, "Servers that ask the user")."""
+
+    turn: int = 0
+    """0-based turn the request came in (0 for a one-prompt scenario)."""
+    call: int | None = None
+    """Index (in the trial's `tool_calls`) of the model's call it came during; None during a
+    call the farm made (setup, a trigger, a continued turn's expected calls)."""
+    server: str
+    message: str
+    """What the server told the user (the request's `message`)."""
+    requested_schema: dict[str, Any] = Field(default_factory=dict)
+    """The form the server asked for (the request's `requestedSchema`); empty in URL mode."""
+    mode: Literal["form", "url"] = "form"
+    action: ElicitAction
+    """How the user answered."""
+    content: dict[str, Any] | None = None
+    """The values sent with `accept`."""
+    scripted: bool
+    """False: no `elicit` entry matched, so the farm declined it."""
+
+
 class TrialProvenance(BaseModel):
     """What produced a result: code, machine, and every pin that changes results."""
 
@@ -292,6 +316,9 @@ class TrialResult(BaseModel):
     answer: AnswerScore | None = None
     """The answer-quality score, for scenarios with an `answer` in sweeps that score them."""
     turn_results: list[TurnResult] = Field(default_factory=list)
+    elicitations: list[Elicitation] = Field(default_factory=list)
+    """Every elicitation request a server made during the trial, and its answer, in order
+    (column `trial.elicitations_json`)."""
     """A conversation's turns, each with its verdict (empty for a one-prompt scenario). The
     trial passes only if every turn passed; otherwise its outcome is its first failed turn's.
     Turns never reached (after a failure under `stop`) have no entry."""

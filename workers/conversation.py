@@ -17,7 +17,7 @@ from mcp_farm.schema import (
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.conversation import ENDS, NOT_GRADED, grade_turn
-from mcp_farm.workers.mcp.connections import Connected
+from mcp_farm.workers.mcp.connections import Connected, elicit_problem
 from mcp_farm.workers.mcp.relist import trigger_change
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
@@ -67,8 +67,9 @@ async def run_conversation(
         state.turn_results.append(turn)
         added, removed = set(conn.added), dict(conn.removed)
         try:
-            await _event(scenario, i, conn)
             view = scenario.turn_scenario(i)
+            conn.asked.turn, conn.asked.script = i, list(view.elicit)
+            await _event(scenario, i, conn)
             await reply_loop(state, history, view, prompt, client, conn, seed, reply_limit_s)
         finally:
             state.transcript.extend(history[start:])
@@ -81,7 +82,15 @@ async def run_conversation(
         detail = state.format_error or state.limit_detail or ""
         done = state.turn_results[:i]
         verdict = grade_turn(
-            scenario, i, turn, done, state.calls, schemas, detail, state.destructive
+            scenario,
+            i,
+            turn,
+            done,
+            state.calls,
+            schemas,
+            detail,
+            state.destructive,
+            conn.asked.exchanges,
         )
         turn.outcome, turn.detail = verdict.outcome, verdict.detail
         if verdict.outcome == "pass" or i == len(scenario.turns) - 1:
@@ -123,6 +132,7 @@ async def _expected_turn(
         conn.touched.add(server)
         started = time.perf_counter()
         result = await conn.sessions[server].call_tool(call.tool, call.arguments)
+        elicit_problem(conn)
         record = recorded(
             j, server, call.tool, call.arguments, result, time.perf_counter() - started, conn
         )

@@ -14,6 +14,7 @@ import anyio
 from mcp import MCPError
 
 from mcp_farm.schema import (
+    Elicitation,
     Message,
     PromptConfig,
     ResetCall,
@@ -31,6 +32,7 @@ from mcp_farm.workers.grading.counting import repeats_allowed
 from mcp_farm.workers.mcp.capture import left_cassette
 from mcp_farm.workers.mcp.connections import (
     Connected,
+    elicit_problem,
     refusal,
     result_text,
 )
@@ -81,6 +83,8 @@ class SessionState:
     """A conversation's turns as they ran (workers/conversation.py); graded at the end."""
     destructive: frozenset[str] = frozenset()
     """The attached tools their servers mark `destructiveHint: true` (`confirm_destructive`)."""
+    elicitations: list[Elicitation] = field(default_factory=list)
+    """The servers' elicitation requests and the scripted answers, as they came."""
 
 
 @contextmanager
@@ -136,10 +140,14 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
     if not spec.read_only:
         conn.touched.add(spec.server)
     started = time.perf_counter()
+    conn.asked.call = index  # an elicitation during this call is recorded as this call's
     try:
         result = await conn.sessions[spec.server].call_tool(spec.tool, call.arguments)
     except MCPError as exc:  # the server refused the call over JSON-RPC: the call failed
         result = refusal(spec.server, spec.tool, exc)
+    finally:
+        conn.asked.call = None
+    elicit_problem(conn)
     latency = time.perf_counter() - started
     return recorded(index, spec.server, spec.tool, call.arguments, result, latency, conn)
 
@@ -302,6 +310,7 @@ async def run_session(
     state.transcript = opening_messages(
         prompt, scenario.prompt_for(variant), tools, conn.instructions
     )
+    conn.asked.script = list(scenario.elicit)
     await reply_loop(state, state.transcript, scenario, prompt, client, conn, seed, reply_limit_s)
 
 

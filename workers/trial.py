@@ -35,6 +35,7 @@ from mcp_farm.workers.answer.scoring import (
 from mcp_farm.workers.conversation import run_conversation
 from mcp_farm.workers.errors import InfraError, harness_detail
 from mcp_farm.workers.grading.conversation import NOT_GRADED, grade_conversation, recovered
+from mcp_farm.workers.grading.elicited import with_declines
 from mcp_farm.workers.grading.grade import (
     Graded,
     grade,
@@ -113,6 +114,7 @@ async def _converse(
                 schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
                 state.left_cassette = conn.left_cassette
                 state.server_tools = conn.listed
+                state.elicitations = conn.asked.exchanges
     finally:
         if capture is not None:
             # What was exchanged before a timeout or a failure was exchanged all the same.
@@ -184,10 +186,18 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
                 # The session ended inside this turn (a limit, a failure): it ended as the trial.
                 turns[-1].stop_reason = stop
             turns, verdict = grade_conversation(
-                scenario, turns, state.calls, stop, schemas, why, state.destructive
+                scenario,
+                turns,
+                state.calls,
+                stop,
+                schemas,
+                why,
+                state.destructive,
+                state.elicitations,
             )
         else:
             verdict = grade(scenario, state.calls, state.final_answer, stop, schemas, why)
+            verdict = with_declines(verdict, state.calls, state.elicitations)
     except FarmError as exc:
         # A pattern or schema that cannot be applied (the scenario's or a server's), not the
         # model's doing: the trial is recorded as an infrastructure error naming it.
@@ -234,6 +244,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         left_cassette=state.left_cassette,
         turn_results=turns,
         steps=steps,
+        elicitations=state.elicitations,
         provenance=provenance(spec, settings, client.pins if client else {}).model_copy(
             update={"server_tools": state.server_tools}
         ),

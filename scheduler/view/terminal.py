@@ -69,6 +69,12 @@ def _entry_lines(item: Entry) -> list[str]:
         return [f"[bold]{item.kind}:[/bold] {escape(item.text)}"]
     if item.kind == "undecoded":
         return [f"[bold red]assistant (undecodable call):[/bold red] {escape(item.text)}"]
+    if item.kind == "elicit":
+        return [
+            f"  [bold]elicitation[/bold] from {escape(item.server or '?')}: {escape(item.text)}",
+            f"    schema: {escape(item.arguments)}",
+            f"    user: {escape(item.result or '')}",
+        ]
     number = "setup" if item.kind == "setup" else f"call #{item.index}"
     where = f"{item.server}." if item.server else ""
     state = "[green]ok[/green]" if item.ok else "[red]error[/red]"

@@ -18,7 +18,7 @@ STEP_NAMED = re.compile(r"\bstep (\d+) \(")
 TOOL_NAMED = re.compile(r"^(?:calls: strict: call \d+ \()?([\w|-]+)[.:)]")
 """How it names the tool of the call at fault: `read_file.path: …`, `read_file: …`."""
 
-Kind = Literal["setup", "system", "user", "assistant", "call", "undecoded"]
+Kind = Literal["setup", "system", "user", "assistant", "call", "undecoded", "elicit"]
 
 
 @dataclass
@@ -40,6 +40,28 @@ class Entry:
     index: int | None = None
     """The call's index among the model's calls (the tool_call row), or the setup call's."""
     server: str | None = None
+
+
+def _elicited(trial: Any) -> dict[int | None, list[Entry]]:
+    """The trial's elicitation exchanges as entries, by the call they came during (None: a
+    call the farm made). `text` is the server's message, `arguments` the requested schema,
+    `result` the user's answer; `ok` is false for a request no `elicit` entry answered."""
+    found: dict[int | None, list[Entry]] = {}
+    for x in _loads(getattr(trial, "elicitations_json", None), []):
+        answer = str(x.get("action"))
+        if x.get("content") is not None:
+            answer += " " + _dumps(x.get("content"))
+        entry = Entry(
+            "elicit",
+            text=str(x.get("message", "")),
+            arguments=_dumps(x.get("requested_schema") or {}),
+            result=answer + ("" if x.get("scripted") else " (unscripted: declined by the farm)"),
+            ok=bool(x.get("scripted")),
+            index=x.get("call"),
+            server=x.get("server"),
+        )
+        found.setdefault(x.get("call"), []).append(entry)
+    return found
 
 
 def _dumps(value: Any) -> str:
@@ -75,6 +97,7 @@ def entries(trial: Any, calls: list[Any]) -> list[Entry]:
         m.get("tool_call_id"): m.get("content", "") for m in messages if m.get("role") == "tool"
     }
     rows = iter(calls)
+    asked = _elicited(trial)
     for message in messages:
         role = message.get("role")
         if role == "tool":
@@ -86,7 +109,8 @@ def entries(trial: Any, calls: list[Any]) -> list[Entry]:
         if content or role != "assistant":
             found.append(Entry(role if role in ("system", "user") else "assistant", text=content))
         for call in message.get("tool_calls") or []:
-            row = next(rows, None)
+            # The farm's own calls (a continued turn's expected calls) have no tool_call row.
+            row = None if message.get("farm") else next(rows, None)
             result = results.get(call.get("id"))
             found.append(
                 Entry(
@@ -102,7 +126,9 @@ def entries(trial: Any, calls: list[Any]) -> list[Entry]:
                     server=None if row is None else row.server,
                 )
             )
-    return found
+            if row is not None:
+                found += asked.pop(row.idx, [])
+    return found + [entry for rest in asked.values() for entry in rest]
 
 
 @dataclass

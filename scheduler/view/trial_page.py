@@ -60,6 +60,12 @@ def _entry_html(item: Entry) -> str:
             '<div class="msg undecoded"><b>assistant (a call the decoder could not read)</b>'
             f"<pre>{e(item.text)}</pre></div>"
         )
+    if item.kind == "elicit":
+        return (
+            f'<div class="call elicit"><b>elicitation from {e(item.server or "?")}</b>'
+            f"<pre>{e(item.text)}</pre><details><summary>requested schema</summary>"
+            f"<pre>{e(item.arguments)}</pre></details><p>user: {e(item.result or '')}</p></div>"
+        )
     where = f"{item.server}." if item.server else ""
     number = "setup" if item.kind == "setup" else f"#{item.index}"
     state = "ok" if item.ok else "error"

@@ -136,6 +136,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "steps_json)",
         ["ALTER TABLE trial ADD COLUMN steps_json VARCHAR NOT NULL DEFAULT '[]'"],
     ),
+    (
+        17,
+        "elicitation: the servers' requests for user input during a trial and the scripted "
+        "answers (trial elicitations_json)",
+        ["ALTER TABLE trial ADD COLUMN elicitations_json VARCHAR NOT NULL DEFAULT '[]'"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

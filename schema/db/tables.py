@@ -102,6 +102,8 @@ class TrialRow(SQLModel, table=True):
     turns_json: str = Field(default="[]", sa_column_kwargs={"server_default": "[]"})
     """A conversation's turns with their own verdicts (TurnResult, JSON list); `[]` for a
     one-prompt scenario. Kept with the trial (not a table) since a turn is read only with it."""
+    elicitations_json: str = Field(default="[]", sa_column_kwargs={"server_default": "[]"})
+    """The trial's elicitation exchanges (TrialResult.elicitations), in order."""
     recovered: bool | None = None
     """TrialResult.recovered: null when no call got an error result."""
     steps_json: str = Field(default="[]", sa_column_kwargs={"server_default": "[]"})

@@ -27,7 +27,11 @@ pytestmark = pytest.mark.integration
 
 SUITE = load_suite("conversations")
 BY_ID = {s.id: s for s in SUITE.scenarios}
-CONFIRMING = [s for s in SUITE.scenarios if s.confirm_destructive]
+# Confirmed by a user turn (`confirms: true`); one confirmed through elicitation instead is
+# tests/scenarios/test_elicitation.py's.
+CONFIRMING = [
+    s for s in SUITE.scenarios if s.confirm_destructive and any(t.confirms for t in s.turns)
+]
 NEVER = [s for s in SUITE.scenarios if "never" in s.tags]
 RECOVERY = [s for s in SUITE.scenarios if "recovery" in s.tags]
 

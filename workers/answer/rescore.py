@@ -20,6 +20,7 @@ from mcp_farm.scenarios.anchors import (
     load_anchors,
 )
 from mcp_farm.schema import (
+    Elicitation,
     Message,
     Scenario,
     Settings,
@@ -42,6 +43,7 @@ from mcp_farm.workers.answer.scoring import (
     shown_to_judge,
 )
 from mcp_farm.workers.grading.conversation import grade_conversation
+from mcp_farm.workers.grading.elicited import with_declines
 from mcp_farm.workers.grading.grade import (
     grade,
     scenario_of,
@@ -109,6 +111,7 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
     calls = _calls(call_rows, transcript)
     schemas, destructive = await _schemas(spec, scenario, pool)
     stop = trial.stop_reason or "turn_limit"
+    elicited = [Elicitation.model_validate(e) for e in json.loads(trial.elicitations_json)]
     if scenario.turns:
         turns = [TurnResult.model_validate(t) for t in json.loads(trial.turns_json)]
         _turns, verdict = grade_conversation(
@@ -119,6 +122,7 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
             schemas,
             trial.detail,
             destructive,
+            elicited,
         )
     else:
         verdict = grade(
@@ -129,6 +133,7 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
             schemas,
             trial.detail,
         )
+        verdict = with_declines(verdict, calls, elicited)
     if scenario.answer is None:
         # A conversation without answer scoring: graded again, nothing to score or store.
         return RescoreResult(

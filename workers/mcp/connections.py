@@ -23,6 +23,7 @@ from mcp_farm.schema import (
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.capture import Capture
+from mcp_farm.workers.mcp.elicit import Asked
 from mcp_farm.workers.mcp.pool import (
     ListChanges,
     LiveServer,
@@ -61,6 +62,8 @@ class Connected:
     """Tools (shown names) a server listed anew during the trial."""
     removed: dict[str, str] = field(default_factory=dict)
     """Tools (shown names) a server stopped listing during the trial, and which server."""
+    asked: Asked = field(default_factory=Asked)
+    """The trial's elicitation script and record, which every leased session answers from."""
     listed: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per attached server, per tool it listed, the digests of its description and schemas
     (`tool_fingerprint`): what a replay compares to say which tools changed."""
@@ -84,6 +87,14 @@ class Connected:
         except PatternTimeout as exc:
             raise InfraError(f"server {server}: {exc}") from None
         return hit is not None
+
+
+def elicit_problem(connected: Connected) -> None:
+    """InfraError when a scripted elicitation answer could not be sent during the last call:
+    the scenario's error (content that does not fit the request), never the model's."""
+    if connected.asked.problem:
+        problem, connected.asked.problem = connected.asked.problem, ""
+        raise InfraError(problem)
 
 
 def add_tools(connected: Connected, server: str, tools: list[Tool]) -> None:
@@ -155,10 +166,14 @@ async def connect(
             connected.changes[live.server.name] = live.changes
             connected.relisted[live.server.name] = live.changes.seen
             add_tools(connected, live.server.name, live.tools)
+            if live.elicit is not None:
+                live.elicit.asked = connected.asked
         yield connected
         healthy = True
     finally:
         for live in lent:
+            if live.elicit is not None:
+                live.elicit.asked = None
             pool.release(live, healthy=healthy, dirty=live.server.name in connected.touched)
 
 

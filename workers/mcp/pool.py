@@ -48,6 +48,7 @@ from mcp_farm.schema import (
 )
 from mcp_farm.schema.redact import MASK, MASK_MIN_CHARS
 from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.mcp.elicit import ElicitHolder
 from mcp_farm.workers.mcp.shared import (
     SharedProcess,
     free_port,
@@ -163,6 +164,8 @@ class LiveServer:
     """Stray lines a stdio server wrote to stdout."""
     changes: ListChanges = field(default_factory=ListChanges)
     """The server's tool-list change notifications."""
+    elicit: ElicitHolder | None = None
+    """Answers the server's elicitation requests from the script of the trial holding it."""
 
 
 def _expand(
@@ -459,8 +462,9 @@ class ServerPool:
         if process is not None:
             process.sessions += 1
         changes = ListChanges()
+        elicit = ElicitHolder(server.name)
         try:
-            async with _open(how, self._errlog, noise, changes) as session:
+            async with _open(how, self._errlog, noise, changes, elicit) as session:
                 with anyio.fail_after(self.start_timeout_s):
                     opened = await session.initialize()
                     listed = await session.list_tools()
@@ -474,6 +478,7 @@ class ServerPool:
                     instructions=(getattr(opened, "instructions", None) or "").strip(),
                     noise=noise,
                     changes=changes,
+                    elicit=elicit,
                 )
                 task_status.started(live)
                 started = True
@@ -513,8 +518,10 @@ async def _open(
     errlog: TextIO,
     noise: StdoutNoise | None = None,
     changes: ListChanges | None = None,
+    elicit: ElicitHolder | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """A session with one server: over stdio when it is a command, else streamable HTTP."""
+    """A session with one server: over stdio when it is a command, else streamable HTTP. With
+    `elicit`, the session declares the elicitation capability and answers through it."""
     changes = changes or ListChanges()
     if how.url is None:
         params = StdioServerParameters(
@@ -522,13 +529,17 @@ async def _open(
         )
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, message_handler=_handler(noise, changes)) as session,
+            ClientSession(
+                read, write, elicitation_callback=elicit, message_handler=_handler(noise, changes)
+            ) as session,
         ):
             yield session
     else:
         async with (
             httpx2.AsyncClient(headers=how.headers, timeout=HTTP_TIMEOUT, verify=_tls()) as http,
             streamable_http_client(how.url, http_client=http) as (read, write),
-            ClientSession(read, write, message_handler=_handler(None, changes)) as session,
+            ClientSession(
+                read, write, elicitation_callback=elicit, message_handler=_handler(None, changes)
+            ) as session,
         ):
             yield session

@@ -112,6 +112,7 @@ def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
         "transcript_json": _dumps([m.model_dump(mode="json") for m in result.transcript]),
         "setup_json": _dumps([c.model_dump(mode="json") for c in result.setup_calls]),
         "turns_json": _dumps([t.model_dump(mode="json") for t in result.turn_results]),
+        "elicitations_json": _dumps([e.model_dump(mode="json") for e in result.elicitations]),
         "recovered": result.recovered,
         "steps_json": _dumps([v.model_dump(mode="json") for v in result.steps]),
         "provenance_json": result.provenance.model_dump_json(),

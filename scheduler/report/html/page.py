@@ -54,6 +54,15 @@ def _transcript(trial: Any) -> str:
         + ("" if call.get("ok") else f" failed: {call.get('error')}")
         for call in json.loads(trial.setup_json or "[]")
     ]
+    asked: dict[int | None, list[str]] = {}
+    for x in json.loads(getattr(trial, "elicitations_json", None) or "[]"):
+        scripted = "" if x.get("scripted") else ", unscripted"
+        content = f" {json.dumps(x.get('content'))}" if x.get("content") is not None else ""
+        asked.setdefault(x.get("call"), []).append(
+            f"\n  [elicitation from {x.get('server')}] {x.get('message')}"
+            f"\n  [user{scripted}] {x.get('action')}{content}"
+        )
+    made = 0
     for message in json.loads(trial.transcript_json or "[]"):
         who = message.get("role", "?")
         if message.get("farm"):
@@ -62,7 +71,11 @@ def _transcript(trial: Any) -> str:
         body = message.get("content") or ""
         for call in message.get("tool_calls") or []:
             body += f"\n→ {call.get('name')}({json.dumps(call.get('arguments'))})"
+            if not message.get("farm"):
+                body += "".join(asked.pop(made, []))
+                made += 1
         parts.append(f"[{who}] {body}")
+    parts += [line.strip() for rest in asked.values() for line in rest]
     return html.escape("\n\n".join(parts))
 
 
