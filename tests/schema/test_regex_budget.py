@@ -4,7 +4,6 @@ budget: a pattern that backtracks without end is refused, or stopped, never left
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,10 +94,8 @@ def test_a_nested_repeat_in_a_servers_error_pattern_is_refused() -> None:
 
 def test_a_catastrophic_match_stops_at_its_budget_naming_field_and_size() -> None:
     text = "a" * 4000 + "!"
-    started = time.perf_counter()
     with pytest.raises(PatternTimeout) as caught:
         budgeted_search("(a|aa)+$", text, field="final_answer")
-    assert time.perf_counter() - started < MATCH_BUDGET_S + 2
     assert str(caught.value) == (
         f"final_answer /(a|aa)+$/ ran past its {MATCH_BUDGET_S:g} s budget on 4,001 characters"
     )

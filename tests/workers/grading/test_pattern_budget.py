@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -37,10 +36,8 @@ ALMOST = "a" * 4000 + "!"
 
 def test_a_final_answer_past_its_budget_is_an_infra_error_naming_scenario_and_field() -> None:
     scenario = CHAIN.model_copy(update={"final_answer": f"{ALTERNATION}$"})
-    started = time.perf_counter()
     with pytest.raises(InfraError) as caught:
         grade(scenario, GOOD, ALMOST, "answer", SCHEMAS)
-    assert time.perf_counter() - started < MATCH_BUDGET_S + 3
     assert str(caught.value) == (
         f"scenario {CHAIN.id}: final_answer /(a|aa)+$/ ran past its {MATCH_BUDGET_S:g} s "
         "budget on 4,001 characters"
