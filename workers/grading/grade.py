@@ -31,8 +31,7 @@ from mcp_farm.workers.grading.counting import (
 )
 from mcp_farm.workers.grading.matchers import forbidden
 from mcp_farm.workers.grading.schemacheck import schema_error
-from mcp_farm.workers.grading.stepmap import step_verdicts
-from mcp_farm.workers.grading.steps import find
+from mcp_farm.workers.grading.steps import find, step_verdicts
 from mcp_farm.workers.model.safejson import (
     shorten,
     wire_problem,

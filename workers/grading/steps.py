@@ -11,6 +11,9 @@ order). What went wrong is kept by kind, and the grade picks in this order:
    called before the step whose result it needs): `wrong_sequence`;
 3. a call that was right but came back as an error: `wrong_params`. It comes last because a
    missing earlier step (a folder never made) explains such an error better than the call.
+
+`step_verdicts` keeps the whole picture for people (the explorer, `farm trial show`): each
+step with the call that did it, or why none did.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from mcp_farm.schema import (
     ExpectedCall,
     Scenario,
+    StepVerdict,
     ToolCallRecord,
 )
 from mcp_farm.workers.grading.blame import (
@@ -262,3 +266,43 @@ def find(
     if found.params is None and found.sequence is None and found.failed is None:
         found.sequence = _place(scenario, found)
     return found
+
+
+def step_verdicts(
+    way: Scenario,
+    calls: list[ToolCallRecord],
+    schema_problem: SchemaProblem,
+    schemas: Mapping[str, dict[str, Any]],
+) -> list[StepVerdict]:
+    """Each step of `way` (one route, or a scenario without routes) with the call that did it,
+    or why none did. Nothing for open tool use or a way that expects no call."""
+    if way.open_tools or not way.expect:
+        return []
+    found = find(way, calls, schema_problem, schemas)
+    verdicts = []
+    for j, step in enumerate(way.expect):
+        met = [c.index for c in found.met.get(j, [])]
+        call = found.placed.get(j, met[0] if met and not found.placed else None)
+        verdicts.append(
+            StepVerdict(
+                step=j,
+                label=step.label,
+                call=call,
+                met_by=met,
+                problem="" if call is not None else _problem(j, found, met),
+            )
+        )
+    return verdicts
+
+
+def _problem(j: int, found: Findings, met: list[int]) -> str:
+    """Why step j has no call: its own problem as the grader judged it (a call that was tried
+    for it named first), else why it could not be placed."""
+    if j in found.blame:
+        _kind, judged = found.blame[j]
+        call, why = judged[0]
+        return why if call is None else f"call {call.index}: {why}"
+    if met:
+        # Met, but every call that met it is another step's in the one allowed order.
+        return found.late.get(j, "met only by calls that other steps needed")
+    return "not met"
