@@ -234,9 +234,11 @@ class UserIdentity(BaseModel):
     """The guideline's version (e.g. `v1`), the user's behaviour rules."""
 
     @property
-    def label(self) -> str:
-        """One line naming the identity, for reports."""
-        return f"{self.model_id} t={self.temperature:g} guideline {self.guideline}"
+    def pool_key(self) -> str:
+        """What trials must share to be pooled as one user: model (target and reported pins),
+        temperature and guideline; the seed varies by repetition on purpose."""
+        pinned = digest({"target": self.model_key, "pins": self.pins})[:8]
+        return f"{self.model_id} t={self.temperature:g} guideline {self.guideline} ({pinned})"
 
 
 class UserError(BaseModel):

@@ -36,6 +36,7 @@ from mcp_farm.scheduler.scorecard.queries.scan import (
     scan_trials,
 )
 from mcp_farm.scheduler.scorecard.recovery import recovery
+from mcp_farm.scheduler.scorecard.usersim import simulated_users
 from mcp_farm.scheduler.statistics.rates import (
     first_try_rate,
     pass_at_k,
@@ -138,6 +139,7 @@ def build_scorecard(
             "answers": lambda c: answer_quality(c, sweep_id, scoring),
             "conversations": lambda c: conversations(c, sweep_id, skip_left),
             "recovery": lambda c: recovery(c, sweep_id, skip_left),
+            "users": lambda c: simulated_users(c, sweep_id, skip_left),
         },
     )
     scan, (latency, first_token, hist) = parts["trials"]
@@ -207,6 +209,7 @@ def build_scorecard(
         provenance=provenance,
         answers=parts["answers"],
         conversations=parts["conversations"],
+        simulated_users=parts["users"],
         left_cassette="exclude" if skip_left else "count",
     )
 
