@@ -49,3 +49,10 @@ def test_a_sweep_picking_a_simulated_user_scenario_needs_a_user_model() -> None:
     with pytest.raises(SpecError) as caught:
         expand(sweep(), "sweep.yaml")
     assert str(caught.value).startswith("sweep.yaml: user_model: scenario usersim.")
+
+
+def test_the_preflight_checks_the_user_model_beside_the_agents() -> None:
+    from mcp_farm.scheduler.submission.preflight import targets_of
+
+    with_user = sweep(user_model=USER.model_dump())
+    assert [t.id for t in targets_of(with_user, "scripted")] == ["scripted", "user"]
