@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from mcp_farm.scheduler.scorecard.queries.usersim import user_counts, user_identities
+from mcp_farm.scheduler.scorecard.queries.conversations import user_counts, user_identities
 from mcp_farm.schema.scorecard import SimulatedUsers
 
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
 """The conversation trials of a sweep as the scorecard reads them (config, outcome and turns),
-and every trial's recovery after an error result."""
+every trial's recovery after an error result, and the trials with a simulated user (counts
+per config, and the user identities each config met)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,34 @@ group by model_id, {CONFIG}"""
 def recovery_counts(conn: Connection, sweep_id: str, skip_left: bool) -> list[Any]:
     """(model_id, config, errored, recovered) per config with a trial in which a call failed."""
     return list(conn.execute(text(_RECOVERY), {"sweep": sweep_id, "skip_left": skip_left}))
+
+
+_WHERE = f"""where sweep_id = :sweep and status = 'done' and user_errors is not null
+  and outcome not in ({", ".join(repr(o) for o in UNGRADED)})
+  and (not :skip_left or not left_cassette)"""
+
+# Only trials with a simulated user have `user_errors`; the others are never read.
+_COUNTS = f"""select model_id, {CONFIG} as config, count(*) as n,
+       sum(case when outcome = 'pass' then 1 else 0 end) as passed,
+       sum(case when user_errors = 0 then 1 else 0 end) as clean,
+       sum(case when user_errors = 0 and outcome = 'pass' then 1 else 0 end) as clean_passed,
+       sum(case when failure_source = 'user' then 1 else 0 end) as by_user,
+       sum(case when failure_source = 'agent' then 1 else 0 end) as by_agent
+from trial
+{_WHERE}
+group by model_id, {CONFIG}
+order by model_id, config"""
+
+_USERS = f"""select distinct model_id, {CONFIG} as config, user_identity from trial
+{_WHERE}
+order by model_id, config, user_identity"""
+
+
+def user_counts(conn: Connection, sweep_id: str, skip_left: bool) -> list[Any]:
+    """(model_id, config, n, passed, clean, clean_passed, by_user, by_agent) per config."""
+    return list(conn.execute(text(_COUNTS), {"sweep": sweep_id, "skip_left": skip_left}))
+
+
+def user_identities(conn: Connection, sweep_id: str, skip_left: bool) -> list[Any]:
+    """(model_id, config, user_identity) for each user identity a config met."""
+    return list(conn.execute(text(_USERS), {"sweep": sweep_id, "skip_left": skip_left}))
