@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 10
+SCORECARD_VERSION = 11
 ANCHOR_THRESHOLD = 0.85
 """The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
 set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
@@ -149,6 +149,32 @@ class TurnRow(Frozen):
     detail: str = ""
     """The grader's detail of the first failed instance (by repetition); empty when none
     failed. Text a model or server wrote may be in it: escape it where shown."""
+
+
+class SimulatedUsers(Frozen):
+    """The trials of one model × prompt config that talked to a simulated user: the pass rate
+    over all of them beside the pass rate over those in which the user invented no fact, and
+    whose mistake the failures were (docs/simulated-user.md)."""
+
+    model: str
+    prompt: str
+    trials: int
+    """Graded trials with a simulated user (infrastructure and harness errors left out)."""
+    passed: int
+    rate: float | None
+    """passed / trials; null when there were none."""
+    clean: int
+    """Trials in which no message of the user held a fact not on its card."""
+    clean_passed: int
+    clean_rate: float | None
+    """clean_passed / clean: the pass rate without the user's mistakes."""
+    user_failures: int
+    """Failed trials whose first critical mistake was the user's (`failure_source: user`)."""
+    agent_failures: int
+    """Failed trials whose first critical mistake was the agent's."""
+    users: list[str] = Field(default_factory=list)
+    """The user identities these trials met (UserIdentity.pool_key); more than one means the
+    rates pool different users, which every report says."""
 
 
 class ToolCalls(Frozen):
@@ -314,6 +340,9 @@ class Scorecard(Frozen):
     where the failed conversations first failed; empty for a sweep without conversations."""
     turns: list[TurnRow] = Field(default_factory=list)
     """Per config, conversation scenario and turn: its verdicts over the repetitions."""
+    simulated_users: list[SimulatedUsers] = Field(default_factory=list)
+    """Per config with simulated-user scenarios: pass rates with and without user errors, and
+    failures by source; empty for a sweep without a simulated user."""
     left_cassette: Literal["count", "exclude"] = "count"
     """How trials that left their cassette are counted (the sweep's `left_cassette`): `count`
     like any trial, or `exclude`d from every row's rates, outcomes and latency; how many there

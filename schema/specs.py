@@ -22,6 +22,7 @@ from mcp_farm.schema.parse.regexes import checked_regex
 from mcp_farm.schema.parse.strict import Strict
 from mcp_farm.schema.placeholders import ENV_PLACEHOLDER as ENV_PLACEHOLDER
 from mcp_farm.schema.redact import has_credentials
+from mcp_farm.schema.usercard import StateCheck, UserCard
 from mcp_farm.schema.vocab import (
     AdapterName,
     ElicitAction,
@@ -282,14 +283,55 @@ class Scenario(Strict):
     elicit: list[ElicitAnswer] = Field(default_factory=list)
     """How the user answers a server's elicitation requests, in every turn (after a turn's
     own entries); an unscripted request is declined and noted on the trial."""
+    user_sim: UserCard | None = None
+    """Instead of `prompt` or `turns`: a simulated user's card; a user model (the sweep's
+    `user_model`) talks to the agent from it (docs/simulated-user.md). The scenario's
+    `expect`/`routes`/`order`/`allowed_extra`/`never` then hold for the calls of the whole
+    conversation."""
+    final_state: list[StateCheck] = Field(default_factory=list)
+    """With `user_sim`: read calls the farm makes after the conversation, each with a pattern
+    its result must or must not contain."""
+    must_ask: list[str] = Field(default_factory=list)
+    """With `user_sim`: milestones, regular expressions (case-insensitive) each of which some
+    reply of the agent to the user must match, in a reply holding a question mark (the agent
+    asked for that detail rather than guessed it)."""
 
     @field_validator("final_answer")
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
         return checked_regex(pattern)
 
+    @field_validator("must_ask")
+    @classmethod
+    def _milestones_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            checked_regex(pattern)
+        return patterns
+
+    @model_validator(mode="after")
+    def _simulated_user(self) -> Scenario:
+        if self.user_sim is None:
+            if self.final_state or self.must_ask:
+                raise ValueError(
+                    "`final_state` and a scenario's `must_ask` grade a simulated user's "
+                    "conversation: give `user_sim` (a turn's own `must_ask` goes on the turn)"
+                )
+            return self
+        if self.prompt is not None or self.turns:
+            raise ValueError("give `user_sim` (a simulated user) instead of `prompt` or `turns`")
+        given = [
+            name
+            for name in ("paraphrases", "open_tools", "answer", "confirm_destructive")
+            if getattr(self, name)
+        ]
+        if given:
+            raise ValueError(f"a scenario with `user_sim` cannot have `{given[0]}` (yet)")
+        return self
+
     @model_validator(mode="after")
     def _prompt_or_turns(self) -> Scenario:
+        if self.user_sim is not None:
+            return self
         if (self.prompt is None) == (not self.turns):
             raise ValueError("give `prompt` (one request) or `turns` (a conversation), not both")
         if not self.turns:
@@ -374,7 +416,7 @@ class Scenario(Strict):
         conversation, one more than its turn with the most paraphrases."""
         if self.turns:
             return 1 + max(len(t.paraphrases) for t in self.turns)
-        return 1 + len(self.paraphrases)
+        return 1 + len(self.paraphrases)  # a simulated user's opening has no paraphrases
 
     @model_validator(mode="after")
     def _routes_or_steps(self) -> Scenario:
@@ -444,6 +486,8 @@ class Scenario(Strict):
         first turn's (`user_for` gives each turn's)."""
         if self.turns:
             return self.user_for(0, variant)
+        if variant == 0 and self.user_sim is not None:
+            return self.user_sim.opening
         if variant == 0 and self.prompt is not None:
             return self.prompt
         if not 0 < variant <= len(self.paraphrases):
@@ -882,6 +926,20 @@ class JudgeSettings(Strict):
         return {"grader": GRADER_VERSION, "judge": self.model_dump(mode="json"), "nonce": nonce}
 
 
+class UserModel(Strict):
+    """The sweep's simulated user (`user_model:`): the model that plays the user of every
+    scenario with a `user_sim` card, with its own sampling (docs/simulated-user.md)."""
+
+    model: ModelTarget
+    """Any model target (the bundled `local` model, an `openai` endpoint, `scripted` in tests)."""
+    temperature: float = Field(default=0.0, ge=0)
+    """The user's sampling temperature (0: the same visible conversation, the same reply)."""
+    seed: int = 0
+    """The user's base seed; a trial's user seed is this plus its repetition."""
+    max_tokens: int = Field(default=160, ge=8)
+    """Tokens one user message may take."""
+
+
 class SweepSpec(Strict):
     """The matrix a user asks for: models × prompt configs × scenarios × repetitions."""
 
@@ -925,6 +983,9 @@ class SweepSpec(Strict):
     confirm_destructive: bool | None = None
     """Overrides every conversation's `confirm_destructive` (`true`: a destructive tool only
     after the user confirmed, so a whole sweep can measure it); left out: each scenario's own."""
+    user_model: UserModel | None = None
+    """The simulated user of the scenarios with a `user_sim` card; a sweep that picks such a
+    scenario needs it."""
 
     OPTIONAL_AXES: ClassVar[tuple[str, ...]] = (
         "toolsets",
@@ -934,6 +995,7 @@ class SweepSpec(Strict):
         "tool_naming",
         "on_turn_failure",
         "confirm_destructive",
+        "user_model",
     )
     """Fields left out of the sweep's id while unset, so sweeps written before they existed
     keep their ids."""

@@ -18,7 +18,9 @@ from mcp_farm.schema.specs import (
     ModelTarget,
     OnTurnFailure,
     PromptConfig,
+    UserModel,
 )
+from mcp_farm.schema.usercard import FailureSource
 from mcp_farm.schema.vocab import (
     ElicitAction,
     Outcome,
@@ -70,6 +72,9 @@ class TrialSpec(BaseModel):
     confirm_destructive: bool | None = Field(default=None, exclude_if=lambda v: v is None)
     """The sweep's `confirm_destructive: true`, on conversations' trials only; None: the
     scenario's own. Left out when unset, so other ids stay as they were."""
+    user: UserModel | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The sweep's simulated user, on the trials of scenarios with a `user_sim` card only;
+    left out when unset, so other trials keep their ids."""
     trial_id: str = ""
     """sha256 of the canonical JSON of everything above; filled in when empty, checked when not."""
 
@@ -236,6 +241,65 @@ class Elicitation(BaseModel):
     """False: no `elicit` entry matched, so the farm declined it."""
 
 
+class UserIdentity(BaseModel):
+    """Which simulated user a trial met: trials of different identities are not pooled
+    without saying so (docs/simulated-user.md)."""
+
+    model_id: str
+    """The user model target's id."""
+    model_key: str
+    """ModelTarget.key() of the user model: its whole target, pins included."""
+    pins: dict[str, str] = Field(default_factory=dict)
+    """What the user model's adapter reports about its serving stack."""
+    temperature: float
+    seed: int
+    """This trial's user seed (the sweep's user seed plus the repetition)."""
+    guideline: str
+    """The guideline's version (e.g. `v1`), the user's behaviour rules."""
+
+    @property
+    def pool_key(self) -> str:
+        """What trials must share to be pooled as one user: model (target and reported pins),
+        temperature and guideline; the seed varies by repetition on purpose."""
+        pinned = digest({"target": self.model_key, "pins": self.pins})[:8]
+        return f"{self.model_id} t={self.temperature:g} guideline {self.guideline} ({pinned})"
+
+
+class UserError(BaseModel):
+    """A simulated user's message that holds a fact not on its card (a number, an e-mail
+    address, an id, a file name, a date) nor in what the agent had said to it."""
+
+    message: int
+    """0-based index of the user's message (0 is the opening, which is the card's own)."""
+    facts: list[str]
+    """The offending pieces of text, as the user wrote them."""
+    said: str
+    """The whole message, as sent."""
+
+
+class UserSimRecord(BaseModel):
+    """What a trial with a simulated user recorded of the user: who it was, what it cost (kept
+    apart from the agent's tokens and time), how the conversation ended, and its mistakes."""
+
+    identity: UserIdentity
+    messages: int = 1
+    """User messages sent, the opening included."""
+    first_calls: list[int] = Field(default_factory=list)
+    """Per user message: the index (in the trial's `tool_calls`) of the first call the agent
+    made in reply to it."""
+    ended: Literal["user_stop", "max_turns", "agent_stop"] = "agent_stop"
+    """`user_stop`: the user wrote the stop marker; `max_turns`: the card's turn limit;
+    `agent_stop`: the agent's part ended otherwise than with a reply (a limit, a format error,
+    a loop) or the session broke."""
+    tokens: TokenCounts = Field(default_factory=TokenCounts)
+    """The user model's tokens, never counted in the trial's (the agent's) `tokens`."""
+    seconds: float = 0.0
+    """Seconds spent waiting for the user model, taken out of the trial's `latency_s`."""
+    errors: list[UserError] = Field(default_factory=list)
+    state_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """The scenario's `final_state` read calls, made by the farm after the conversation."""
+
+
 class TrialProvenance(BaseModel):
     """What produced a result: code, machine, and every pin that changes results."""
 
@@ -330,3 +394,8 @@ class TrialResult(BaseModel):
     """Each expected step (on the route graded) with the call that did it or why none did, so
     a reader sees which call met which step. Empty for a conversation (each turn keeps its
     own), for open tool use, and where the trial was not graded."""
+    user_sim: UserSimRecord | None = None
+    """With a simulated user: its identity, cost, errors and the final-state calls."""
+    failure_source: FailureSource | None = None
+    """With a simulated user: whose mistake failed the trial (`none` for a pass); null for a
+    trial without one."""

@@ -56,6 +56,8 @@ from mcp_farm.workers.session import (
     run_session,
     run_setup,
 )
+from mcp_farm.workers.usersim.grade import failure_source, grade_simulated
+from mcp_farm.workers.usersim.loop import UserSide, read_final_state, run_simulated, user_side
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +88,7 @@ async def _converse(
     client: ModelClient,
     pool: ServerPool,
     capture: Capture | None = None,
+    user: UserSide | None = None,
 ) -> dict[str, dict[str, Any]]:
     schemas: dict[str, dict[str, Any]] = {}
     servers = attached(spec, scenario)
@@ -107,6 +110,9 @@ async def _converse(
                     await run_conversation(
                         state, scenario, prompt, client, conn, seed, variant, limit_s, policy
                     )
+                elif user is not None:
+                    await run_simulated(state, scenario, prompt, client, conn, seed, limit_s, user)
+                    await read_final_state(scenario, conn, user.record)
                 else:
                     await run_session(state, scenario, prompt, client, conn, seed, variant, limit_s)
             finally:
@@ -152,14 +158,16 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     schemas: dict[str, dict[str, Any]] = {}
     problem = ""
     client: ModelClient | None = None
+    user: UserSide | None = None
     try:
         client = make_client(spec.model, settings.model_cache_dir)
+        user = _user_of(spec, scenario, settings)
         # The scenario's clock counts tools, servers and setup; the session stops it while the
         # model replies (each reply has the model's own limit).
         with anyio.CancelScope(deadline=anyio.current_time() + scenario.time_limit_s) as clock:
             state.clock = clock
             capture = Capture(settings.capture_dir) if settings.capture_dir else None
-            schemas = await _converse(state, spec, scenario, client, pool, capture)
+            schemas = await _converse(state, spec, scenario, client, pool, capture, user)
         if clock.cancelled_caught:
             state.stop_reason = "time_limit"
     except BaseException as exc:  # classify: timeout / infra / harness; the rest is re-raised
@@ -175,7 +183,8 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
             state.stop_reason, problem = "harness_error", harness_detail(exc)
         else:
             raise
-    latency_s = time.perf_counter() - started
+    # The user model's time is the user's, never the agent's latency.
+    latency_s = time.perf_counter() - started - (user.record.seconds if user else 0.0)
     stop: StopReason = state.stop_reason or "turn_limit"
     turns = state.turn_results
     recovery: bool | None = None
@@ -195,6 +204,17 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
                 state.destructive,
                 state.elicitations,
             )
+        elif user is not None:
+            verdict = grade_simulated(
+                scenario,
+                user.record,
+                state.calls,
+                state.final_answer,
+                state.transcript,
+                stop,
+                schemas,
+                why,
+            )
         else:
             verdict = grade(scenario, state.calls, state.final_answer, stop, schemas, why)
             verdict = with_declines(verdict, state.calls, state.elicitations)
@@ -206,6 +226,12 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         logger.exception("trial %s: grading hit a bug in the farm", spec.trial_id[:12])
         stop, verdict = "harness_error", Graded("harness_error", harness_detail(exc))
     steps: list[StepVerdict] = []
+    source = None
+    if user is not None:
+        try:
+            source = failure_source(scenario, verdict, user.record, state.calls, schemas)
+        except FarmError:  # a pattern past its budget: the verdict stands, the source unknown
+            logger.warning("trial %s: failure source unknown", spec.trial_id[:12], exc_info=True)
     if verdict.outcome not in UNGRADED:
         try:
             recovery = recovered(scenario, state.calls, verdict.route, turns)
@@ -245,6 +271,8 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         turn_results=turns,
         steps=steps,
         elicitations=state.elicitations,
+        user_sim=user.record if user else None,
+        failure_source=source,
         provenance=provenance(spec, settings, client.pins if client else {}).model_copy(
             update={"server_tools": state.server_tools}
         ),
@@ -253,6 +281,20 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         # Judged after the clock stopped: judging is never part of the trial's latency.
         result.answer = await _scored(result, spec, scenario, settings)
     return result
+
+
+def _user_of(spec: TrialSpec, scenario: Scenario, settings: Settings) -> UserSide | None:
+    """The trial's simulated user, for a scenario with a `user_sim` card; a trial of such a
+    scenario without a user model cannot run (InfraError naming what to add)."""
+    if scenario.user_sim is None:
+        return None
+    if spec.user is None:
+        raise InfraError(
+            f"scenario {scenario.id} talks to a simulated user, and the trial names no user "
+            "model: give the sweep a `user_model:`"
+        )
+    client = make_client(spec.user.model, settings.model_cache_dir)
+    return user_side(client, spec.user, scenario.user_sim, spec.repetition)
 
 
 async def _scored(

@@ -102,7 +102,7 @@ def _answer_trials(engine: Engine, sweep_id: str) -> tuple[list[str], list[str]]
         scenario = find_scenario(ref.suite, ref.id, ref.version)
         if scenario.answer is not None:
             keep.append(trial_id)
-        elif scenario.turns:
+        elif scenario.turns or scenario.user_sim:
             talks.append(trial_id)
     return keep, talks
 

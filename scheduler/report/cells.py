@@ -7,6 +7,7 @@ from mcp_farm.schema.scorecard import (
     Conversations,
     Row,
     Scorecard,
+    SimulatedUsers,
 )
 
 
@@ -121,3 +122,34 @@ def conversation_cells(c: Conversations) -> list[str]:
         hats,
         firsts or "–",
     ]
+
+
+USER_HEADS = ["trials", "pass (all)", "pass (no user error)", "failed by user", "by agent"]
+"""Headings of the simulated-user table (model and prompt before them) in every medium."""
+
+
+def user_cells(u: SimulatedUsers) -> list[str]:
+    """One config's simulated-user row: the pass rate over all its trials and over those in
+    which the user invented no fact, side by side, and the failures by whose mistake."""
+    return [
+        str(u.trials),
+        f"{u.passed}/{u.trials} ({pct(u.rate)})",
+        f"{u.clean_passed}/{u.clean} ({pct(u.clean_rate)})",
+        str(u.user_failures),
+        str(u.agent_failures),
+    ]
+
+
+def user_notes(card: Scorecard) -> list[str]:
+    """Which simulated user each config met; a config that met several says its rates pool
+    them."""
+    notes = []
+    for u in card.simulated_users:
+        if len(u.users) > 1:
+            notes.append(
+                f"{u.model} × {u.prompt}: the rates pool {len(u.users)} different simulated "
+                f"users: {'; '.join(u.users)}"
+            )
+        else:
+            notes.append(f"{u.model} × {u.prompt}: simulated user {''.join(u.users)}")
+    return notes

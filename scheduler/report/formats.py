@@ -16,6 +16,7 @@ from mcp_farm.scheduler.report.answer_tables import (
 )
 from mcp_farm.scheduler.report.cells import (
     CONVERSATION_HEADS,
+    USER_HEADS,
     cassette_note,
     conversation_cells,
     dash_note,
@@ -25,6 +26,8 @@ from mcp_farm.scheduler.report.cells import (
     recovery_cell,
     secs,
     shows_recovery,
+    user_cells,
+    user_notes,
 )
 from mcp_farm.scheduler.scorecard.build import outcome_columns
 from mcp_farm.schema.scorecard import (
@@ -124,6 +127,13 @@ def to_markdown(card: Scorecard) -> str:
             ["model", "prompt", *CONVERSATION_HEADS],
             [[c.model, c.prompt, *conversation_cells(c)] for c in card.conversations],
         )
+    if card.simulated_users:
+        lines += ["## Simulated users", ""]
+        lines += _md_table(
+            ["model", "prompt", *USER_HEADS],
+            [[u.model, u.prompt, *user_cells(u)] for u in card.simulated_users],
+        )
+        lines += [*(f"- {note}" for note in user_notes(card)), ""]
     if card.answers is not None:
         lines += _answers_markdown(card.answers)
     return "\n".join(lines)

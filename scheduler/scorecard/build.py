@@ -35,6 +35,7 @@ from mcp_farm.scheduler.scorecard.queries.scan import (
     TrialScan,
     scan_trials,
 )
+from mcp_farm.scheduler.scorecard.usersim import simulated_users
 from mcp_farm.scheduler.statistics.rates import (
     first_try_rate,
     pass_at_k,
@@ -145,6 +146,7 @@ def build_scorecard(
             "provenance": lambda c: _provenance(c, sweep_id),
             "answers": lambda c: answer_quality(c, sweep_id, scoring),
             "conversations": lambda c: conversations(c, sweep_id, skip_left),
+            "users": lambda c: simulated_users(c, sweep_id, skip_left),
         },
     )
     scan, (latency, first_token, hist) = parts["trials"]
@@ -212,6 +214,7 @@ def build_scorecard(
         answers=parts["answers"],
         conversations=parts["conversations"][0],
         turns=parts["conversations"][1],
+        simulated_users=parts["users"],
         left_cassette="exclude" if skip_left else "count",
     )
 

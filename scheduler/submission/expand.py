@@ -107,6 +107,20 @@ def _identity(sweep: SweepSpec) -> dict[str, object]:
     return sweep.model_dump(mode="json", exclude={"gates", "left_cassette", *unset})
 
 
+def _needs_user(sweep: SweepSpec, picked: list[tuple[str, Scenario]], source: str) -> None:
+    """A scenario with a simulated user runs only in a sweep that names the user's model."""
+    if sweep.user_model is not None:
+        return
+    for _suite, scenario in picked:
+        if scenario.user_sim is not None:
+            raise SpecError(
+                source,
+                "user_model",
+                f"scenario {scenario.id} talks to a simulated user: name its model "
+                "(`user_model: {model: {id: ..., adapter: local, model: gemma3-270m}}`)",
+            )
+
+
 def expand(sweep: SweepSpec, source: str) -> Plan:
     """Every trial of the sweep, in a stable order, each with its deterministic trial_id."""
     prompts = [load_prompt(pid, source, f"prompts[{i}]") for i, pid in enumerate(sweep.prompts)]
@@ -126,6 +140,7 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
         "scenarios": [(suite, s.id, s.version) for suite, s in picked],
     }
     sweep_id = f"{sweep.name}-{digest(resolved)[:12]}"
+    _needs_user(sweep, picked, source)
     trials = [
         TrialSpec(
             sweep_id=sweep_id,
@@ -141,6 +156,7 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
             result_chars=sweep.result_chars,
             on_turn_failure=sweep.on_turn_failure if scenario.turns else None,
             confirm_destructive=sweep.confirm_destructive if scenario.turns else None,
+            user=sweep.user_model if scenario.user_sim else None,
         )
         for model in sweep.models
         for prompt in prompts

@@ -51,10 +51,13 @@ class Listing:
 
 
 def targets_of(sweep: SweepSpec, adapter: str) -> list[ModelTarget]:
-    """Every model of the sweep served by `adapter`: the agents and the judge."""
+    """Every model of the sweep served by `adapter`: the agents, the judge and the simulated
+    user."""
     targets = list(sweep.models)
     if sweep.judge is not None and sweep.judge.model is not None:
         targets.append(sweep.judge.model)
+    if sweep.user_model is not None:
+        targets.append(sweep.user_model.model)
     return [t for t in targets if t.adapter == adapter]
 
 

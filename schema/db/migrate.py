@@ -142,6 +142,18 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "answers (trial elicitations_json)",
         ["ALTER TABLE trial ADD COLUMN elicitations_json VARCHAR NOT NULL DEFAULT '[]'"],
     ),
+    (
+        18,
+        "simulated users: the user's identity, cost and errors, how many of its messages "
+        "invented a fact, and whose mistake failed the trial (trial user_sim_json, "
+        "user_identity, user_errors, failure_source)",
+        [
+            "ALTER TABLE trial ADD COLUMN user_sim_json VARCHAR NOT NULL DEFAULT ''",
+            "ALTER TABLE trial ADD COLUMN user_identity VARCHAR",
+            "ALTER TABLE trial ADD COLUMN user_errors INTEGER",
+            "ALTER TABLE trial ADD COLUMN failure_source VARCHAR",
+        ],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -110,6 +110,17 @@ class TrialRow(SQLModel, table=True):
     """TrialResult.steps (JSON list): each expected step with the call that did it, or why
     none did; `[]` for a conversation (its turns keep theirs) and for trials graded before it
     was kept."""
+    user_sim_json: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    """TrialResult.user_sim as JSON (the simulated user's identity, tokens, seconds, errors and
+    final-state calls); empty for a trial without a simulated user."""
+    user_identity: str | None = None
+    """UserIdentity.pool_key: which simulated user (model, pins, temperature, guideline) the
+    trial met, so a scorecard says when it pools several; NULL without one."""
+    user_errors: int | None = None
+    """How many of the simulated user's messages held a fact not on its card; NULL for a
+    trial without a simulated user."""
+    failure_source: str | None = None
+    """TrialResult.failure_source (`agent`, `user`, `none`); NULL without a simulated user."""
     provenance_json: str = "{}"
     host: str | None = None
     worker_tag: str | None = None

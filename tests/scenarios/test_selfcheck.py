@@ -73,7 +73,7 @@ def mistakes(
     tests/scenarios/test_conversations.py (guessing instead of asking),
     tests/scenarios/test_never_and_recovery.py (a forbidden call, giving up after an error) and,
     for tool lists that change, tests/scenarios/test_tool_changes.py."""
-    if scenario.turns:
+    if scenario.turns or scenario.user_sim:
         return []
     if scenario.routes:
         # A mistake on one route may be another route done right (a look-up left out where
@@ -115,7 +115,10 @@ def _matches(pattern: str, text: str) -> bool:
 
 
 def ideals(scenario: Scenario) -> list[tuple[str, list[dict[str, Any]], str]]:
-    """The ideal agent, on each route of a scenario with routes (`ideal@route`)."""
+    """The ideal agent, on each route of a scenario with routes (`ideal@route`). A simulated
+    user's conversation needs the user's script too: tests/workers/usersim checks those."""
+    if scenario.user_sim:
+        return []
     return [
         ("ideal" if route is None else f"ideal@{route}", ideal_script(way), "pass")
         for route, way in scenario.ways()
@@ -148,7 +151,9 @@ def test_the_bundled_suites_are_the_size_and_shape_promised() -> None:
     assert tiers.count("simple") >= 15
     assert tiers.count("moderate") >= 20
     assert tiers.count("complex") >= 25
-    assert all(s.wordings > 1 for suite in SUITES for s in load_suite(suite).scenarios)
+    assert all(
+        s.wordings > 1 for suite in SUITES for s in load_suite(suite).scenarios if not s.user_sim
+    )
     assert len(load_suite("thirdparty").scenarios) >= 8
     assert sum(1 for s in first_party if not (s.expect or s.routes or s.turns)) >= 2
     assert SEEDED, "no bundled scenario has setup: the leak probe would check nothing"
@@ -280,6 +285,7 @@ def test_ideal_agents_side_by_side_on_shared_servers_all_pass(tmp_path: Path) ->
         for suite in SUITES
         if suite not in THIRD_PARTY
         for scenario in load_suite(suite).scenarios
+        if not scenario.user_sim
     ]
     results: dict[str, TrialResult] = {}
 

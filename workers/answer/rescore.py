@@ -28,6 +28,7 @@ from mcp_farm.schema import (
     ToolCallRecord,
     TrialSpec,
     TurnResult,
+    UserSimRecord,
 )
 from mcp_farm.schema.tasks.messages import (
     AnchorJudgingRequest,
@@ -57,6 +58,7 @@ from mcp_farm.workers.trial import (
     attached,
     judge_for,
 )
+from mcp_farm.workers.usersim.grade import grade_simulated
 
 if TYPE_CHECKING:
     from mcp_farm.schema.db import ToolCallRow
@@ -123,6 +125,17 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
             trial.detail,
             destructive,
             elicited,
+        )
+    elif scenario.user_sim is not None and trial.user_sim_json:
+        verdict = grade_simulated(
+            scenario,
+            UserSimRecord.model_validate_json(trial.user_sim_json),
+            calls,
+            trial.final_answer,
+            transcript,
+            stop,  # type: ignore[arg-type]
+            schemas,
+            trial.detail,
         )
     else:
         verdict = grade(

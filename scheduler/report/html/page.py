@@ -19,6 +19,7 @@ from typing import Any
 
 from mcp_farm.scheduler.report.cells import (
     CONVERSATION_HEADS,
+    USER_HEADS,
     cassette_note,
     conversation_cells,
     dash_note,
@@ -29,6 +30,8 @@ from mcp_farm.scheduler.report.cells import (
     recovery_cell,
     secs,
     shows_recovery,
+    user_cells,
+    user_notes,
 )
 from mcp_farm.scheduler.report.html.answers import (
     answers_script,
@@ -171,6 +174,10 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
     if card.conversations:
         rows = [[c.model, c.prompt, *conversation_cells(c)] for c in card.conversations]
         talks = "<h2>Conversations</h2>" + _table(["model", "prompt", *CONVERSATION_HEADS], rows, 2)
+    if card.simulated_users:
+        rows = [[u.model, u.prompt, *user_cells(u)] for u in card.simulated_users]
+        talks += "<h2>Simulated users</h2>" + _table(["model", "prompt", *USER_HEADS], rows, 2)
+        talks += "".join(f'<p class="muted">{html.escape(n)}</p>' for n in user_notes(card))
     title = html.escape(f"Scorecard {card.sweep_id}")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from mcp_farm.scheduler.report.cells import (
     CONVERSATION_HEADS,
+    USER_HEADS,
     cassette_note,
     conversation_cells,
     dash_note,
@@ -18,6 +19,8 @@ from mcp_farm.scheduler.report.cells import (
     recovery_cell,
     secs,
     shows_recovery,
+    user_cells,
+    user_notes,
 )
 from mcp_farm.scheduler.report.terminal.answers import print_answers
 from mcp_farm.scheduler.scorecard.build import outcome_columns
@@ -103,6 +106,13 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         for talk in card.conversations:
             talks.add_row(talk.model, talk.prompt, *conversation_cells(talk))
         console.print(talks)
+    if card.simulated_users:
+        users = _table("Simulated users (docs/simulated-user.md)", ["model", "prompt"], USER_HEADS)
+        for u in card.simulated_users:
+            users.add_row(escape(u.model), escape(u.prompt), *user_cells(u))
+        console.print(users)
+        for line in user_notes(card):
+            console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
     for line in timeout_lines(card):
         console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
     if cassette := cassette_note(card):

@@ -1,0 +1,95 @@
+"""A sweep with a simulated user, embedded: the user's errors, identity and the failure's
+source stored with each trial; the scorecard's pass rate over all trials and over those
+without a user error, side by side, in every medium; `farm rescore` grading them as the live
+run did."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rich.console import Console
+from sqlalchemy import text
+
+from mcp_farm.scheduler.report.formats import to_markdown
+from mcp_farm.scheduler.report.html.page import to_html
+from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
+from mcp_farm.scheduler.scorecard.build import build_scorecard
+from mcp_farm.scheduler.scorecard.queries.samples import sample_trials
+from mcp_farm.scheduler.submission.embedded import run_embedded
+from mcp_farm.scheduler.submission.expand import expand
+from mcp_farm.scheduler.submission.queries import record_scoring
+from mcp_farm.schema import (
+    JudgeSettings,
+    ScenarioSelection,
+    Settings,
+    SweepSpec,
+    UserModel,
+    load_task,
+)
+from mcp_farm.schema.db import init_db, make_engine
+from tests.helpers import scripted
+from tests.workers.usersim.test_simulated_user import IDEAL
+
+pytestmark = pytest.mark.integration
+
+DENTIST = "usersim.dentist-ask-time"
+GROCERIES = "usersim.groceries-ask-item"
+
+
+def test_a_sweep_stores_user_errors_and_scores_with_and_without_them(
+    settings: Settings,
+) -> None:
+    agent, user = IDEAL[DENTIST]
+    # One agent and one user for both scenarios: on the dentist's card the user's answer is
+    # true; asked the same question about groceries, it names a time and a length that card
+    # never gave, and the agent's calendar call that follows is the user's fault.
+    sweep = SweepSpec(
+        name="users",
+        models=[scripted(agent, "dentist-agent")],
+        prompts=["native"],
+        scenarios=ScenarioSelection(suites=["usersim"], ids=[DENTIST, GROCERIES]),
+        repetitions=1,
+        user_model=UserModel(model=scripted(user, "user-script"), temperature=0.0),
+    )
+    engine = make_engine(settings.resolved_database_url())
+    init_db(engine)
+    plan = expand(sweep, "test")
+    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    with engine.begin() as conn:
+        stored = conn.execute(
+            text(
+                "select scenario_id, trial_id, outcome, user_errors, failure_source, "
+                "user_identity, tokens_completion, user_sim_json from trial "
+                "where sweep_id = :s order by scenario_id"
+            ),
+            {"s": plan.sweep_id},
+        ).all()
+        scoring = record_scoring(conn, plan.sweep_id, JudgeSettings(), "rescore", "test")
+    by_id = {row.scenario_id: row for row in stored}
+    assert [by_id[DENTIST][i] for i in (2, 3, 4)] == ["pass", 0, "none"]
+    assert [by_id[GROCERIES][i] for i in (2, 3, 4)] == ["wrong_tool", 1, "user"]
+    assert by_id[DENTIST].user_identity.startswith("user-script t=0 guideline v1 (")
+    assert by_id[DENTIST].tokens_completion == 3 * 8
+    assert json.loads(by_id[GROCERIES].user_sim_json)["errors"][0]["facts"] == ["15:00", "45"]
+
+    card = build_scorecard(engine=engine, sweep_id=plan.sweep_id)
+    [users] = card.simulated_users
+    assert (users.trials, users.passed, users.clean, users.clean_passed) == (2, 1, 1, 1)
+    assert (users.user_failures, users.agent_failures) == (1, 0)
+    assert users.users == [by_id[DENTIST].user_identity]
+    row = "| dentist-agent | native | 2 | 1/2 (50%) | 1/1 (100%) | 1 | 0 |"
+    assert row in to_markdown(card)
+    page = to_html(card, sample_trials(engine, plan.sweep_id))
+    assert "<h2>Simulated users</h2>" in page and "1/1 (100%)" in page
+    console = Console(record=True, width=200)
+    print_scorecard(card, console)
+    assert "pass (no user error)" in console.export_text()
+    assert json.loads(card.model_dump_json())["simulated_users"][0]["clean_rate"] == 1.0
+
+    for scenario_id, trial_id, outcome, *_rest in stored:
+        summary = load_task("farm.rescore_trial")(
+            {"trial_id": trial_id, "scoring_id": scoring, "judge": JudgeSettings().model_dump()},
+            settings,
+        )
+        assert (scenario_id, summary.outcome) == (scenario_id, outcome)

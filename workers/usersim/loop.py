@@ -1,0 +1,182 @@
+"""A conversation with a simulated user: the card's opening, the agent's part (the same reply
+loop as any request), the user model's next message from what it can see, and so on until the
+user writes the stop marker, the agent's part ends otherwise than with a reply, or the card's
+turn limit (docs/simulated-user.md)."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+import anyio
+from mcp import MCPError
+
+from mcp_farm.scenarios.usersim import GUIDELINE_VERSION, user_system_prompt
+from mcp_farm.schema import (
+    STOP_MARKER,
+    GenerationParams,
+    Message,
+    PromptConfig,
+    Scenario,
+    SetupCall,
+    UserCard,
+    UserError,
+    UserIdentity,
+    UserModel,
+    UserSimRecord,
+)
+from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.mcp.connections import Connected
+from mcp_farm.workers.model.base import ModelClient
+from mcp_farm.workers.model.encode import opening_messages
+from mcp_farm.workers.session import (
+    SessionState,
+    _clock_stopped,
+    _setup_owner,
+    recorded,
+    reply_loop,
+)
+from mcp_farm.workers.usersim.facts import invented
+
+SPEAKER = re.compile(r"^\s*(?:user|you|me)\s*:\s*", re.IGNORECASE)
+"""A speaker label a small model may put before its message, taken off."""
+
+
+@dataclass
+class UserSide:
+    """The simulated user of one trial: its model, its prompt and what it records."""
+
+    client: ModelClient
+    settings: UserModel
+    card: UserCard
+    record: UserSimRecord
+
+    @property
+    def prompt(self) -> PromptConfig:
+        """The user model's prompt: the guideline and the card, plain text out (no tools)."""
+        return PromptConfig(
+            id="simulated-user",
+            version=1,
+            mode="native",
+            system_prompt=user_system_prompt(self.card, self.record.identity.guideline),
+            generation=GenerationParams(
+                temperature=self.settings.temperature, max_tokens=self.settings.max_tokens
+            ),
+        )
+
+
+def user_side(
+    client: ModelClient, settings: UserModel, card: UserCard, repetition: int
+) -> UserSide:
+    """The user of a trial, with its identity recorded before anything runs."""
+    identity = UserIdentity(
+        model_id=settings.model.id,
+        model_key=settings.model.key(),
+        pins=dict(client.pins),
+        temperature=settings.temperature,
+        seed=settings.seed + repetition,
+        guideline=GUIDELINE_VERSION,
+    )
+    return UserSide(client, settings, card, UserSimRecord(identity=identity))
+
+
+def visible_text(said: list[tuple[str, str]]) -> str:
+    """The conversation as the user sees it: its own messages and the agent's replies to it,
+    never a tool call, a tool result or the agent's system prompt."""
+    lines = [f"{'You' if who == 'user' else 'Assistant'}: {text}" for who, text in said]
+    return (
+        "The conversation so far:\n\n"
+        + "\n\n".join(lines)
+        + "\n\nWrite your next message as the user (only the message)."
+    )
+
+
+async def user_reply(user: UserSide, said: list[tuple[str, str]], state: SessionState) -> str:
+    """The user model's next message, its tokens and seconds counted on the user's record."""
+    messages = [
+        Message(role="system", content=user.prompt.system_prompt),
+        Message(role="user", content=visible_text(said)),
+    ]
+    target = user.settings.model
+    limit = target.reply_limit_s if target.reply_clock == "wall" else None
+    seed = user.record.identity.seed * 1000 + user.record.messages
+    asked = time.perf_counter()
+    with _clock_stopped(state.clock), anyio.move_on_after(limit) as waited:
+        reply = await user.client.complete(messages, [], user.prompt, seed)
+    user.record.seconds += time.perf_counter() - asked
+    if waited.cancelled_caught or reply.stop is not None:
+        raise InfraError(f"the simulated user ({target.id}) gave no reply: {reply.text or limit}")
+    user.record.tokens = user.record.tokens.add(reply.tokens)
+    return SPEAKER.sub("", reply.text).strip()
+
+
+def _check(user: UserSide, index: int, text: str, said: list[tuple[str, str]]) -> None:
+    """Record the user's message `index` as a user error if it holds a fact that is neither
+    on its card nor in what the agent had said to it."""
+    card = user.card
+    allowed = [card.opening, card.reason, card.satisfied_when, *card.values()]
+    allowed += [reply for who, reply in said if who == "agent"]
+    wrong = invented(text, allowed)
+    if wrong:
+        user.record.errors.append(UserError(message=index, facts=wrong, said=text))
+
+
+async def run_simulated(
+    state: SessionState,
+    scenario: Scenario,
+    prompt: PromptConfig,
+    client: ModelClient,
+    conn: Connected,
+    seed: int,
+    reply_limit_s: float | None,
+    user: UserSide,
+) -> None:
+    """Talk until the user stops, the agent's part ends without a reply, or the card's turn
+    limit; the model's history is the stored transcript, with the user's messages in it."""
+    tools = list(conn.tools.values())
+    state.transcript = opening_messages(prompt, user.card.opening, tools, conn.instructions)
+    said: list[tuple[str, str]] = [("user", user.card.opening)]
+    record = user.record
+    for i in range(user.card.max_turns):
+        if i:
+            text = await user_reply(user, said, state)
+            stop = STOP_MARKER in text
+            text = text.split(STOP_MARKER)[0].strip()
+            if text:
+                _check(user, i, text, said)
+                state.transcript.append(Message(role="user", content=text))
+                said.append(("user", text))
+            if stop or not text:
+                # A parting message is kept in the transcript; the agent is not asked again.
+                record.ended = "user_stop"
+                return
+            record.messages += 1
+        record.first_calls.append(len(state.calls))
+        state.stop_reason, state.final_answer, state.format_error = None, None, None
+        await reply_loop(
+            state, state.transcript, scenario, prompt, client, conn, seed, reply_limit_s
+        )
+        if state.stop_reason != "answer":
+            record.ended = "agent_stop"
+            return
+        said.append(("agent", state.final_answer or ""))
+    record.ended = "max_turns"
+
+
+async def read_final_state(scenario: Scenario, conn: Connected, record: UserSimRecord) -> None:
+    """Make the scenario's `final_state` read calls, recorded on the user's record; a call the
+    server refuses over the protocol is the farm's trouble (InfraError), not the agent's."""
+    for k, check in enumerate(scenario.final_state):
+        call = SetupCall(server=check.server, tool=check.tool, arguments=check.arguments)
+        server = _setup_owner(call, conn)
+        started = time.perf_counter()
+        try:
+            result = await conn.sessions[server].call_tool(call.tool, call.arguments)
+        except MCPError as exc:
+            raise InfraError(f"final_state[{k}] {server}.{call.tool} failed: {exc}") from None
+        record.state_calls.append(
+            recorded(
+                k, server, call.tool, call.arguments, result, time.perf_counter() - started, conn
+            )
+        )
