@@ -82,7 +82,7 @@ def _checked(cassette: Cassette, source: str) -> None:
 
 
 @dataclass(frozen=True)
-class _Served:
+class Served:
     """One recorded answer as the server gives it."""
 
     result: CallToolResult
@@ -92,12 +92,12 @@ class _Served:
     """The requests the server sent the user before it, and the replies it got."""
 
 
-def _results(cassette: Cassette, source: str, rules: IgnoreRules) -> dict[str, list[_Served]]:
+def _results(cassette: Cassette, source: str, rules: IgnoreRules) -> dict[str, list[Served]]:
     """Each recorded call's answers as the server gives them, by the key calls are matched by."""
     _checked(cassette, source)
     return {
         key: [
-            _Served(
+            Served(
                 CallToolResult(
                     content=[_BLOCK.validate_python(b) for b in answer.content],
                     structured_content=answer.structured_content,
@@ -118,7 +118,7 @@ Ask = Callable[[ElicitExchange], Awaitable[ElicitResult]]
 _DONE = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}
 
 
-async def followed(answers: list[_Served], first: int, ask: Ask) -> _Served | str:
+async def followed(answers: list[Served], first: int, ask: Ask) -> Served | str:
     """The answer to give, asking the user as the recording did: the `first` answer when it
     asked nothing; else its requests, one at a time, each reply narrowing the answers to those
     recorded after the same requests and replies (the first such in the file's order once its
