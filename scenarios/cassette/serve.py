@@ -7,7 +7,9 @@ server's answer to it, added to the cassette.
 
 A server definition with `replay: CASSETTE` starts this (scenarios/cassette/launch.py). Calls
 are matched by tool and the canonical JSON of their arguments; within one MCP session the n-th
-call of a key gets the key's n-th recorded answer (the last one once they run out).
+call of a key gets the key's n-th recorded answer (the last one once they run out). An answer
+recorded after the server asked the user is given after the same requests, sent to the client,
+got the same replies (`followed`).
 """
 
 from __future__ import annotations
