@@ -181,7 +181,7 @@ def recorded(
     its `error_pattern` marks, is a failed call. The whole result goes to the trial's capture,
     if it has one; a cassette's answer to a call it never recorded marks the trial."""
     if conn.capture is not None:
-        conn.capture.called(server, tool, arguments, result, latency)
+        conn.capture.called(server, tool, arguments, result, latency, conn.asked.exchanges)
     if left_cassette(result):
         conn.left_cassette = True
     text = result_text(result)

@@ -7,7 +7,9 @@ server's answer to it, added to the cassette.
 
 A server definition with `replay: CASSETTE` starts this (scenarios/cassette/launch.py). Calls
 are matched by tool and the canonical JSON of their arguments; within one MCP session the n-th
-call of a key gets the key's n-th recorded answer (the last one once they run out).
+call of a key gets the key's n-th recorded answer (the last one once they run out). An answer
+recorded after the server asked the user is given after the same requests, sent to the client,
+got the same replies (`followed`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import argparse
 import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import (
     CallToolResult,
     ContentBlock,
+    ElicitResult,
     InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
@@ -40,6 +44,7 @@ from mcp_farm.scenarios.cassette.tape import (
     MISS_META,
     MISS_PREFIX,
     Cassette,
+    ElicitExchange,
     Exchange,
     RecordedTool,
     add_to_cassette,
@@ -78,26 +83,84 @@ def _checked(cassette: Cassette, source: str) -> None:
                     raise with_lines([SpecError(source, where, problem)])[0] from None
 
 
-def _results(
-    cassette: Cassette, source: str, rules: IgnoreRules
-) -> dict[str, list[tuple[CallToolResult, int | None]]]:
-    """Each recorded call's answers as MCP results, by the key calls are matched by, each with
-    the tool list it switches to (None: the list stays)."""
+@dataclass(frozen=True)
+class Served:
+    """One recorded answer as the server gives it."""
+
+    result: CallToolResult
+    switch: int | None
+    """The tool list it switches the session to; None: the list stays."""
+    asks: list[ElicitExchange]
+    """The requests the server sent the user before it, and the replies it got."""
+
+
+def _results(cassette: Cassette, source: str, rules: IgnoreRules) -> dict[str, list[Served]]:
+    """Each recorded call's answers as the server gives them, by the key calls are matched by."""
     _checked(cassette, source)
     return {
         key: [
-            (
+            Served(
                 CallToolResult(
                     content=[_BLOCK.validate_python(b) for b in answer.content],
                     structured_content=answer.structured_content,
                     is_error=answer.is_error,
                 ),
-                answer.events[-1].tools_changed if answer.events else None,
+                answer.switch(),
+                answer.asks(),
             )
             for answer in answers
         ]
         for key, answers in answers_by_key(cassette, rules).items()
     }
+
+
+Ask = Callable[[ElicitExchange], Awaitable[ElicitResult]]
+"""Sends one recorded request to the client and returns the user's reply."""
+
+_DONE = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}
+
+
+async def followed(answers: list[Served], first: int, ask: Ask) -> Served | str:
+    """The answer to give, asking the user as the recording did: the `first` answer when it
+    asked nothing; else its requests, one at a time, each reply narrowing the answers to those
+    recorded after the same requests and replies (the first such in the file's order once its
+    requests are all made). A reply no recording got: why, in words."""
+    leading = answers[first]
+    if not leading.asks:
+        return leading
+    paths = [leading, *(a for i, a in enumerate(answers) if i != first and a.asks)]
+    step = 0
+    while True:
+        request = paths[0].asks[step]
+        reply = await ask(request)
+        asked = [a for a in paths if len(a.asks) > step and a.asks[step].same_request(request)]
+        paths = [a for a in asked if a.asks[step].same_reply(reply.action, reply.content)]
+        if not paths:
+            return _difference(request, reply, [a.asks[step] for a in asked])
+        step += 1
+        done = next((a for a in paths if len(a.asks) == step), None)
+        if done is not None:
+            return done
+
+
+def _difference(
+    request: ElicitExchange, reply: ElicitResult, recorded: list[ElicitExchange]
+) -> str:
+    """How the user's reply differs from every recorded one, in words."""
+    actions = list(dict.fromkeys(e.action for e in recorded))
+    message = request.message
+    if len(message) > SHOWN_ARGUMENTS:
+        message = message[:SHOWN_ARGUMENTS] + "…"
+    asked = f"the server asked {message!r}"
+    if reply.action not in actions:
+        return f"{asked}, and the user {_DONE[reply.action]} where the cassette recorded " + (
+            " or ".join(actions)
+        )
+    shown = [canonical_json(e.content) for e in recorded if e.action == reply.action]
+    return (
+        f"{asked}, and the user {_DONE[reply.action]} with {canonical_json(reply.content)} "
+        f"where the cassette recorded {' or '.join(shown)}"
+    )
 
 
 def _tool(t: RecordedTool) -> Tool:
@@ -203,25 +266,42 @@ class CassetteServer(MCPServer):
         headers = context.headers if context is not None else None
         session = (headers or {}).get(SESSION_HEADER, "")
         count = self.served.setdefault(session, Counter())
-        answer, switch = answers[min(count[key], len(answers) - 1)]
+        first = min(count[key], len(answers) - 1)
         count[key] += 1
-        if switch is not None and context is not None:
+        picked = await followed(answers, first, _asking(context))
+        if isinstance(picked, str):
+            return _miss(name, arguments, instead=f"during the call {picked}")
+        if picked.switch is not None and context is not None:
             # As the recorded server did: the new list from now on, and the notice of it.
-            self.offered[session] = switch
+            self.offered[session] = picked.switch
             await context.session.send_tool_list_changed()
-        return answer
+        return picked.result
 
 
-def _miss(name: str, arguments: dict[str, Any], why: str = "") -> CallToolResult:
+def _asking(context: Context[Any, Any] | None) -> Ask:
+    """How a call asks the user: an elicitation request on its own session, related to the
+    call (over streamable HTTP it travels on the call's stream)."""
+
+    async def ask(request: ElicitExchange) -> ElicitResult:
+        if context is None:  # called outside a session: no user to ask
+            return ElicitResult(action="cancel")
+        reply: ElicitResult = await context.session.elicit_form(
+            request.message, request.requested_schema, related_request_id=context.request_id
+        )
+        return reply
+
+    return ask
+
+
+def _miss(name: str, arguments: dict[str, Any], why: str = "", instead: str = "") -> CallToolResult:
     # Returned, not raised as a ToolError: the `_meta` marker must travel with the error so
     # the farm can mark the trial, whatever the error's text says.
     shown = canonical_json(arguments)
     if len(shown) > SHOWN_ARGUMENTS:
         shown = shown[:SHOWN_ARGUMENTS] + "…"
-    text = (
-        f"{MISS_PREFIX} {name} {shown}. This server replays recorded answers, and no call of "
-        f"{name} with these arguments was recorded.{why}"
-    )
+    # `instead`: the call was recorded, but not after what the user answered during it.
+    what = instead or f"no call of {name} with these arguments was recorded"
+    text = f"{MISS_PREFIX} {name} {shown}. This server replays recorded answers, and {what}.{why}"
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         is_error=True,

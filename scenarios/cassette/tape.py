@@ -3,7 +3,7 @@
 A cassette holds the server's instructions, its tools (name, description, input schema), every
 other tool list it announced (`tool_lists`) and, per distinct call (tool and arguments), the
 answers it gave, in the order they were first recorded, each with what the server did around it
-(`events`: a tool-list change it announced after that answer). Calls are matched by tool name and the canonical JSON of the arguments, so key order
+(`events`: the user it asked during the call, a tool-list change it announced after). Calls are matched by tool name and the canonical JSON of the arguments, so key order
 and spacing in the file do not matter. docs/cassettes.md describes the format and the rules.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +21,8 @@ import yaml
 from pydantic import Field
 
 from mcp_farm.schema import (
+    ElicitAction,
+    Elicitation,
     IgnoreRules,
     SpecError,
     canonical_json,
@@ -32,9 +34,9 @@ from mcp_farm.schema import (
 )
 from mcp_farm.schema.parse.strict import Strict
 
-CASSETTE_FORMAT: Literal[2] = 2
+CASSETTE_FORMAT: Literal[3] = 3
 """The format version a cassette file states in its `cassette:` field: 2 added `tool_lists`
-and an answer's `events`; a version 1 file (neither) loads as it always did."""
+and an answer's `events`, 3 the `elicit` event; version 1 and 2 files load as they always did."""
 
 MISS_META = "mcp-farm/cassette"
 """The `_meta` key of a result the cassette server gives for a call it never recorded; its
@@ -70,10 +72,36 @@ class ToolsChanged(Strict):
     """The list it offers from then on: 0 the cassette's `tools`, k its `tool_lists[k-1]`."""
 
 
-Event = ToolsChanged
-"""What a server did around one answer, beyond answering; one kind so far. A new kind (an
-elicitation the server sent during the call) is another model with its own key, added here as a
-union member, so older files keep loading."""
+class ElicitExchange(Strict):
+    """One request the server sent the user during a call (MCP elicitation, form mode), and
+    the user's answer."""
+
+    message: str
+    """What the server told the user."""
+    requested_schema: dict[str, Any] = Field(default_factory=dict)
+    """The form it asked for (the request's `requestedSchema`)."""
+    action: ElicitAction
+    """How the user answered: `accept`, `decline` or `cancel`."""
+    content: dict[str, Any] | None = None
+    """The values sent with `accept`."""
+
+    def same_request(self, other: ElicitExchange) -> bool:
+        return (self.message, self.requested_schema) == (other.message, other.requested_schema)
+
+    def same_reply(self, action: str, content: dict[str, Any] | None) -> bool:
+        """Whether the user answered as recorded (content compared as canonical JSON)."""
+        return self.action == action and canonical_json(self.content) == canonical_json(content)
+
+
+class Elicited(Strict):
+    """During the call, before the answer, the server asked the user and got this reply."""
+
+    elicit: ElicitExchange
+
+
+Event = ToolsChanged | Elicited
+"""What a server did around one answer, beyond answering: a mapping with one key naming its
+kind. A new kind is another model with its own key, added here, so older files keep loading."""
 
 
 class Answer(Strict):
@@ -90,8 +118,17 @@ class Answer(Strict):
     """How long the server took when the answer was first recorded (for people; the cassette
     server answers at once)."""
     events: list[Event] = Field(default_factory=list)
-    """What the server did after this answer, in order (a tool-list change), replayed at the
-    same point."""
+    """What the server did around this answer, in order: the user it asked during the call
+    (`elicit`), a tool-list change after it (`tools_changed`); replayed at the same points."""
+
+    def asks(self) -> list[ElicitExchange]:
+        """The requests the server sent the user before this answer, in order."""
+        return [e.elicit for e in self.events if isinstance(e, Elicited)]
+
+    def switch(self) -> int | None:
+        """The tool list the server offers after this answer; None: the list stays."""
+        changes = [e.tools_changed for e in self.events if isinstance(e, ToolsChanged)]
+        return changes[-1] if changes else None
 
     def same_as(self, other: Answer, rules: IgnoreRules | None = None) -> bool:
         """Whether two answers say the same (their timing, and what `rules` ignore, aside)."""
@@ -132,8 +169,8 @@ class Exchange(Strict):
 class Cassette(Strict):
     """Every recorded exchange of one server."""
 
-    cassette: Literal[1, 2] = CASSETTE_FORMAT
-    """The file format's version (1 is read as ever; files are written as 2)."""
+    cassette: Literal[1, 2, 3] = CASSETTE_FORMAT
+    """The file format's version (1 and 2 are read as ever; files are written as 3)."""
     server: str = Field(min_length=1)
     """The server's name in the definition it was recorded from."""
     recorded_from: str = ""
@@ -211,7 +248,7 @@ def _problems(cassette: Cassette, source: str) -> list[SpecError]:
                     where = f"calls[{i}].answers[{j}].content[{k}]"
                     problems.append(SpecError(source, where, "a content block needs a `type`"))
             for k, event in enumerate(answer.events):
-                if event.tools_changed >= lists:
+                if isinstance(event, ToolsChanged) and event.tools_changed >= lists:
                     where = f"calls[{i}].answers[{j}].events[{k}].tools_changed"
                     why = f"{event.tools_changed} names no list (`tools` and {lists - 1} `tool_lists`)"
                     problems.append(SpecError(source, where, why))
@@ -314,6 +351,8 @@ class Relisted:
                 update={
                     "events": [
                         ToolsChanged(tools_changed=self.number(lists[e.tools_changed]))
+                        if isinstance(e, ToolsChanged)
+                        else e
                         for e in a.events
                     ]
                 }
@@ -377,8 +416,13 @@ def recorded_tool(tool: Any) -> RecordedTool:
     )
 
 
-def recorded_answer(result: Any, latency_s: float) -> Answer:
-    """An MCP call result as a cassette holds it, whole, secrets masked."""
+def recorded_answer(result: Any, latency_s: float, asked: Sequence[Elicitation] = ()) -> Answer:
+    """An MCP call result as a cassette holds it, whole, secrets masked; `asked`: the
+    elicitation exchanges the server had during the call, in order (its `elicit` events)."""
+    events = [
+        {"elicit": e.model_dump(include={"message", "requested_schema", "action", "content"})}
+        for e in asked
+    ]
     return Answer.model_validate(
         masked(
             {
@@ -386,6 +430,7 @@ def recorded_answer(result: Any, latency_s: float) -> Answer:
                 "structured_content": result.structured_content,
                 "is_error": bool(result.is_error),
                 "latency_s": round(latency_s, 6),
+                "events": events,
             }
         )
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from mcp_farm.scenarios.cassette import (
     recorded_tool,
     write_cassette,
 )
-from mcp_farm.schema import IgnoreRules, ServerDef, SpecError, mask_secrets
+from mcp_farm.schema import Elicitation, IgnoreRules, ServerDef, SpecError, mask_secrets
 from mcp_farm.workers.errors import InfraError
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -122,6 +123,9 @@ class Capture:
 
     folder: Path
     tapes: dict[str, _Tape] = field(default_factory=dict)
+    seen: int = 0
+    """How many of the trial's elicitation exchanges came before the latest captured call:
+    those after it came during the next one (calls run one at a time)."""
 
     def listed(self, server: ServerDef, tools: list[Tool], instructions: str) -> None:
         """A server the trial attached, with what it listed. A `replay:` server is itself a
@@ -132,13 +136,24 @@ class Capture:
         self.tapes[server.name] = _Tape(server, recorded, instructions)
 
     def called(
-        self, server: str, tool: str, arguments: dict[str, Any], result: Any, latency_s: float
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        result: Any,
+        latency_s: float,
+        elicited: Sequence[Elicitation] = (),
     ) -> None:
-        """One call and its whole result (setup, reset and trigger calls included)."""
+        """One call and its whole result (setup, reset and trigger calls included);
+        `elicited`: the trial's elicitation exchanges so far, of which those since the previous
+        call came during this one and are recorded as its answer's `elicit` events (form mode:
+        a URL-mode request is declined unseen by any user, and not replayed)."""
+        during = [e for e in elicited[self.seen :] if e.server == server and e.mode == "form"]
+        self.seen = len(elicited)
         tape = self.tapes.get(server)
         if tape is None:
             return
-        answer = recorded_answer(result, latency_s)
+        answer = recorded_answer(result, latency_s, during)
         tape.add(Exchange(tool=tool, arguments=masked(arguments), answers=[answer]))
 
     def relisted(self, server: str, tools: list[Tool]) -> None:

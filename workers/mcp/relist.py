@@ -62,8 +62,9 @@ async def trigger_change(conn: Connected, server: str, call: SetupCall, label: s
     except MCPError as exc:
         raise InfraError(f"{label} {server}.{call.tool} failed: {exc}") from None
     if conn.capture is not None:  # a cassette must answer the trigger too, and change then
+        latency = time.perf_counter() - started
         conn.capture.called(
-            server, call.tool, call.arguments, result, time.perf_counter() - started
+            server, call.tool, call.arguments, result, latency, conn.asked.exchanges
         )
     if result.is_error:
         raise InfraError(f"{label} {server}.{call.tool} failed: {result.content}")

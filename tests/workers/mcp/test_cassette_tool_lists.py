@@ -79,7 +79,7 @@ def test_capture_records_every_tool_list_and_the_answer_after_which_it_changed(
     recorded: Path,
 ) -> None:
     cassette = load_cassette(recorded)
-    assert cassette.cassette == 2
+    assert cassette.cassette == 3
     first = {t.name for t in cassette.tools}
     assert "export_tasks_csv" in first and "archive_task" not in first
     [pro] = cassette.tool_lists
@@ -105,7 +105,7 @@ def test_a_conversation_whose_tools_change_runs_against_the_cassette_as_against_
     assert "export_tasks_csv" in result.turn_results[1].tools_removed
 
 
-def test_a_version_1_cassette_still_loads_and_is_written_back_as_version_2(tmp_path: Path) -> None:
+def test_a_version_1_cassette_still_loads_and_is_written_back_as_version_3(tmp_path: Path) -> None:
     from mcp_farm.scenarios.cassette import write_cassette
 
     old = tmp_path / "notes.yaml"
@@ -117,7 +117,7 @@ def test_a_version_1_cassette_still_loads_and_is_written_back_as_version_2(tmp_p
     cassette = load_cassette(old)
     assert (cassette.cassette, cassette.tool_lists) == (1, [])
     write_cassette(cassette, old)
-    assert old.read_text().startswith("cassette: 2\n")
+    assert old.read_text().startswith("cassette: 3\n")
     assert load_cassette(old).calls == cassette.calls
 
 
