@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -152,3 +153,24 @@ def wait_until_serving(
             pass
         time.sleep(0.3)
     pytest.fail(f"{name} did not answer at {url} within {seconds:g} s")
+
+
+def run_ideal_first(folder: Path, suite: Path, **settings: Any) -> TrialResult:
+    """The first scenario of the suite file at `suite`, run once by its ideal agent in a
+    runtime of its own (SQLite and data under `folder`; `settings` on top)."""
+    from mcp_farm.scenarios import load_suite
+    from mcp_farm.schema import Settings
+    from mcp_farm.workers.node.runtime import Runtime
+
+    config = Settings(
+        data_dir=folder / "data",
+        database_url=f"sqlite:///{folder / 'farm.sqlite'}",
+        server_start_timeout_s=30.0,
+        **settings,
+    )
+    scenario = load_suite(str(suite)).scenarios[0]
+    rt = Runtime(config)
+    try:
+        return rt.run(trial(scenario, ideal_script(scenario), suite=str(suite)), config)
+    finally:
+        rt.close()

@@ -12,12 +12,10 @@ import anyio
 import pytest
 from mcp.types import CallToolResult, ElicitResult, TextContent
 
-from mcp_farm.scenarios import load_suite
 from mcp_farm.scenarios.cassette import Elicited, ElicitExchange, load_cassette, write_cassette
 from mcp_farm.scenarios.cassette.serve import Served, followed
-from mcp_farm.schema import ElicitAction, Settings, TrialResult
-from mcp_farm.workers.node.runtime import Runtime
-from tests.helpers import ideal_script, trial
+from mcp_farm.schema import ElicitAction, TrialResult
+from tests.helpers import run_ideal_first
 
 pytestmark = pytest.mark.integration
 
@@ -35,24 +33,6 @@ assert ACCEPT in SCENARIO  # the declining variant below replaces it
 MESSAGE = "Delete old-logo.png? This cannot be undone."
 
 
-def _run(folder: Path, suite: Path, **settings: Any) -> TrialResult:
-    config = Settings(
-        data_dir=folder / "data",
-        database_url=f"sqlite:///{folder / 'farm.sqlite'}",
-        server_start_timeout_s=30.0,
-        **settings,
-    )
-    scenario = load_suite(str(suite)).scenarios[0]
-    rt = Runtime(config)
-    try:
-        result: TrialResult = rt.run(
-            trial(scenario, ideal_script(scenario), suite=str(suite)), config
-        )
-    finally:
-        rt.close()
-    return result
-
-
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("recording")
@@ -62,7 +42,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
         '    command: ["{python}", "-m", "mcp_farm.scenarios.servers.office"]\n'
         "    reset: {tool: reset_office}\n" + SCENARIO
     )
-    result = _run(folder, suite, capture_dir=folder / "cassettes")
+    result = run_ideal_first(folder, suite, capture_dir=folder / "cassettes")
     assert result.outcome == "pass", result.detail
     return folder / "cassettes" / "office.yaml"
 
@@ -72,7 +52,7 @@ def _replayed(recorded: Path, folder: Path, scenario: str) -> TrialResult:
     suite.write_text(
         f"suite: taped\nservers:\n  - name: office\n    replay: {recorded}\n{scenario}"
     )
-    return _run(folder, suite)
+    return run_ideal_first(folder, suite)
 
 
 def test_capture_records_the_elicitation_during_a_call_as_an_event_on_its_answer(

@@ -6,15 +6,11 @@ announces it, so a conversation with `event: tools_changed` runs against the rec
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from mcp_farm.scenarios import load_suite
 from mcp_farm.scenarios.cassette import load_cassette
-from mcp_farm.schema import Settings, TrialResult
-from mcp_farm.workers.node.runtime import Runtime
-from tests.helpers import ideal_script, trial
+from tests.helpers import run_ideal_first
 
 pytestmark = pytest.mark.integration
 
@@ -43,24 +39,6 @@ scenarios:
 """
 
 
-def _run(folder: Path, suite: Path, **settings: Any) -> TrialResult:
-    config = Settings(
-        data_dir=folder / "data",
-        database_url=f"sqlite:///{folder / 'farm.sqlite'}",
-        server_start_timeout_s=30.0,
-        **settings,
-    )
-    scenario = load_suite(str(suite)).scenarios[0]
-    rt = Runtime(config)
-    try:
-        result: TrialResult = rt.run(
-            trial(scenario, ideal_script(scenario), suite=str(suite)), config
-        )
-    finally:
-        rt.close()
-    return result
-
-
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("recording")
@@ -70,7 +48,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
         '    command: ["{python}", "-m", "mcp_farm.scenarios.servers.workspace"]\n'
         "    reset: {tool: reset_workspace}\n" + SCENARIO
     )
-    result = _run(folder, suite, capture_dir=folder / "cassettes")
+    result = run_ideal_first(folder, suite, capture_dir=folder / "cassettes")
     assert result.outcome == "pass", result.detail
     return folder / "cassettes" / "workspace.yaml"
 
@@ -97,7 +75,7 @@ def test_a_conversation_whose_tools_change_runs_against_the_cassette_as_against_
     suite.write_text(
         f"suite: taped\nservers:\n  - name: workspace\n    replay: {recorded}\n" + SCENARIO
     )
-    result = _run(tmp_path, suite)
+    result = run_ideal_first(tmp_path, suite)
     assert result.outcome == "pass", result.detail
     assert not result.left_cassette
     assert [c.tool for c in result.tool_calls] == ["list_tasks", "archive_task"]
