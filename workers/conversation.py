@@ -23,10 +23,10 @@ from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
 from mcp_farm.workers.session import (
     SessionState,
-    _setup_owner,
     failure_text,
     recorded,
     reply_loop,
+    setup_owner,
 )
 
 
@@ -107,7 +107,7 @@ async def _event(scenario: Scenario, i: int, conn: Connected) -> None:
     """What happens before turn i's message: its `trigger` call, for `event: tools_changed`."""
     said = scenario.turns[i]
     if said.event == "tools_changed" and said.trigger is not None:
-        server = _setup_owner(said.trigger, conn)
+        server = setup_owner(said.trigger, conn)
         await trigger_change(conn, server, said.trigger, f"turn {i + 1}'s trigger")
 
 
@@ -128,7 +128,7 @@ async def _expected_turn(
                 f"step {j} ({step.label}) has no `example` for the farm to call"
             )
         call = SetupCall(server=step.server, tool=step.names[0], arguments=step.example)
-        server = _setup_owner(call, conn)
+        server = setup_owner(call, conn)
         conn.touched.add(server)
         started = time.perf_counter()
         result = await conn.sessions[server].call_tool(call.tool, call.arguments)

@@ -88,7 +88,7 @@ class SessionState:
 
 
 @contextmanager
-def _clock_stopped(clock: anyio.CancelScope | None) -> Iterator[None]:
+def clock_stopped(clock: anyio.CancelScope | None) -> Iterator[None]:
     """Hold the scenario's clock while the model replies: a slow machine is not a hung tool."""
     if clock is None:
         yield
@@ -227,7 +227,7 @@ def whole_record(text: str, shown: str, failed: bool, result: Any) -> str:
     return canonical_json(whole)
 
 
-def _setup_owner(call: SetupCall, conn: Connected) -> str:
+def setup_owner(call: SetupCall, conn: Connected) -> str:
     """The attached server a setup call goes to; InfraError when there is no single one."""
     owners = sorted(
         {t.server for t in conn.tools.values() if t.tool == call.tool}
@@ -269,7 +269,7 @@ async def run_setup(
     is never the model's fault."""
     calls = [*resets(conn), *((f"setup[{k}]", call) for k, call in enumerate(setup))]
     for index, (label, call) in enumerate(calls):
-        server = _setup_owner(call, conn)
+        server = setup_owner(call, conn)
         where = f"{label} {server}.{call.tool}"
         # Seeded state must not reach the next trial: the pool resets or replaces the server.
         conn.touched.add(server)
@@ -339,7 +339,7 @@ async def reply_loop(
         tools = list(conn.tools.values())
         turn = state.turns
         asked = time.perf_counter()
-        with _clock_stopped(state.clock), anyio.move_on_after(reply_limit_s) as waited:
+        with clock_stopped(state.clock), anyio.move_on_after(reply_limit_s) as waited:
             reply = await client.complete(messages, tools, prompt, seed + turn)
         state.model_s += time.perf_counter() - asked
         state.turns = turn + 1

@@ -32,10 +32,10 @@ from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
 from mcp_farm.workers.session import (
     SessionState,
-    _clock_stopped,
-    _setup_owner,
+    clock_stopped,
     recorded,
     reply_loop,
+    setup_owner,
 )
 from mcp_farm.workers.usersim.facts import invented
 
@@ -102,7 +102,7 @@ async def user_reply(user: UserSide, said: list[tuple[str, str]], state: Session
     limit = target.reply_limit_s if target.reply_clock == "wall" else None
     seed = user.record.identity.seed * 1000 + user.record.messages
     asked = time.perf_counter()
-    with _clock_stopped(state.clock), anyio.move_on_after(limit) as waited:
+    with clock_stopped(state.clock), anyio.move_on_after(limit) as waited:
         reply = await user.client.complete(messages, [], user.prompt, seed)
     user.record.seconds += time.perf_counter() - asked
     if waited.cancelled_caught or reply.stop is not None:
@@ -169,7 +169,7 @@ async def read_final_state(scenario: Scenario, conn: Connected, record: UserSimR
     server refuses over the protocol is the farm's trouble (InfraError), not the agent's."""
     for k, check in enumerate(scenario.final_state):
         call = SetupCall(server=check.server, tool=check.tool, arguments=check.arguments)
-        server = _setup_owner(call, conn)
+        server = setup_owner(call, conn)
         started = time.perf_counter()
         try:
             result = await conn.sessions[server].call_tool(call.tool, call.arguments)
