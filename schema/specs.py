@@ -935,9 +935,16 @@ class UserModel(Strict):
     temperature: float = Field(default=0.0, ge=0)
     """The user's sampling temperature (0: the same visible conversation, the same reply)."""
     seed: int = 0
-    """The user's base seed; a trial's user seed is this plus its repetition."""
+    """The user's base seed. With `seeds: 1` a trial's user seed is this plus its repetition
+    (each repetition meets a new user); with `seeds: m > 1` it is this plus the user seed
+    index 0..m-1, the same for every repetition (agent repetitions crossed with user seeds)."""
     max_tokens: int = Field(default=160, ge=8)
     """Tokens one user message may take."""
+    seeds: int = Field(default=1, ge=1, exclude_if=lambda v: v == 1)
+    """User seeds m per agent repetition: each simulated-user scenario runs repetitions ×
+    seeds trials, every agent repetition against every user seed, so the scorecard can split
+    the pass/fail variance into agent, user and interaction. Left out of the payload at 1, so
+    sweeps written before it keep their ids."""
 
 
 class SweepSpec(Strict):

@@ -75,6 +75,10 @@ class TrialSpec(BaseModel):
     user: UserModel | None = Field(default=None, exclude_if=lambda v: v is None)
     """The sweep's simulated user, on the trials of scenarios with a `user_sim` card only;
     left out when unset, so other trials keep their ids."""
+    user_seed: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The user seed index (0..m-1) of a simulated-user trial in a sweep with `user_model.seeds:
+    m > 1`; None otherwise (the user seed follows the repetition), and then left out, so
+    other trials keep their ids."""
     trial_id: str = ""
     """sha256 of the canonical JSON of everything above; filled in when empty, checked when not."""
 
@@ -253,7 +257,8 @@ class UserIdentity(BaseModel):
     """What the user model's adapter reports about its serving stack."""
     temperature: float
     seed: int
-    """This trial's user seed (the sweep's user seed plus the repetition)."""
+    """This trial's user seed: the sweep's user seed plus the repetition, or plus the user seed
+    index under `user_model.seeds: m > 1` (then the level of the user in the variance split)."""
     guideline: str
     """The guideline's version (e.g. `v1`), the user's behaviour rules."""
 

@@ -294,7 +294,9 @@ def _user_of(spec: TrialSpec, scenario: Scenario, settings: Settings) -> UserSid
             "model: give the sweep a `user_model:`"
         )
     client = make_client(spec.user.model, settings.model_cache_dir)
-    return user_side(client, spec.user, scenario.user_sim, spec.repetition)
+    # Crossed with user seeds, every repetition meets the same m users; else a new one each.
+    offset = spec.repetition if spec.user_seed is None else spec.user_seed
+    return user_side(client, spec.user, scenario.user_sim, offset)
 
 
 async def _scored(

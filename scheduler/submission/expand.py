@@ -107,6 +107,13 @@ def _identity(sweep: SweepSpec) -> dict[str, object]:
     return sweep.model_dump(mode="json", exclude={"gates", "left_cassette", *unset})
 
 
+def user_seeds(sweep: SweepSpec, scenario: Scenario) -> list[int | None]:
+    """The user seed indexes one repetition of a scenario runs with: 0..m-1 for a scenario
+    with a simulated user under `user_model.seeds: m > 1`; `[None]` otherwise (one trial)."""
+    seeds = sweep.user_model.seeds if sweep.user_model else 1
+    return list(range(seeds)) if scenario.user_sim is not None and seeds > 1 else [None]
+
+
 def _needs_user(sweep: SweepSpec, picked: list[tuple[str, Scenario]], source: str) -> None:
     """A scenario with a simulated user runs only in a sweep that names the user's model."""
     if sweep.user_model is not None:
@@ -157,12 +164,14 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
             on_turn_failure=sweep.on_turn_failure if scenario.turns else None,
             confirm_destructive=sweep.confirm_destructive if scenario.turns else None,
             user=sweep.user_model if scenario.user_sim else None,
+            user_seed=user_seed,
         )
         for model in sweep.models
         for prompt in prompts
         for suite, scenario in picked
         for toolset in toolsets[suite]
         for rep, variant in wordings(sweep, scenario)
+        for user_seed in user_seeds(sweep, scenario)
     ]
     return Plan(
         sweep_id=sweep_id,

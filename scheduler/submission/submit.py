@@ -24,9 +24,11 @@ def plan_summary(plan: Plan) -> str:
     sweep = plan.sweep
     wording = " (× each wording)" if sweep.paraphrases == "all" else ""
     toolsets = f"{len(sweep.toolsets)} tool set(s) × " if sweep.toolsets else ""
+    seeds = sweep.user_model.seeds if sweep.user_model else 1
+    users = f" (× {seeds} user seeds, simulated users)" if seeds > 1 else ""
     return (
         f"{len(sweep.models)} model(s) × {len(sweep.prompts)} prompt config(s) × {toolsets}"
-        f"{plan.scenario_count} scenario(s) × {sweep.repetitions} repetition(s){wording} = "
+        f"{plan.scenario_count} scenario(s) × {sweep.repetitions} repetition(s){wording}{users} = "
         f"{len(plan.trials)} trials"
     )
 

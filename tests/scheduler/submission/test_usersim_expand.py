@@ -56,3 +56,23 @@ def test_the_preflight_checks_the_user_model_beside_the_agents() -> None:
 
     with_user = sweep(user_model=USER.model_dump())
     assert [t.id for t in targets_of(with_user, "scripted")] == ["scripted", "user"]
+
+
+def test_user_seeds_cross_every_repetition_of_a_simulated_user_scenario_with_m_users() -> None:
+    crossed = USER.model_copy(update={"seeds": 3})
+    plan = expand(sweep(user_model=crossed.model_dump(), repetitions=2), "sweep.yaml")
+    dentist = [t for t in plan.trials if t.scenario.id == "usersim.dentist-ask-time"]
+    cells = [(t.repetition, t.user_seed, t.seed) for t in dentist]
+    # Agent repetition i keeps its sampling seed across the user seeds j: a crossed design.
+    assert cells == [(r, j, r) for r in range(2) for j in range(3)]
+    assert len({t.trial_id for t in dentist}) == 6
+    others = [t for t in plan.trials if t.scenario.suite == "basic"]
+    assert others and all(t.user_seed is None and "user_seed" not in t.identity() for t in others)
+
+
+def test_one_user_seed_leaves_the_payloads_and_ids_as_they_were() -> None:
+    plain = expand(sweep(user_model=USER.model_dump()), "sweep.yaml")
+    one = expand(sweep(user_model=USER.model_copy(update={"seeds": 1}).model_dump()), "x")
+    assert [t.trial_id for t in one.trials] == [t.trial_id for t in plain.trials]
+    assert all("user_seed" not in t.identity() for t in plain.trials)
+    assert all("seeds" not in (t.identity().get("user") or {}) for t in plain.trials)
