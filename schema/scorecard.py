@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 11
+SCORECARD_VERSION = 12
 ANCHOR_THRESHOLD = 0.85
 """The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
 set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
@@ -151,6 +151,35 @@ class TurnRow(Frozen):
     failed. Text a model or server wrote may be in it: escape it where shown."""
 
 
+class UserVariance(Frozen):
+    """One config's pass/fail variance split between the agent and the simulated user, from
+    agent repetitions crossed with user seeds (`user_model.seeds: m`), by ANOVA expected mean
+    squares pooled over scenarios (docs/simulated-user.md, "The user's share")."""
+
+    scenarios: int
+    """Scenarios with a complete table of at least 2 repetitions × 2 user seeds."""
+    repetitions: int
+    """k: agent repetitions per scenario (the most common)."""
+    seeds: int
+    """m: user seeds per scenario (the most common)."""
+    agent: float
+    """σ²_agent: the variance between agent repetitions (each against every user seed)."""
+    user: float
+    """σ²_user: the variance between user seeds (each against every agent repetition)."""
+    rest: float
+    """σ² of the agent × user interaction and the residual together: with one trial per
+    cell the two cannot be told apart."""
+    clamped: list[Literal["agent", "user"]] = Field(default_factory=list)
+    """Components whose unbiased estimate was negative, shown as 0."""
+    user_icc: float | None
+    """σ²_user / (σ²_agent + σ²_user + σ²_rest): the share of one trial's outcome variance
+    that is which user it met; null when the outcomes never varied."""
+    resolution: float
+    """The half-width of the config pass rate's 95% interval from these components at
+    k × m per scenario over the scenarios: 1.96 · √((σ²_agent/k + σ²_user/m +
+    σ²_rest/(k·m)) / S)."""
+
+
 class SimulatedUsers(Frozen):
     """The trials of one model × prompt config that talked to a simulated user: the pass rate
     over all of them beside the pass rate over those in which the user invented no fact, and
@@ -175,6 +204,9 @@ class SimulatedUsers(Frozen):
     users: list[str] = Field(default_factory=list)
     """The user identities these trials met (UserIdentity.pool_key); more than one means the
     rates pool different users, which every report says."""
+    variance: UserVariance | None = None
+    """The split of the variance between agent and user; null unless the sweep crossed agent
+    repetitions with user seeds (`user_model.seeds` ≥ 2, repetitions ≥ 2)."""
 
 
 class ToolCalls(Frozen):

@@ -8,6 +8,7 @@ from mcp_farm.schema.scorecard import (
     Row,
     Scorecard,
     SimulatedUsers,
+    UserVariance,
 )
 
 
@@ -138,6 +139,49 @@ def user_cells(u: SimulatedUsers) -> list[str]:
         str(u.user_failures),
         str(u.agent_failures),
     ]
+
+
+VARIANCE_HEADS = [
+    "scenarios",
+    "repetitions × user seeds",
+    "σ² agent",
+    "σ² user",
+    "σ² interaction + residual",
+    "user ICC",
+    "pass rate ± (95%)",
+]
+"""Headings of the agent × user variance table (model and prompt before them)."""
+
+
+def variance_cells(v: UserVariance) -> list[str]:
+    """One config's variance split: the components of a trial's pass/fail outcome, the user's
+    ICC and the half-width of the config pass rate's 95% interval they give."""
+    return [
+        str(v.scenarios),
+        f"{v.repetitions} × {v.seeds}",
+        *(f"{value:.4f}{' (0: clamped)' if name in v.clamped else ''}" for name, value in (
+            ("agent", v.agent), ("user", v.user), ("rest", v.rest))),
+        "–" if v.user_icc is None else f"{v.user_icc:.2f}",
+        f"± {v.resolution * 100:.1f} pts",
+    ]
+
+
+def variance_rows(card: Scorecard) -> list[list[str]]:
+    """Model, prompt and the variance cells of each config whose sweep crossed repetitions
+    with user seeds."""
+    return [
+        [u.model, u.prompt, *variance_cells(u.variance)]
+        for u in card.simulated_users
+        if u.variance is not None
+    ]
+
+
+VARIANCE_NOTE = (
+    "Variance of one trial's pass/fail within a scenario, split by ANOVA expected mean squares "
+    "over agent repetitions crossed with user seeds (one trial per cell, so the interaction "
+    "is pooled with the residual; a negative estimate is shown as 0). User ICC: the user's "
+    "share of it. Plan seeds and repetitions with `farm users plan`."
+)
 
 
 def user_notes(card: Scorecard) -> list[str]:

@@ -17,6 +17,8 @@ from mcp_farm.scheduler.report.answer_tables import (
 from mcp_farm.scheduler.report.cells import (
     CONVERSATION_HEADS,
     USER_HEADS,
+    VARIANCE_HEADS,
+    VARIANCE_NOTE,
     cassette_note,
     conversation_cells,
     dash_note,
@@ -28,6 +30,7 @@ from mcp_farm.scheduler.report.cells import (
     shows_recovery,
     user_cells,
     user_notes,
+    variance_rows,
 )
 from mcp_farm.scheduler.scorecard.build import outcome_columns
 from mcp_farm.schema.scorecard import (
@@ -134,6 +137,10 @@ def to_markdown(card: Scorecard) -> str:
             [[u.model, u.prompt, *user_cells(u)] for u in card.simulated_users],
         )
         lines += [*(f"- {note}" for note in user_notes(card)), ""]
+        if split := variance_rows(card):
+            lines += ["### Agent × user variance", ""]
+            lines += _md_table(["model", "prompt", *VARIANCE_HEADS], split)
+            lines += [VARIANCE_NOTE, ""]
     if card.answers is not None:
         lines += _answers_markdown(card.answers)
     return "\n".join(lines)

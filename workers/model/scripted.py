@@ -2,13 +2,16 @@
 
 Script items: `{"call": {"name": …, "arguments": {…}}}`, `{"answer": "…"}` or `{"text": "…"}`
 (raw text, decoded like any model's text), each with an optional `think_s` (seconds to wait
-first, as a slow or hung model would). Calls are emitted in the prompt's mode: structured in
+first, as a slow or hung model would), or `{"any": [item, …]}`: one of those items, picked by
+the call's sampling seed, so a scripted model's seed matters as a sampled model's does (the
+variance split of agent repetitions and user seeds is tested and benchmarked with it). Calls are emitted in the prompt's mode: structured in
 native mode, as JSON text in the text modes, so the real decoder is exercised.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import anyio
@@ -51,7 +54,7 @@ class ScriptedClient:
         self.given += 1
         if turn >= len(self.script):
             return ModelReply(text="", tokens=TokenCounts())
-        item = self.script[turn]
+        item = _picked(self.script[turn], seed)
         think_s = item.get("think_s", 0) if isinstance(item, dict) else 0
         if isinstance(think_s, int | float) and think_s > 0:
             await anyio.sleep(think_s)  # a slow machine, or a hung model past its limit
@@ -60,6 +63,13 @@ class ScriptedClient:
             prompt=sum(len(m.content.split()) for m in messages), completion=8
         )
         return reply
+
+
+def _picked(item: Any, seed: int) -> Any:
+    """The item itself, or for `{"any": [...]}` the one the seed picks (the same each time)."""
+    if isinstance(item, dict) and isinstance(item.get("any"), list) and item["any"]:
+        return random.Random(seed).choice(item["any"])
+    return item
 
 
 def scripted_reply(item: dict[str, Any], turn: int, mode: str) -> ModelReply:

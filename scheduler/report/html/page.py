@@ -20,6 +20,8 @@ from typing import Any
 from mcp_farm.scheduler.report.cells import (
     CONVERSATION_HEADS,
     USER_HEADS,
+    VARIANCE_HEADS,
+    VARIANCE_NOTE,
     cassette_note,
     conversation_cells,
     dash_note,
@@ -32,6 +34,7 @@ from mcp_farm.scheduler.report.cells import (
     shows_recovery,
     user_cells,
     user_notes,
+    variance_rows,
 )
 from mcp_farm.scheduler.report.html.answers import (
     answers_script,
@@ -178,6 +181,10 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
         rows = [[u.model, u.prompt, *user_cells(u)] for u in card.simulated_users]
         talks += "<h2>Simulated users</h2>" + _table(["model", "prompt", *USER_HEADS], rows, 2)
         talks += "".join(f'<p class="muted">{html.escape(n)}</p>' for n in user_notes(card))
+        if split := variance_rows(card):
+            talks += "<h3>Agent × user variance</h3>"
+            talks += _table(["model", "prompt", *VARIANCE_HEADS], split, 2)
+            talks += f'<p class="muted">{html.escape(VARIANCE_NOTE)}</p>'
     title = html.escape(f"Scorecard {card.sweep_id}")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>

@@ -9,6 +9,8 @@ from rich.table import Table
 from mcp_farm.scheduler.report.cells import (
     CONVERSATION_HEADS,
     USER_HEADS,
+    VARIANCE_HEADS,
+    VARIANCE_NOTE,
     cassette_note,
     conversation_cells,
     dash_note,
@@ -21,6 +23,7 @@ from mcp_farm.scheduler.report.cells import (
     shows_recovery,
     user_cells,
     user_notes,
+    variance_rows,
 )
 from mcp_farm.scheduler.report.terminal.answers import print_answers
 from mcp_farm.scheduler.scorecard.build import outcome_columns
@@ -113,6 +116,12 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         console.print(users)
         for line in user_notes(card):
             console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+        if split_rows := variance_rows(card):
+            split = _table("Simulated users: agent × user variance", ["model", "prompt"], VARIANCE_HEADS)
+            for cells in split_rows:
+                split.add_row(*(escape(cell) for cell in cells))
+            console.print(split)
+            console.print(f"[dim]{VARIANCE_NOTE}[/dim]", highlight=False)
     for line in timeout_lines(card):
         console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
     if cassette := cassette_note(card):

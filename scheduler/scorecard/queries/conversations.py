@@ -48,6 +48,20 @@ _USERS = f"""select distinct model_id, {CONFIG} as config, user_identity from tr
 order by model_id, config, user_identity"""
 
 
+# The crossed table's cells: the agent's repetition (and wording) against the user's seed,
+# which only the stored user record holds (identity.seed), read in Python.
+_CELLS = f"""select model_id, {CONFIG} as config, scenario_id, repetition, variant, outcome,
+       user_sim_json from trial
+{_WHERE}
+order by model_id, config, scenario_id, repetition, variant"""
+
+
+def user_cells(conn: Connection, sweep_id: str, skip_left: bool) -> list[Any]:
+    """(model_id, config, scenario_id, repetition, variant, outcome, user_sim_json) of every
+    graded trial with a simulated user."""
+    return list(conn.execute(text(_CELLS), {"sweep": sweep_id, "skip_left": skip_left}))
+
+
 def user_counts(conn: Connection, sweep_id: str, skip_left: bool) -> list[Any]:
     """(model_id, config, n, passed, clean, clean_passed, by_user, by_agent) per config."""
     return list(conn.execute(text(_COUNTS), {"sweep": sweep_id, "skip_left": skip_left}))
