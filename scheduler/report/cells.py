@@ -159,8 +159,10 @@ def variance_cells(v: UserVariance) -> list[str]:
     return [
         str(v.scenarios),
         f"{v.repetitions} × {v.seeds}",
-        *(f"{value:.4f}{' (0: clamped)' if name in v.clamped else ''}" for name, value in (
-            ("agent", v.agent), ("user", v.user), ("rest", v.rest))),
+        *(
+            f"{value:.4f}{' (0: clamped)' if name in v.clamped else ''}"
+            for name, value in (("agent", v.agent), ("user", v.user), ("rest", v.rest))
+        ),
         "–" if v.user_icc is None else f"{v.user_icc:.2f}",
         f"± {v.resolution * 100:.1f} pts",
     ]

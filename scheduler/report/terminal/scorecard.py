@@ -117,7 +117,9 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         for line in user_notes(card):
             console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
         if split_rows := variance_rows(card):
-            split = _table("Simulated users: agent × user variance", ["model", "prompt"], VARIANCE_HEADS)
+            split = _table(
+                "Simulated users: agent × user variance", ["model", "prompt"], VARIANCE_HEADS
+            )
             for cells in split_rows:
                 split.add_row(*(escape(cell) for cell in cells))
             console.print(split)
