@@ -36,6 +36,7 @@ from mcp_farm.scheduler.cli.replay import replay
 from mcp_farm.scheduler.cli.rescore import rescore
 from mcp_farm.scheduler.cli.scenarios import scenarios_app
 from mcp_farm.scheduler.cli.sweep import sweep_app
+from mcp_farm.scheduler.cli.usersim import usersim_app
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -57,6 +58,7 @@ app.add_typer(sweep_app, name="sweep")
 app.add_typer(scenarios_app, name="scenarios")
 app.add_typer(anchors_app, name="anchors")
 app.add_typer(answers_app, name="answers")
+app.add_typer(usersim_app, name="usersim")
 app.command()(rescore)
 app.command()(replay)
 cli_nodes.register(app)
