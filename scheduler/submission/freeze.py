@@ -9,11 +9,9 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import col, select
-
 from mcp_farm.scenarios import find_scenario, load_suite
+from mcp_farm.scheduler.submission.queries import user_conversations
 from mcp_farm.schema import Message, SpecError, TrialSpec, UserSimRecord
-from mcp_farm.schema.db import TrialRow, session_scope
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -43,31 +41,21 @@ def user_messages(spec: TrialSpec, transcript: list[Message], record: UserSimRec
 def recorded(
     engine: Engine, sweep_id: str, scenario_ids: list[str], repetition: int | None
 ) -> list[Recorded]:
-    """Per scenario with a simulated user, the conversation of the lowest repetition (or of
-    `repetition`) of the sweep's first configuration that has one; scenarios in suite order."""
-    query = select(TrialRow).where(
-        col(TrialRow.sweep_id) == sweep_id, col(TrialRow.user_sim_json) != ""
-    )
-    if repetition is not None:
-        query = query.where(col(TrialRow.repetition) == repetition)
+    """Per scenario with a live simulated user, the conversation of the lowest repetition (or
+    of `repetition`) that the sweep recorded, the first configuration's; in suite order."""
     found: dict[str, Recorded] = {}
-    with session_scope(engine) as session:
-        rows = session.exec(query.order_by(col(TrialRow.repetition), col(TrialRow.trial_id)))
-        for row in rows:
-            spec = TrialSpec.model_validate_json(row.payload_json)
-            if row.scenario_id in found or spec.user is None:
-                continue  # the no-user arm and frozen users recorded no live user
-            if scenario_ids and row.scenario_id not in scenario_ids:
-                continue
-            transcript = [Message.model_validate(m) for m in json.loads(row.transcript_json)]
-            record = UserSimRecord.model_validate_json(row.user_sim_json)
-            found[row.scenario_id] = Recorded(
-                spec.scenario.suite,
-                row.scenario_id,
-                row.trial_id,
-                row.repetition,
-                user_messages(spec, transcript, record),
-            )
+    for row in user_conversations(engine, sweep_id, repetition):
+        spec = TrialSpec.model_validate_json(row.payload_json)
+        if row.scenario_id in found or spec.user is None:
+            continue  # the no-user arm and frozen users recorded no live user
+        if scenario_ids and row.scenario_id not in scenario_ids:
+            continue
+        transcript = [Message.model_validate(m) for m in json.loads(row.transcript_json)]
+        record = UserSimRecord.model_validate_json(row.user_sim_json)
+        messages = user_messages(spec, transcript, record)
+        found[row.scenario_id] = Recorded(
+            spec.scenario.suite, row.scenario_id, row.trial_id, row.repetition, messages
+        )
     missing = [s for s in scenario_ids if s not in found]
     if missing or not found:
         what = f"scenario {missing[0]!r}" if missing else "any scenario"

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import logging
 from functools import lru_cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
-from sqlalchemy.engine import Engine
 
 from mcp_farm.schema import StoreError, UserIdentity, UserModel, digest
 from mcp_farm.schema.db import make_engine
 from mcp_farm.workers.store.user_turns import find_user_turn, save_user_turn
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 logger = logging.getLogger(__name__)
 
