@@ -117,3 +117,42 @@ def test_the_no_user_arm_puts_every_fact_in_the_opening_and_asks_no_user(
     assert (result.user_sim.identity.model_id, result.user_sim.messages) == ("no-user", 1)
     assert result.user_sim.tokens.completion == 0
     assert result.failure_source == "none"
+
+
+def test_a_no_user_sweep_is_rescored_as_it_ran(settings: Settings) -> None:
+    from rich.console import Console
+    from sqlalchemy import text
+
+    from mcp_farm.scheduler.submission.embedded import run_embedded
+    from mcp_farm.scheduler.submission.expand import expand
+    from mcp_farm.scheduler.submission.queries import record_scoring
+    from mcp_farm.schema import JudgeSettings, ScenarioSelection, SweepSpec, load_task
+
+    agent = [
+        call("create_event", title="Dentist", start="2026-03-12T15:00", end="2026-03-12T15:45"),
+        say("Done."),
+    ]
+    sweep = SweepSpec(
+        name="nouser",
+        models=[scripted(agent, "a")],
+        prompts=["native"],
+        scenarios=ScenarioSelection(suites=["usersim"], ids=[DENTIST.id]),
+        repetitions=1,
+        user_arms=["no_user"],
+    )
+    engine = make_engine(settings.resolved_database_url())
+    init_db(engine)
+    plan = expand(sweep, "test")
+    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    with engine.begin() as conn:
+        [(trial_id, prompt_id, outcome)] = conn.execute(
+            text("select trial_id, prompt_id, outcome from trial where sweep_id = :s"),
+            {"s": plan.sweep_id},
+        ).all()
+        scoring = record_scoring(conn, plan.sweep_id, JudgeSettings(), "rescore", "test")
+    assert (prompt_id, outcome) == ("native-nouser", "pass")
+    summary = load_task("farm.rescore_trial")(
+        {"trial_id": trial_id, "scoring_id": scoring, "judge": JudgeSettings().model_dump()},
+        settings,
+    )
+    assert summary.outcome == "pass"
