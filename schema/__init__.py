@@ -127,9 +127,11 @@ if TYPE_CHECKING:
         UserSimRecord,
     )
     from mcp_farm.schema.usercard import (
+        NO_USER_SUFFIX,
         STOP_MARKER,
         FailureSource,
         StateCheck,
+        UserArm,
         UserCard,
     )
     from mcp_farm.schema.vocab import (
@@ -238,6 +240,8 @@ _HOMES: dict[str, str] = {
     "UserSimRecord": "mcp_farm.schema.trial",
     "UserModel": "mcp_farm.schema.specs",
     "STOP_MARKER": "mcp_farm.schema.usercard",
+    "NO_USER_SUFFIX": "mcp_farm.schema.usercard",
+    "UserArm": "mcp_farm.schema.usercard",
     "FailureSource": "mcp_farm.schema.usercard",
     "StateCheck": "mcp_farm.schema.usercard",
     "UserCard": "mcp_farm.schema.usercard",
@@ -262,6 +266,7 @@ __all__ = [
     "IGNORED",
     "LOCAL_MODELS",
     "MATCH_BUDGET_S",
+    "NO_USER_SUFFIX",
     "OUTCOMES",
     "STOP_MARKER",
     "UNGRADED",
@@ -329,6 +334,7 @@ __all__ = [
     "TrialStatus",
     "Turn",
     "TurnResult",
+    "UserArm",
     "UserCard",
     "UserError",
     "UserIdentity",

@@ -22,7 +22,7 @@ from mcp_farm.schema.parse.regexes import checked_regex
 from mcp_farm.schema.parse.strict import Strict
 from mcp_farm.schema.placeholders import ENV_PLACEHOLDER as ENV_PLACEHOLDER
 from mcp_farm.schema.redact import has_credentials
-from mcp_farm.schema.usercard import StateCheck, UserCard
+from mcp_farm.schema.usercard import StateCheck, UserArm, UserCard
 from mcp_farm.schema.vocab import (
     AdapterName,
     ElicitAction,
@@ -992,7 +992,11 @@ class SweepSpec(Strict):
     after the user confirmed, so a whole sweep can measure it); left out: each scenario's own."""
     user_model: UserModel | None = None
     """The simulated user of the scenarios with a `user_sim` card; a sweep that picks such a
-    scenario needs it."""
+    scenario (other than a frozen one) for the `conversation` arm needs it."""
+    user_arms: list[UserArm] = Field(default_factory=list)
+    """How scenarios with a card run: `conversation` (with the simulated user), `no_user`
+    (every fact in the opening, no user; prompt id + `-nouser`), or both; left out: only
+    `conversation`."""
 
     OPTIONAL_AXES: ClassVar[tuple[str, ...]] = (
         "toolsets",
@@ -1003,6 +1007,14 @@ class SweepSpec(Strict):
         "on_turn_failure",
         "confirm_destructive",
         "user_model",
+        "user_arms",
     )
     """Fields left out of the sweep's id while unset, so sweeps written before they existed
     keep their ids."""
+
+    @field_validator("user_arms")
+    @classmethod
+    def _arms_once(cls, arms: list[UserArm]) -> list[UserArm]:
+        if len(set(arms)) < len(arms):
+            raise ValueError("name each arm once (`conversation`, `no_user`)")
+        return arms

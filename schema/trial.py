@@ -79,6 +79,9 @@ class TrialSpec(BaseModel):
     """The user seed index (0..m-1) of a simulated-user trial in a sweep with `user_model.seeds:
     m > 1`; None otherwise (the user seed follows the repetition), and then left out, so
     other trials keep their ids."""
+    user_arm: Literal["no_user"] | None = Field(default=None, exclude_if=lambda v: v is None)
+    """`no_user`: a scenario with a card run with no user, every fact of the card in the
+    opening (the sweep's `user_arms`); None: as the scenario says. Left out when unset."""
     trial_id: str = ""
     """sha256 of the canonical JSON of everything above; filled in when empty, checked when not."""
 
@@ -300,6 +303,9 @@ class UserSimRecord(BaseModel):
     """The user model's tokens, never counted in the trial's (the agent's) `tokens`."""
     seconds: float = 0.0
     """Seconds spent waiting for the user model, taken out of the trial's `latency_s`."""
+    cached: int = 0
+    """User messages taken from the cache of user turns (temperature 0 only): they cost no
+    user tokens or seconds."""
     errors: list[UserError] = Field(default_factory=list)
     state_calls: list[ToolCallRecord] = Field(default_factory=list)
     """The scenario's `final_state` read calls, made by the farm after the conversation."""

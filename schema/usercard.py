@@ -18,6 +18,15 @@ FailureSource = Literal["agent", "user", "none"]
 on its card before the agent's first failing point, `agent` otherwise, `none` for a pass (or
 a trial that was not graded)."""
 
+UserArm = Literal["conversation", "no_user"]
+"""How a scenario with a card is run: `conversation` with its simulated user; `no_user` with
+every fact of the card written into the opening and no user at all, so the cost of having to
+converse is measured apart from tool skill."""
+
+NO_USER_SUFFIX = "-nouser"
+"""Added to the prompt config's id on the trials of the `no_user` arm, so every scorecard and
+comparison shows them as a configuration of their own."""
+
 STOP_MARKER = "###STOP###"
 """What the simulated user writes, as the guideline tells it, when the conversation is over."""
 
@@ -41,6 +50,10 @@ class UserCard(Strict):
     max_turns: int = Field(default=6, ge=1, le=40)
     """User messages at most, the opening included; the conversation ends after the agent's
     reply to the last one."""
+    frozen: list[str] | None = None
+    """A frozen user (`farm users freeze`): the messages after the opening that a recorded
+    simulated user sent, replayed in order whatever the agent says; no user model is asked.
+    When they run out the user has stopped."""
 
     @model_validator(mode="after")
     def _facts_apart(self) -> UserCard:
@@ -49,6 +62,8 @@ class UserCard(Strict):
             raise ValueError(f"fact {both[0]!r} is in both `known` and `on_request`: pick one")
         if STOP_MARKER in self.opening:
             raise ValueError(f"the opening cannot hold the stop marker {STOP_MARKER}")
+        if any(STOP_MARKER in m or not m.strip() for m in self.frozen or []):
+            raise ValueError(f"a frozen message is empty or holds the stop marker {STOP_MARKER}")
         return self
 
     def values(self) -> list[str]:

@@ -56,8 +56,15 @@ from mcp_farm.workers.session import (
     run_session,
     run_setup,
 )
+from mcp_farm.workers.usersim.cache import DbTurnCache
 from mcp_farm.workers.usersim.grade import failure_source, grade_simulated
-from mcp_farm.workers.usersim.loop import UserSide, read_final_state, run_simulated, user_side
+from mcp_farm.workers.usersim.loop import (
+    UserSide,
+    modelless_side,
+    read_final_state,
+    run_simulated,
+    user_side,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -284,10 +291,14 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
 
 
 def _user_of(spec: TrialSpec, scenario: Scenario, settings: Settings) -> UserSide | None:
-    """The trial's simulated user, for a scenario with a `user_sim` card; a trial of such a
-    scenario without a user model cannot run (InfraError naming what to add)."""
-    if scenario.user_sim is None:
+    """The trial's simulated user, for a scenario with a `user_sim` card (one without a model
+    for a frozen user or the no-user arm); a trial that needs a user model and names none
+    cannot run (InfraError naming what to add)."""
+    card = scenario.user_sim
+    if card is None:
         return None
+    if card.frozen is not None or spec.user_arm == "no_user":
+        return modelless_side(card, spec.repetition)
     if spec.user is None:
         raise InfraError(
             f"scenario {scenario.id} talks to a simulated user, and the trial names no user "
@@ -296,7 +307,8 @@ def _user_of(spec: TrialSpec, scenario: Scenario, settings: Settings) -> UserSid
     client = make_client(spec.user.model, settings.model_cache_dir)
     # Crossed with user seeds, every repetition meets the same m users; else a new one each.
     offset = spec.repetition if spec.user_seed is None else spec.user_seed
-    return user_side(client, spec.user, scenario.user_sim, offset)
+    cache = DbTurnCache(settings.resolved_database_url())
+    return user_side(client, spec.user, card, offset, cache)
 
 
 async def _scored(

@@ -45,4 +45,29 @@ def user_system_prompt(card: UserCard, version: str = GUIDELINE_VERSION) -> str:
     return f"{guideline(version)}\n\n# Your card\n{card_text(card)}\n\nStop marker: {STOP_MARKER}"
 
 
-__all__ = ["GUIDELINE_VERSION", "card_text", "guideline", "user_system_prompt"]
+def no_user_opening(card: UserCard) -> str:
+    """The no-user arm's only message: the opening, then every fact the user knows or would
+    give when asked, written out, so nothing needs to be asked."""
+    facts = {**card.known, **card.on_request}
+    if not facts:
+        return card.opening
+    lines = [f"- {name}: {value}" for name, value in facts.items()]
+    return "\n".join([card.opening, "", "Everything I know that may help:", *lines])
+
+
+def no_user_card(card: UserCard) -> UserCard:
+    """The card of the no-user arm: the opening with every fact, one message and no more
+    (no user model is asked; nothing is frozen)."""
+    return card.model_copy(
+        update={"opening": no_user_opening(card), "max_turns": 1, "frozen": None}
+    )
+
+
+__all__ = [
+    "GUIDELINE_VERSION",
+    "card_text",
+    "guideline",
+    "no_user_card",
+    "no_user_opening",
+    "user_system_prompt",
+]

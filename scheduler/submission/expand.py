@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from mcp_farm.scenarios import (
     load_prompt,
@@ -12,13 +13,17 @@ from mcp_farm.scenarios import (
     servers_for,
 )
 from mcp_farm.schema import (
+    NO_USER_SUFFIX,
     ModelTarget,
+    PromptConfig,
     Scenario,
     ScenarioRef,
     SpecError,
     SweepSpec,
     ToolSet,
     TrialSpec,
+    UserArm,
+    UserModel,
     digest,
     load_yaml_model,
     require_unique,
@@ -107,25 +112,55 @@ def _identity(sweep: SweepSpec) -> dict[str, object]:
     return sweep.model_dump(mode="json", exclude={"gates", "left_cassette", *unset})
 
 
-def user_seeds(sweep: SweepSpec, scenario: Scenario) -> list[int | None]:
-    """The user seed indexes one repetition of a scenario runs with: 0..m-1 for a scenario
-    with a simulated user under `user_model.seeds: m > 1`; `[None]` otherwise (one trial)."""
+def user_seeds(sweep: SweepSpec, scenario: Scenario, arm: str | None = None) -> list[int | None]:
+    """The user seed indexes one repetition of a scenario runs with: 0..m-1 for a live
+    simulated user's trials (a card's conversation arm, not a frozen user) under
+    `user_model.seeds: m > 1`; `[None]` otherwise (one trial)."""
     seeds = sweep.user_model.seeds if sweep.user_model else 1
-    return list(range(seeds)) if scenario.user_sim is not None and seeds > 1 else [None]
+    live = _user_of(sweep, scenario, arm) is not None
+    return list(range(seeds)) if live and seeds > 1 else [None]
 
 
 def _needs_user(sweep: SweepSpec, picked: list[tuple[str, Scenario]], source: str) -> None:
-    """A scenario with a simulated user runs only in a sweep that names the user's model."""
-    if sweep.user_model is not None:
+    """A scenario with a live simulated user (not a frozen one) runs its conversation arm
+    only in a sweep that names the user's model."""
+    if sweep.user_model is not None or "conversation" not in arms_of(sweep):
         return
     for _suite, scenario in picked:
-        if scenario.user_sim is not None:
+        if scenario.user_sim is not None and scenario.user_sim.frozen is None:
             raise SpecError(
                 source,
                 "user_model",
                 f"scenario {scenario.id} talks to a simulated user: name its model "
                 "(`user_model: {model: {id: ..., adapter: local, model: gemma3-270m}}`)",
             )
+
+
+def arms_of(sweep: SweepSpec) -> list[UserArm]:
+    """The arms scenarios with a card run in: the sweep's `user_arms`, or the conversation."""
+    return sweep.user_arms or ["conversation"]
+
+
+def _arms(sweep: SweepSpec, scenario: Scenario) -> list[Literal["no_user"] | None]:
+    """The `user_arm` of each trial of a scenario: None (as the scenario says) for any
+    scenario without a card and for a card's conversation arm."""
+    if scenario.user_sim is None:
+        return [None]
+    return [None if arm == "conversation" else arm for arm in arms_of(sweep)]
+
+
+def _user_of(sweep: SweepSpec, scenario: Scenario, arm: str | None) -> UserModel | None:
+    """The user model a trial carries: only a live card's conversation arm asks one."""
+    live = scenario.user_sim is not None and scenario.user_sim.frozen is None
+    return sweep.user_model if live and arm is None else None
+
+
+def _armed(prompt: PromptConfig, arm: str | None) -> PromptConfig:
+    """The no-user arm's trials carry the prompt under its id + `-nouser`: a configuration
+    of its own in every scorecard, while the agent is told exactly the same."""
+    if arm != "no_user":
+        return prompt
+    return prompt.model_copy(update={"id": prompt.id + NO_USER_SUFFIX})
 
 
 def expand(sweep: SweepSpec, source: str) -> Plan:
@@ -152,7 +187,7 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
         TrialSpec(
             sweep_id=sweep_id,
             model=model,
-            prompt=prompt,
+            prompt=_armed(prompt, arm),
             scenario=ScenarioRef(id=scenario.id, version=scenario.version, suite=suite),
             repetition=rep,
             variant=variant,
@@ -163,15 +198,17 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
             result_chars=sweep.result_chars,
             on_turn_failure=sweep.on_turn_failure if scenario.turns else None,
             confirm_destructive=sweep.confirm_destructive if scenario.turns else None,
-            user=sweep.user_model if scenario.user_sim else None,
+            user=_user_of(sweep, scenario, arm),
             user_seed=user_seed,
+            user_arm=arm,
         )
         for model in sweep.models
         for prompt in prompts
         for suite, scenario in picked
+        for arm in _arms(sweep, scenario)
         for toolset in toolsets[suite]
         for rep, variant in wordings(sweep, scenario)
-        for user_seed in user_seeds(sweep, scenario)
+        for user_seed in user_seeds(sweep, scenario, arm)
     ]
     return Plan(
         sweep_id=sweep_id,

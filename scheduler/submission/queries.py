@@ -201,3 +201,34 @@ def recorded_calls(*, engine: Engine, sweep_id: str) -> dict[str, list[RecordedC
             call = RecordedCall(tool, bool(ok), error or "", server, digest or "", whole or "")
             found.setdefault(trial_id, []).append(call)
     return found
+
+
+class UserConversation(NamedTuple):
+    """A recorded trial with a simulated user, as `farm users freeze` reads it."""
+
+    trial_id: str
+    scenario_id: str
+    repetition: int
+    payload_json: str
+    transcript_json: str
+    user_sim_json: str
+
+
+def user_conversations(
+    engine: Engine, sweep_id: str, repetition: int | None
+) -> list[UserConversation]:
+    """The sweep's trials that recorded a simulated user (of one repetition, when given),
+    lowest repetition first."""
+    query = select(
+        col(TrialRow.trial_id),
+        col(TrialRow.scenario_id),
+        col(TrialRow.repetition),
+        col(TrialRow.payload_json),
+        col(TrialRow.transcript_json),
+        col(TrialRow.user_sim_json),
+    ).where(col(TrialRow.sweep_id) == sweep_id, col(TrialRow.user_sim_json) != "")
+    if repetition is not None:
+        query = query.where(col(TrialRow.repetition) == repetition)
+    with engine.connect() as conn:
+        rows = conn.execute(query.order_by(col(TrialRow.repetition), col(TrialRow.trial_id)))
+        return [UserConversation(*row) for row in rows]

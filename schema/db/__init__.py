@@ -14,6 +14,7 @@ from mcp_farm.schema.db.tables import (
     SweepRow,
     ToolCallRow,
     TrialRow,
+    UserTurnRow,
 )
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "SweepRow",
     "ToolCallRow",
     "TrialRow",
+    "UserTurnRow",
     "dialect_insert",
     "init_db",
     "make_engine",

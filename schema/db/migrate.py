@@ -154,6 +154,13 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE trial ADD COLUMN failure_source VARCHAR",
         ],
     ),
+    (
+        19,
+        "reproducible users: the cache of simulated users' turns at temperature 0 (user_turn "
+        "table)",
+        # The new table comes from create_all above.
+        [],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -291,6 +291,24 @@ class ScorecardRow(SQLModel, table=True):
     card_json: str
 
 
+class UserTurnRow(SQLModel, table=True):
+    """A simulated user's message, cached by everything its model was given (temperature 0
+    only), so a repeated agent behaviour meets the identical user at no second call; shared
+    by every worker through the results database (docs/simulated-user.md)."""
+
+    __tablename__ = "user_turn"
+
+    key: str = Field(primary_key=True)
+    """sha256 of the user's input: its target (pins included), the pins its adapter reports,
+    temperature, max_tokens, guideline version, system prompt (guideline and card) and the
+    visible conversation so far."""
+    text: str
+    """The user model's reply as it came (before the stop marker is looked for)."""
+    model_id: str
+    """The user model's target id, for a person reading the table."""
+    created_at: datetime
+
+
 class SchemaVersionRow(SQLModel, table=True):
     """Which migrations the database has had (see schema/db/migrate.py)."""
 

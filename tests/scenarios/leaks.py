@@ -24,6 +24,7 @@ from mcp_farm.schema import (
     Scenario,
     Settings,
     TrialResult,
+    TrialSpec,
 )
 from mcp_farm.workers.node.runtime import Runtime
 from tests.helpers import (
@@ -66,6 +67,11 @@ def leak_problem(
     runs: list[TrialResult] = []
     for repetition, which in enumerate((unseeded, seeded, unseeded)):
         spec = trial(which, script, suite=probe, repetition=repetition)
+        if which.user_sim is not None:
+            # A card's scenario runs in the no-user arm here: its ideal calls need no user.
+            spec = TrialSpec.model_validate(
+                spec.model_dump(exclude={"trial_id"}) | {"user_arm": "no_user"}
+            )
         runs.append(runtime.run(spec, settings))
     if runs[1].outcome == "infra_error":
         return f"{scenario.id}: the seeded trial could not run: {runs[1].detail}"

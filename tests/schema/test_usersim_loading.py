@@ -63,6 +63,11 @@ def test_a_card_loads_and_its_opening_is_the_first_message(tmp_path: Path) -> No
             "exactly one of `matches` and `lacks`",
         ),
         (
+            {"user_sim": CARD | {"frozen": ["Two, please. ###STOP###"]}},
+            "scenarios[0].user_sim",
+            "a frozen message is empty or holds the stop marker",
+        ),
+        (
             {"user_sim": CARD, "must_ask": ["(["]},
             "scenarios[0].must_ask",
             "invalid regular expression",

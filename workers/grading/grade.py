@@ -10,6 +10,7 @@ import jsonschema
 from referencing.exceptions import Unresolvable  # jsonschema's own dependency (>= 4.18)
 
 from mcp_farm.scenarios import find_scenario
+from mcp_farm.scenarios.usersim import no_user_card
 from mcp_farm.schema import (
     OUTCOMES,
     Outcome,
@@ -110,7 +111,7 @@ def _match_steps(
 def scenario_of(spec: TrialSpec) -> Scenario:
     """The scenario of a trial as it is run and graded, live or rescored: the stored version,
     with the sweep's overrides of how calls are counted (`calls:`) and of
-    `confirm_destructive`. The sweep's other settings (`result_chars`, `tool_naming`) change
+    `confirm_destructive`, and a card's no-user arm (the facts in the opening, no `must_ask`). The sweep's other settings (`result_chars`, `tool_naming`) change
     what the model was shown, which the trial records; grading reads the tools' own names and
     the results as recorded, so they need nothing here."""
     scenario = find_scenario(spec.scenario.suite, spec.scenario.id, spec.scenario.version)
@@ -118,6 +119,10 @@ def scenario_of(spec: TrialSpec) -> Scenario:
         scenario = scenario.model_copy(update={"calls": spec.calls})
     if spec.confirm_destructive is not None:
         scenario = scenario.model_copy(update={"confirm_destructive": spec.confirm_destructive})
+    if spec.user_arm == "no_user" and scenario.user_sim is not None:
+        # Every fact is in the opening: there is nothing the agent had to ask.
+        card = no_user_card(scenario.user_sim)
+        scenario = scenario.model_copy(update={"user_sim": card, "must_ask": []})
     return scenario
 
 

@@ -25,6 +25,7 @@ from mcp_farm.schema import (
     UserIdentity,
     UserModel,
     UserSimRecord,
+    digest,
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.connections import Connected
@@ -37,6 +38,7 @@ from mcp_farm.workers.session import (
     reply_loop,
     setup_owner,
 )
+from mcp_farm.workers.usersim.cache import TurnCache, turn_key
 from mcp_farm.workers.usersim.facts import invented
 
 SPEAKER = re.compile(r"^\s*(?:user|you|me)\s*:\s*", re.IGNORECASE)
@@ -45,16 +47,20 @@ SPEAKER = re.compile(r"^\s*(?:user|you|me)\s*:\s*", re.IGNORECASE)
 
 @dataclass
 class UserSide:
-    """The simulated user of one trial: its model, its prompt and what it records."""
+    """The simulated user of one trial: its model, its prompt and what it records. A frozen
+    user (the card's `frozen` messages) and the no-user arm have no model."""
 
-    client: ModelClient
-    settings: UserModel
+    client: ModelClient | None
+    settings: UserModel | None
     card: UserCard
     record: UserSimRecord
+    cache: TurnCache | None = None
+    """Where user turns are kept; None: every turn is asked of the model."""
 
     @property
     def prompt(self) -> PromptConfig:
         """The user model's prompt: the guideline and the card, plain text out (no tools)."""
+        assert self.settings is not None, "a user without a model has no prompt"
         return PromptConfig(
             id="simulated-user",
             version=1,
@@ -67,9 +73,15 @@ class UserSide:
 
 
 def user_side(
-    client: ModelClient, settings: UserModel, card: UserCard, repetition: int
+    client: ModelClient,
+    settings: UserModel,
+    card: UserCard,
+    repetition: int,
+    cache: TurnCache | None = None,
 ) -> UserSide:
-    """The user of a trial, with its identity recorded before anything runs."""
+    """The user of a trial, with its identity recorded before anything runs. The cache is
+    used at temperature 0 only: above it the user's replies are meant to vary (by seed), and
+    a cached one would hide the very variance a sweep with user seeds measures."""
     identity = UserIdentity(
         model_id=settings.model.id,
         model_key=settings.model.key(),
@@ -78,7 +90,28 @@ def user_side(
         seed=settings.seed + repetition,
         guideline=GUIDELINE_VERSION,
     )
-    return UserSide(client, settings, card, UserSimRecord(identity=identity))
+    cache = cache if settings.temperature == 0 else None
+    return UserSide(client, settings, card, UserSimRecord(identity=identity), cache)
+
+
+FROZEN = "frozen"
+"""The model id a frozen user is recorded under (its key: the digest of its messages)."""
+NO_USER = "no-user"
+"""The model id the no-user arm's trials record as their user (there is none)."""
+
+
+def modelless_side(card: UserCard, repetition: int) -> UserSide:
+    """The user of a trial that asks no model: a frozen user replays the card's `frozen`
+    messages; a card without them (the no-user arm) never gets a second message."""
+    frozen = card.frozen is not None
+    identity = UserIdentity(
+        model_id=FROZEN if frozen else NO_USER,
+        model_key=digest(card.frozen)[:16] if frozen else "",
+        temperature=0.0,
+        seed=repetition,
+        guideline=GUIDELINE_VERSION,
+    )
+    return UserSide(None, None, card, UserSimRecord(identity=identity))
 
 
 def visible_text(said: list[tuple[str, str]]) -> str:
@@ -93,11 +126,21 @@ def visible_text(said: list[tuple[str, str]]) -> str:
 
 
 async def user_reply(user: UserSide, said: list[tuple[str, str]], state: SessionState) -> str:
-    """The user model's next message, its tokens and seconds counted on the user's record."""
-    messages = [
-        Message(role="system", content=user.prompt.system_prompt),
-        Message(role="user", content=visible_text(said)),
-    ]
+    """The user's next message: a frozen user's next recorded one, a cached one, or the user
+    model's (its tokens and seconds counted on the user's record, never a cached turn's)."""
+    if user.card.frozen is not None:
+        sent = user.record.messages - 1  # the opening is not among the frozen messages
+        return user.card.frozen[sent] if sent < len(user.card.frozen) else ""
+    assert user.client is not None and user.settings is not None
+    system, visible = user.prompt.system_prompt, visible_text(said)
+    key = turn_key(user.record.identity, user.settings, system, visible)
+    if user.cache is not None:
+        with clock_stopped(state.clock):
+            hit = await user.cache.get(key)
+        if hit is not None:
+            user.record.cached += 1
+            return SPEAKER.sub("", hit).strip()
+    messages = [Message(role="system", content=system), Message(role="user", content=visible)]
     target = user.settings.model
     limit = target.reply_limit_s if target.reply_clock == "wall" else None
     seed = user.record.identity.seed * 1000 + user.record.messages
@@ -108,6 +151,9 @@ async def user_reply(user: UserSide, said: list[tuple[str, str]], state: Session
     if waited.cancelled_caught or reply.stop is not None:
         raise InfraError(f"the simulated user ({target.id}) gave no reply: {reply.text or limit}")
     user.record.tokens = user.record.tokens.add(reply.tokens)
+    if user.cache is not None:
+        with clock_stopped(state.clock):
+            await user.cache.put(key, reply.text, target.id)
     return SPEAKER.sub("", reply.text).strip()
 
 

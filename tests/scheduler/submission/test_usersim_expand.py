@@ -1,10 +1,12 @@
 """A sweep with simulated-user scenarios: the user model rides on their trials only, so
-other trials keep their ids, and a sweep without `user_model:` is refused naming it."""
+other trials keep their ids, and a sweep without `user_model:` is refused naming it; the
+no-user arm runs each card again as a configuration of its own, with no user model."""
 
 from __future__ import annotations
 
 import pytest
 
+from mcp_farm.scenarios import load_suite
 from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.schema import ScenarioSelection, SpecError, SweepSpec, UserModel
 from tests.helpers import scripted
@@ -28,12 +30,7 @@ def sweep(**fields: object) -> SweepSpec:
 def test_the_user_model_is_set_on_simulated_user_trials_only() -> None:
     plan = expand(sweep(user_model=USER.model_dump()), "sweep.yaml")
     with_user = {t.scenario.id for t in plan.trials if t.user is not None}
-    assert with_user == {
-        "usersim.cancel-yoga",
-        "usersim.dentist-ask-time",
-        "usersim.groceries-ask-item",
-        "usersim.landlord-ask-address",
-    }
+    assert with_user == {s.id for s in load_suite("usersim").scenarios}
     assert all(t.user == USER for t in plan.trials if t.user is not None)
     # The other trials' payloads are what they were without a user (their ids differ only
     # by the sweep's id, which covers the user model).
@@ -76,3 +73,24 @@ def test_one_user_seed_leaves_the_payloads_and_ids_as_they_were() -> None:
     assert [t.trial_id for t in one.trials] == [t.trial_id for t in plain.trials]
     assert all("user_seed" not in t.identity() for t in plain.trials)
     assert all("seeds" not in (t.identity().get("user") or {}) for t in plain.trials)
+
+
+def test_both_arms_run_each_card_twice_and_the_no_user_arm_is_a_config_of_its_own() -> None:
+    plan = expand(
+        sweep(user_model=USER.model_dump(), user_arms=["conversation", "no_user"]), "sweep.yaml"
+    )
+    cards = {s.id for s in load_suite("usersim").scenarios}
+    no_user = [t for t in plan.trials if t.user_arm == "no_user"]
+    assert sorted(t.scenario.id for t in no_user) == sorted(cards)
+    assert {(t.prompt.id, t.user) for t in no_user} == {("native-nouser", None)}
+    live = [t for t in plan.trials if t.scenario.id in cards and t.user_arm is None]
+    assert len(live) == len(cards) and all(t.user == USER for t in live)
+    # Trials of the conversation arm and of scenarios without a card carry no arm at all.
+    assert all("user_arm" not in t.identity() for t in plan.trials if t.user_arm is None)
+    assert {t.prompt.id for t in plan.trials if t.scenario.suite == "basic"} == {"native"}
+
+
+def test_the_no_user_arm_alone_needs_no_user_model() -> None:
+    plan = expand(sweep(user_arms=["no_user"]), "sweep.yaml")
+    assert all(t.user is None for t in plan.trials)
+    assert {t.user_arm for t in plan.trials if t.scenario.suite == "usersim"} == {"no_user"}

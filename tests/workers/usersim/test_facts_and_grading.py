@@ -71,3 +71,35 @@ def test_the_final_state_is_read_from_the_farms_calls_with_matches_and_lacks() -
     assert state_problem(groceries, empty) == (
         "final state: not read (the conversation ended before it could be)"
     )
+
+
+SLIPS = {
+    "usersim.groceries-ask-item": ("Oat milk, 2 cartons.", ["2"]),
+    "usersim.dentist-ask-time": ("It starts at 16:00.", ["16:00"]),
+    "usersim.landlord-ask-address": ("It's joana@flores.example.", ["joana@flores.example"]),
+    "usersim.cancel-yoga": ("It's evt-1009.", ["evt-1009"]),
+    "usersim.reminder-ask-day": ("On 2026-03-21, please.", ["2026-03-21"]),
+    "usersim.tick-off-water-bill": ("It's r3.", ["r3"]),
+    "usersim.book-club-note": ("We meet on 2026-03-27.", ["2026-03-27"]),
+    "usersim.invoice-to-accountant": ("It was INV-2292, 1,540.00 EUR.", ["INV-2292", "1,540.00"]),
+    "usersim.haircut-ask-day": ("On 2026-03-15 at 10:00.", ["2026-03-15"]),
+    "usersim.reply-priya-later": ("21:00 would work.", ["21:00"]),
+}
+"""Per bundled card, a slip a user could make and the invented facts the check must find."""
+
+
+@pytest.mark.parametrize("scenario_id", sorted(SLIPS))
+def test_every_bundled_card_makes_a_user_slip_detectable(scenario_id: str) -> None:
+    card = find_scenario("usersim", scenario_id).user_sim
+    assert card is not None
+    message, wrong = SLIPS[scenario_id]
+    allowed = [card.opening, card.reason, card.satisfied_when, *card.values()]
+    assert invented(message, allowed) == wrong
+    # The same message with the card's own facts is clean.
+    assert invented(" ".join(card.values()), allowed) == []
+
+
+def test_every_bundled_card_has_a_slip_here() -> None:
+    from mcp_farm.scenarios import load_suite
+
+    assert sorted(SLIPS) == sorted(s.id for s in load_suite("usersim").scenarios)

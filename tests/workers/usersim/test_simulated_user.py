@@ -82,11 +82,89 @@ IDEAL: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         ],
         [say("Yes, please cancel it."), STOP],
     ),
+    "usersim.reminder-ask-day": (
+        [
+            say("Sure. On which day should I remind you?"),
+            call("add_reminder", text="Renew passport", due="2026-03-20"),
+            say("Done: a reminder to renew your passport on 2026-03-20."),
+        ],
+        [say("On 2026-03-20, please."), STOP],
+    ),
+    "usersim.tick-off-water-bill": (
+        [
+            call("list_reminders"),
+            say("I found r2, Pay the water bill, due 2026-03-12. Shall I mark it done?"),
+            call("complete_reminder", reminder_id="r2"),
+            say("Ticked off: Pay the water bill."),
+        ],
+        [say("Yes, r2 is the one."), STOP],
+    ),
+    "usersim.book-club-note": (
+        [
+            say("Happy to. When is the next meeting, and which book are you reading?"),
+            call(
+                "create_note",
+                title="Book club",
+                content="Next meeting: 2026-03-26. Book: Piranesi.",
+            ),
+            say("Created the note Book club with 2026-03-26 and Piranesi."),
+        ],
+        [say("We meet on 2026-03-26 and the book is Piranesi."), STOP],
+    ),
+    "usersim.invoice-to-accountant": (
+        [
+            say("Of course. Which invoice was it, and how much did you pay?"),
+            call(
+                "send_email",
+                to="marta@ledgerwise.example",
+                subject="Invoice INV-2291 paid",
+                body="Hi Marta, I have paid invoice INV-2291 (1,450.00 EUR). Best, Sam",
+            ),
+            say("Sent: Marta knows INV-2291 is paid."),
+        ],
+        [say("It was INV-2291, and I paid 1,450.00 EUR."), STOP],
+    ),
+    "usersim.haircut-ask-day": (
+        [
+            say("Sure. On which day and at what time is it, and how long does it take?"),
+            call(
+                "create_event",
+                title="Haircut (Barbearia Oliveira)",
+                start="2026-03-14T10:00",
+                end="2026-03-14T10:30",
+            ),
+            say("Added: Haircut on 2026-03-14, 10:00 to 10:30."),
+        ],
+        [say("It's on 2026-03-14 at 10:00 and takes 30 minutes."), STOP],
+    ),
+    "usersim.reply-priya-later": (
+        [
+            say("I can do that. What time would work for you?"),
+            call(
+                "reply_to_email",
+                email_id="msg-1042",
+                body="Hi Priya, I'd love to come! Could we make it 20:30?",
+            ),
+            say("Replied to Priya, proposing 20:30."),
+        ],
+        [say("20:30 would work for me."), STOP],
+    ),
 }
 
 
 def test_every_bundled_simulated_user_scenario_has_an_ideal_conversation_here() -> None:
     assert sorted(IDEAL) == sorted(s.id for s in load_suite("usersim").scenarios)
+
+
+def first_calls_of(agent: list[dict[str, Any]]) -> list[int]:
+    """Per user message, how many calls the ideal agent had made before it answered it."""
+    made, found = 0, [0]
+    for step in agent[:-1]:
+        if "call" in step:
+            made += 1
+        else:
+            found.append(made)
+    return found
 
 
 def user_model(script: list[dict[str, Any]], seed: int = 5) -> UserModel:
@@ -114,7 +192,7 @@ def test_a_good_user_and_an_ideal_agent_pass_with_no_user_error(
     assert result.user_sim is not None
     assert result.user_sim.errors == []
     assert (result.user_sim.ended, result.user_sim.messages) == ("user_stop", 2)
-    assert result.user_sim.first_calls == [0, 0]
+    assert result.user_sim.first_calls == first_calls_of(agent)
     assert all(c.ok for c in result.user_sim.state_calls)
 
 
