@@ -1,0 +1,90 @@
+"""A simulated-user sweep on the real farm (Redis, a `farm worker`, PostgreSQL) records what the
+same sweep records embedded: outcomes, the user's errors and whose fault a failure was, and the
+scorecard's simulated-user block; and the worker meets the user turns the embedded run cached
+in the shared database, so it asks the user model nothing (temperature 0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.distributed.conftest import Farm, wait_until
+from tests.workers.usersim.test_simulated_user import IDEAL
+
+pytestmark = pytest.mark.integration
+
+DENTIST, GROCERIES = "usersim.dentist-ask-time", "usersim.groceries-ask-item"
+
+
+def users(name: str) -> dict[str, Any]:
+    """The dentist's ideal agent and user on two cards: true to the dentist's card, the user
+    invents a time and a length on the groceries' one (a user error, and the user's fault)."""
+    agent, user = IDEAL[DENTIST]
+    return {
+        "name": name,
+        "models": [{"id": "dentist-agent", "adapter": "scripted", "model": "x", "script": agent}],
+        "prompts": ["native"],
+        "scenarios": {"suites": ["usersim"], "ids": [DENTIST, GROCERIES]},
+        "repetitions": 1,
+        "user_model": {
+            "model": {"id": "user-script", "adapter": "scripted", "model": "x", "script": user},
+            "temperature": 0.0,
+        },
+    }
+
+
+def recorded(farm: Farm, sweep_id: str) -> dict[str, tuple[Any, ...]]:
+    """Per scenario: outcome, detail, user errors, whose fault, and the user's messages."""
+    found = {}
+    for scenario, outcome, detail, errors, source, record in farm.rows(
+        "select scenario_id, outcome, detail, user_errors, failure_source, user_sim_json "
+        "from trial where sweep_id = :s",
+        s=sweep_id,
+    ):
+        user = json.loads(record)
+        found[scenario] = (outcome, detail, errors, source, user["messages"], user["errors"])
+    return found
+
+
+def user_cost(farm: Farm, sweep_id: str) -> dict[str, tuple[int, int]]:
+    """Per scenario: the user replies that came from the cache, and the user model's tokens."""
+    rows = farm.rows("select scenario_id, user_sim_json from trial where sweep_id = :s", s=sweep_id)
+    found = {}
+    for scenario, record in rows:
+        user = json.loads(record)
+        found[scenario] = (user["cached"], sum(user["tokens"].values()))
+    return found
+
+
+def users_block(farm: Farm, sweep_id: str) -> Any:
+    [(card,)] = farm.rows("select card_json from scorecard where sweep_id = :s", s=sweep_id)
+    return json.loads(card)["simulated_users"]
+
+
+def test_a_simulated_user_sweep_on_the_farm_records_what_the_embedded_run_records(
+    farm: Farm, tmp_path: Path
+) -> None:
+    embedded = farm.sweep_file(tmp_path, users("users-embedded"))
+    farm.cli("run", str(embedded), "--db", farm.db_url)
+    [(here,)] = farm.rows("select sweep_id from sweep")
+
+    there = farm.submit(farm.sweep_file(tmp_path, users("users-farm")))
+    farm.worker("cpu", "farm-cpu@test", "--control")  # the control queue aggregates
+    wait_until(
+        lambda: farm.rows("select 1 from scorecard where sweep_id = :s", s=there),
+        180,
+        "the farm's scorecard",
+    )
+
+    local, remote = recorded(farm, here), recorded(farm, there)
+    assert remote == local
+    assert remote[DENTIST][:4] == ("pass", "", 0, "none")
+    assert remote[GROCERIES][2:4] == (1, "user")
+    assert users_block(farm, there) == users_block(farm, here)
+    # The embedded run asked the user model; the worker found every reply in the shared cache
+    # and asked it nothing.
+    assert all(hits == 0 and tokens > 0 for hits, tokens in user_cost(farm, here).values())
+    assert all(hits > 0 and tokens == 0 for hits, tokens in user_cost(farm, there).values())
