@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mcp_farm.scheduler.cli.common import (
@@ -207,7 +208,7 @@ def compare_cmd(
     Tool sets are part of the config label: S@MODEL/PROMPT+TOOLSET."""
     from mcp_farm.scheduler.report.cells import pct
     from mcp_farm.scheduler.report.terminal.answers import print_answer_comparison
-    from mcp_farm.scheduler.scorecard.compare import CELLS, Side, compare
+    from mcp_farm.scheduler.scorecard.compare import CELLS, Side, compare, user_note
     from mcp_farm.scheduler.scorecard.compare_answers import compare_answers
 
     dimensions = [d.strip() for d in by.split(",") if d.strip()]
@@ -257,5 +258,7 @@ def compare_cmd(
         + (f" ({unresolved} with too few trials to tell)" if unresolved else "")
         + ("" if all_cells else " (--all lists them)")
     )
+    if note := user_note(engine, Side.parse(a), Side.parse(b)):
+        console.print(f"[yellow]{escape(note)}[/yellow]")
     if fail_on_regression and regressions:
         raise typer.Exit(GATE_FAILED)

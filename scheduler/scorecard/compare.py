@@ -13,6 +13,10 @@ tier, …), so a table of forty tools does not turn noise into a finding.
 Two kinds of cell read the conversations only, per configuration: `conversation` (the
 conversation pass rate) and `turn` (the turn pass rate, turns graded and passed, still clustered
 by scenario since the turns of one conversation are not independent either).
+
+Trials with a simulated user are compared as any others; `user_note` says when the two sides
+met different simulated users (or one side several), since a difference may then be the
+users' rather than the agents'.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING
 from mcp_farm.scheduler.scorecard.conversations import tally
 from mcp_farm.scheduler.scorecard.latency import row_keys
 from mcp_farm.scheduler.scorecard.queries.comparisons import conversation_rows, trial_counts
+from mcp_farm.scheduler.scorecard.queries.conversations import user_identities
 from mcp_farm.scheduler.statistics.rates import (
     Difference,
     compare_rates,
@@ -188,3 +193,32 @@ def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Com
         ]
     rank = {"regression": 0, "improvement": 1, "not significant": 2, "same": 3}
     return sorted(found, key=lambda c: (rank[c.verdict], c.diff.diff, c.dimension, c.label))
+
+
+def _users(engine: Engine, side: Side) -> set[str]:
+    """The simulated-user identities the side's trials met."""
+    with engine.connect() as conn:
+        rows = user_identities(conn, side.sweep_id, False)
+    return {
+        r.user_identity
+        for r in rows
+        if (side.model is None or r.model_id == side.model)
+        and (side.prompt is None or side.prompt in (r.config, r.config.split("+")[0]))
+    }
+
+
+def user_note(engine: Engine, a: Side, b: Side) -> str | None:
+    """A warning when the sides' simulated-user trials met different users (or a side met
+    several): their pass rates then pool or compare users as well as agents. None when no
+    side has such trials, or both met the one same user."""
+    left, right = _users(engine, a), _users(engine, b)
+    if (not left and not right) or (left == right and len(left) == 1):
+        return None
+    return (
+        f"simulated users differ: A met {_named(left)}; B met {_named(right)}. The cells with "
+        "simulated-user scenarios compare the users as well as the agents."
+    )
+
+
+def _named(users: set[str]) -> str:
+    return "; ".join(sorted(users)) or "none"

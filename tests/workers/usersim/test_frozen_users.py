@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from mcp_farm.scenarios import find_scenario, load_suite
 from mcp_farm.scheduler.cli.app import app
-from mcp_farm.scheduler.scorecard.compare import Side, compare
+from mcp_farm.scheduler.scorecard.compare import Side, compare, user_note
 from mcp_farm.scheduler.submission.embedded import run_embedded
 from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.schema import (
@@ -107,6 +107,11 @@ def test_a_frozen_user_replays_the_recorded_messages_against_another_agent(
     assert (same.outcome, same.user.identity.model_id) == ("pass", "frozen")
     [cell] = [c for c in compare(engine, Side(live_id), Side(same_id), ["config"])]
     assert (cell.diff.a_n, cell.diff.b_n, cell.diff.diff) == (1, 1, 0.0)
+    # The comparison says that its sides met different users; a side against itself does not.
+    note = user_note(engine, Side(live_id), Side(same_id))
+    assert note is not None and note.startswith("simulated users differ: A met ")
+    assert "frozen" in note.split("B met ")[1]
+    assert user_note(engine, Side(live_id), Side(live_id)) is None
 
     # Another agent books 16:00: the frozen user said 15:00 all the same, so it is the agent's.
     _other_id, other = run(
