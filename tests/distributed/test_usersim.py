@@ -1,7 +1,8 @@
 """A simulated-user sweep on the real farm (Redis, a `farm worker`, PostgreSQL) records what the
 same sweep records embedded: outcomes, the user's errors and whose fault a failure was, and the
 scorecard's simulated-user block; and the worker meets the user turns the embedded run cached
-in the shared database, so it asks the user model nothing (temperature 0)."""
+in the shared database, so it asks the user model nothing (temperature 0). Slow: the bundled
+model as the user on a worker."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from mcp_farm.schema import UNGRADED
 from tests.distributed.conftest import Farm, wait_until
+from tests.workers.model.test_real_models import _needs_llama
 from tests.workers.usersim.test_simulated_user import IDEAL
 
 pytestmark = pytest.mark.integration
@@ -88,3 +91,36 @@ def test_a_simulated_user_sweep_on_the_farm_records_what_the_embedded_run_record
     # and asked it nothing.
     assert all(hits == 0 and tokens > 0 for hits, tokens in user_cost(farm, here).values())
     assert all(hits > 0 and tokens == 0 for hits, tokens in user_cost(farm, there).values())
+
+
+@pytest.mark.slow
+def test_the_bundled_model_plays_the_user_on_a_farm_worker(farm: Farm, tmp_path: Path) -> None:
+    """The worker loads the bundled model as the user (above temperature 0, so no cached turn
+    stands in for it): the trial is graded, and the user's identity, tokens and whose fault
+    are stored. It checks the plumbing, not how well a 270M model plays a user."""
+    _needs_llama()
+    sweep = users("users-gemma") | {
+        "scenarios": {"suites": ["usersim"], "ids": [DENTIST]},
+        "user_model": {
+            "model": {"id": "gemma-user", "adapter": "local", "model": "gemma3-270m"},
+            "temperature": 0.5,
+            "seed": 3,
+            "max_tokens": 48,
+        },
+    }
+    there = farm.submit(farm.sweep_file(tmp_path, sweep))
+    farm.worker("cpu", "farm-cpu@test", "--control")
+    wait_until(
+        lambda: farm.rows("select 1 from scorecard where sweep_id = :s", s=there),
+        300,
+        "the farm's scorecard",
+    )
+    [(outcome, detail, source, record)] = farm.rows(
+        "select outcome, detail, failure_source, user_sim_json from trial where sweep_id = :s",
+        s=there,
+    )
+    assert outcome not in UNGRADED, detail
+    user = json.loads(record)
+    assert user["identity"]["model_id"] == "gemma-user"
+    assert user["tokens"]["completion"] > 0 and user["cached"] == 0
+    assert source in ("agent", "user", "none")
