@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -122,6 +123,16 @@ class Farm:
     def submit(self, sweep: Path) -> str:
         out = self.cli("sweep", "submit", str(sweep)).stdout
         return out.split(":", 1)[0].strip()
+
+    def scorecard(self, sweep_id: str, seconds: float = 180) -> dict[str, Any]:
+        """The sweep's stored scorecard (JSON), once the aggregate task has written it."""
+        found = wait_until(
+            lambda: self.rows("select card_json from scorecard where sweep_id = :s", s=sweep_id),
+            seconds,
+            "the farm's scorecard",
+        )
+        card: dict[str, Any] = json.loads(found[0][0])
+        return card
 
 
 @pytest.fixture

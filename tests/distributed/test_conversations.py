@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcp_farm.scenarios import load_suite
-from tests.distributed.conftest import Farm, wait_until
+from tests.distributed.conftest import Farm
 from tests.helpers import ideal_script
 
 pytestmark = pytest.mark.integration
@@ -66,11 +66,6 @@ def recorded(farm: Farm, sweep_id: str) -> dict[tuple[str, str], tuple[Any, ...]
     return found
 
 
-def conversations_block(farm: Farm, sweep_id: str) -> Any:
-    [(card,)] = farm.rows("select card_json from scorecard where sweep_id = :s", s=sweep_id)
-    return json.loads(card)["conversations"]
-
-
 def test_a_conversation_sweep_on_the_farm_records_what_the_embedded_run_records(
     farm: Farm, tmp_path: Path
 ) -> None:
@@ -80,11 +75,7 @@ def test_a_conversation_sweep_on_the_farm_records_what_the_embedded_run_records(
 
     there = farm.submit(farm.sweep_file(tmp_path, talks("talks-farm")))
     farm.worker("cpu", "farm-cpu@test", "--control")  # the control queue aggregates
-    wait_until(
-        lambda: farm.rows("select 1 from scorecard where sweep_id = :s", s=there),
-        180,
-        "the farm's scorecard",
-    )
+    remote_card = farm.scorecard(there)
 
     local, remote = recorded(farm, here), recorded(farm, there)
     assert len(remote) == 4
@@ -95,5 +86,5 @@ def test_a_conversation_sweep_on_the_farm_records_what_the_embedded_run_records(
     outcome, _detail, turns = remote[("workspace-ideal", WORKSPACE)]
     assert outcome == "pass"
     assert turns[1]["tools_added"] == ["archive_task", "assign_task", "export_tasks"]
-    assert conversations_block(farm, there) == conversations_block(farm, here)
-    assert conversations_block(farm, there)
+    assert remote_card["conversations"] == farm.scorecard(here)["conversations"]
+    assert remote_card["conversations"]

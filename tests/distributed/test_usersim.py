@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_farm.schema import UNGRADED
-from tests.distributed.conftest import Farm, wait_until
+from tests.distributed.conftest import Farm
 from tests.workers.model.test_real_models import _needs_llama
 from tests.workers.usersim.test_simulated_user import IDEAL
 
@@ -62,11 +62,6 @@ def user_cost(farm: Farm, sweep_id: str) -> dict[str, tuple[int, int]]:
     return found
 
 
-def users_block(farm: Farm, sweep_id: str) -> Any:
-    [(card,)] = farm.rows("select card_json from scorecard where sweep_id = :s", s=sweep_id)
-    return json.loads(card)["simulated_users"]
-
-
 def test_a_simulated_user_sweep_on_the_farm_records_what_the_embedded_run_records(
     farm: Farm, tmp_path: Path
 ) -> None:
@@ -76,17 +71,13 @@ def test_a_simulated_user_sweep_on_the_farm_records_what_the_embedded_run_record
 
     there = farm.submit(farm.sweep_file(tmp_path, users("users-farm")))
     farm.worker("cpu", "farm-cpu@test", "--control")  # the control queue aggregates
-    wait_until(
-        lambda: farm.rows("select 1 from scorecard where sweep_id = :s", s=there),
-        180,
-        "the farm's scorecard",
-    )
+    remote_card = farm.scorecard(there)
 
     local, remote = recorded(farm, here), recorded(farm, there)
     assert remote == local
     assert remote[DENTIST][:4] == ("pass", "", 0, "none")
     assert remote[GROCERIES][2:4] == (1, "user")
-    assert users_block(farm, there) == users_block(farm, here)
+    assert remote_card["simulated_users"] == farm.scorecard(here)["simulated_users"]
     # The embedded run asked the user model; the worker found every reply in the shared cache
     # and asked it nothing.
     assert all(hits == 0 and tokens > 0 for hits, tokens in user_cost(farm, here).values())
@@ -110,11 +101,7 @@ def test_the_bundled_model_plays_the_user_on_a_farm_worker(farm: Farm, tmp_path:
     }
     there = farm.submit(farm.sweep_file(tmp_path, sweep))
     farm.worker("cpu", "farm-cpu@test", "--control")
-    wait_until(
-        lambda: farm.rows("select 1 from scorecard where sweep_id = :s", s=there),
-        300,
-        "the farm's scorecard",
-    )
+    farm.scorecard(there, 300)
     [(outcome, detail, source, record)] = farm.rows(
         "select outcome, detail, failure_source, user_sim_json from trial where sweep_id = :s",
         s=there,
