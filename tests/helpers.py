@@ -6,7 +6,7 @@ import subprocess
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -17,12 +17,19 @@ from mcp_farm.schema import (
     PromptConfig,
     Scenario,
     ScenarioRef,
+    Settings,
+    SweepSpec,
     ToolCallRecord,
     TrialProvenance,
     TrialResult,
     TrialSpec,
 )
 from mcp_farm.workers.mcp.shared import free_port as free_port
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from mcp_farm.scheduler.submission.expand import Plan
 
 
 def fixed_provenance() -> TrialProvenance:
@@ -159,7 +166,6 @@ def run_ideal_first(folder: Path, suite: Path, **settings: Any) -> TrialResult:
     """The first scenario of the suite file at `suite`, run once by its ideal agent in a
     runtime of its own (SQLite and data under `folder`; `settings` on top)."""
     from mcp_farm.scenarios import load_suite
-    from mcp_farm.schema import Settings
     from mcp_farm.workers.node.runtime import Runtime
 
     config = Settings(
@@ -174,3 +180,21 @@ def run_ideal_first(folder: Path, suite: Path, **settings: Any) -> TrialResult:
         return rt.run(trial(scenario, ideal_script(scenario), suite=str(suite)), config)
     finally:
         rt.close()
+
+
+def run_sweep_embedded(
+    sweep: SweepSpec, settings: Settings, source: str = "test"
+) -> tuple[Engine, Plan]:
+    """The sweep expanded and run embedded, as `farm run` does, quietly, on the settings'
+    database (created first): its engine and its plan."""
+    from rich.console import Console
+
+    from mcp_farm.scheduler.submission.embedded import run_embedded
+    from mcp_farm.scheduler.submission.expand import expand
+    from mcp_farm.schema.db import init_db, make_engine
+
+    engine = make_engine(settings.resolved_database_url())
+    init_db(engine)
+    plan = expand(sweep, source)
+    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    return engine, plan

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from rich.console import Console
 from sqlalchemy import text
 
 from mcp_farm.scenarios import find_scenario
@@ -16,8 +15,6 @@ from mcp_farm.scheduler.report.formats import to_markdown
 from mcp_farm.scheduler.report.html.page import to_html
 from mcp_farm.scheduler.scorecard.build import build_scorecard
 from mcp_farm.scheduler.scorecard.queries.samples import sample_trials
-from mcp_farm.scheduler.submission.embedded import run_embedded
-from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.scheduler.submission.queries import record_scoring
 from mcp_farm.schema import (
     JudgeSettings,
@@ -28,7 +25,7 @@ from mcp_farm.schema import (
     load_task,
 )
 from mcp_farm.schema.db import init_db, make_engine
-from tests.helpers import ideal_script, scripted
+from tests.helpers import ideal_script, run_sweep_embedded, scripted
 
 SCENARIO = find_scenario("conversations", "conv.groceries-two-adds")
 FAILS_FIRST = [{"answer": "I can't do that."}, *ideal_script(SCENARIO.turn_scenario(1))]
@@ -45,10 +42,7 @@ def test_a_conversation_sweep_stores_turns_and_scores_them_turn_by_turn(
         repetitions=1,
         paraphrases="verbatim",
     )
-    engine = make_engine(settings.resolved_database_url())
-    init_db(engine)
-    plan = expand(sweep, "test")
-    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    engine, plan = run_sweep_embedded(sweep, settings)
     with engine.begin() as conn:
         stored = conn.execute(
             text("select model_id, trial_id, outcome, turns_json from trial where sweep_id = :s"),

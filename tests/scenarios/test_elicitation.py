@@ -19,8 +19,6 @@ from sqlalchemy import text
 
 from mcp_farm.scenarios import load_suite
 from mcp_farm.scheduler.report.html.page import _transcript
-from mcp_farm.scheduler.submission.embedded import run_embedded
-from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.scheduler.submission.queries import record_scoring
 from mcp_farm.scheduler.view.queries import trial_record
 from mcp_farm.scheduler.view.terminal import print_trial
@@ -40,7 +38,14 @@ from mcp_farm.schema import (
 from mcp_farm.schema.db import init_db, make_engine
 from mcp_farm.workers.node.runtime import Runtime
 from mcp_farm.workers.store.results import save_trial
-from tests.helpers import free_port, ideal_script, scripted, trial, wait_until_serving
+from tests.helpers import (
+    free_port,
+    ideal_script,
+    run_sweep_embedded,
+    scripted,
+    trial,
+    wait_until_serving,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -322,10 +327,7 @@ def test_an_embedded_sweep_stores_the_exchanges_and_rescore_grades_them_alike(
         repetitions=1,
         paraphrases="verbatim",
     )
-    engine = make_engine(settings.resolved_database_url())
-    init_db(engine)
-    plan = expand(sweep, "test")
-    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    engine, plan = run_sweep_embedded(sweep, settings)
     with engine.begin() as conn:
         stored = conn.execute(
             text("select model_id, trial_id, outcome, elicitations_json from trial"),

@@ -16,12 +16,10 @@ from mcp_farm.scheduler.report.formats import to_markdown
 from mcp_farm.scheduler.report.html.page import to_html
 from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
 from mcp_farm.scheduler.scorecard.build import build_scorecard
-from mcp_farm.scheduler.submission.embedded import run_embedded
 from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.schema import Scenario, ScenarioSelection, Settings, SweepSpec, TrialSpec
-from mcp_farm.schema.db import init_db, make_engine
 from mcp_farm.workers.node.runtime import Runtime
-from tests.helpers import ideal_script, scripted, trial
+from tests.helpers import ideal_script, run_sweep_embedded, scripted, trial
 
 pytestmark = pytest.mark.integration
 
@@ -159,10 +157,7 @@ def test_a_sweep_counts_recovery_after_an_error_per_row_in_every_medium(
         repetitions=1,
         paraphrases="verbatim",
     )
-    engine = make_engine(settings.resolved_database_url())
-    init_db(engine)
-    plan = expand(sweep, "test")
-    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    engine, plan = run_sweep_embedded(sweep, settings)
     card = build_scorecard(engine=engine, sweep_id=plan.sweep_id)
     configs = {r.model: r for r in card.of("config")}
     assert (configs["recovers"].errored, configs["recovers"].recovered) == (1, 1)

@@ -25,7 +25,7 @@ from mcp_farm.schema import (
 from mcp_farm.schema.db import init_db, make_engine
 from mcp_farm.workers.trial import execute_trial
 from mcp_farm.workers.usersim.cache import turn_key
-from tests.helpers import scripted, trial
+from tests.helpers import run_sweep_embedded, scripted, trial
 from tests.workers.usersim.test_simulated_user import IDEAL, call, say
 
 pytestmark = pytest.mark.integration
@@ -120,11 +120,8 @@ def test_the_no_user_arm_puts_every_fact_in_the_opening_and_asks_no_user(
 
 
 def test_a_no_user_sweep_is_rescored_as_it_ran(settings: Settings) -> None:
-    from rich.console import Console
     from sqlalchemy import text
 
-    from mcp_farm.scheduler.submission.embedded import run_embedded
-    from mcp_farm.scheduler.submission.expand import expand
     from mcp_farm.scheduler.submission.queries import record_scoring
     from mcp_farm.schema import JudgeSettings, ScenarioSelection, SweepSpec, load_task
 
@@ -140,10 +137,7 @@ def test_a_no_user_sweep_is_rescored_as_it_ran(settings: Settings) -> None:
         repetitions=1,
         user_arms=["no_user"],
     )
-    engine = make_engine(settings.resolved_database_url())
-    init_db(engine)
-    plan = expand(sweep, "test")
-    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    engine, plan = run_sweep_embedded(sweep, settings)
     with engine.begin() as conn:
         [(trial_id, prompt_id, outcome)] = conn.execute(
             text("select trial_id, prompt_id, outcome from trial where sweep_id = :s"),

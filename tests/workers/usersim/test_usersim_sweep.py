@@ -16,8 +16,6 @@ from mcp_farm.scheduler.report.html.page import to_html
 from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
 from mcp_farm.scheduler.scorecard.build import build_scorecard
 from mcp_farm.scheduler.scorecard.queries.samples import sample_trials
-from mcp_farm.scheduler.submission.embedded import run_embedded
-from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.scheduler.submission.queries import record_scoring
 from mcp_farm.schema import (
     JudgeSettings,
@@ -27,8 +25,7 @@ from mcp_farm.schema import (
     UserModel,
     load_task,
 )
-from mcp_farm.schema.db import init_db, make_engine
-from tests.helpers import scripted
+from tests.helpers import run_sweep_embedded, scripted
 from tests.workers.usersim.test_simulated_user import IDEAL
 
 pytestmark = pytest.mark.integration
@@ -52,10 +49,7 @@ def test_a_sweep_stores_user_errors_and_scores_with_and_without_them(
         repetitions=1,
         user_model=UserModel(model=scripted(user, "user-script"), temperature=0.0),
     )
-    engine = make_engine(settings.resolved_database_url())
-    init_db(engine)
-    plan = expand(sweep, "test")
-    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    engine, plan = run_sweep_embedded(sweep, settings)
     with engine.begin() as conn:
         stored = conn.execute(
             text(
