@@ -26,6 +26,7 @@ from mcp_farm.schema.usercard import StateCheck, UserArm, UserCard
 from mcp_farm.schema.vocab import (
     AdapterName,
     ElicitAction,
+    McpProtocol,
     ReplyClock,
     Tier,
     ToolMode,
@@ -602,6 +603,11 @@ class ServerDef(Strict):
     shared: SharedLaunch | None = None
     """Optional: one process for many concurrent trials (see SharedLaunch). Without it, each
     trial in flight has a process of its own."""
+    protocol: McpProtocol = "legacy"
+    """How the farm opens the session: `legacy` (the `initialize` handshake) or `2026-07-28`
+    (`server/discover`, then requests that each carry the protocol version; a server asks the
+    user through the `input_required` round trip). Not for a `replay:` server, which the farm
+    serves over the handshake."""
     ignore: IgnoreRules = Field(default_factory=IgnoreRules)
     """Values this server gives differently every time (timestamps, random ids), by JSON path
     or regex: left out of `farm replay`'s diffs and of cassette matching (its calls'
@@ -622,6 +628,11 @@ class ServerDef(Strict):
             raise ValueError("a stdio server needs `command`")
         if self.transport == "http" and not self.url:
             raise ValueError("an http server needs `url`")
+        if self.protocol != "legacy" and self.transport == "http" and self.reset == "session":
+            raise ValueError(
+                f"`reset: session` over http needs the `legacy` protocol: at {self.protocol} "
+                "there is no MCP session for the server to keep state apart by"
+            )
         texts = [*(self.command or []), *self.env.values(), self.url or ""]
         for text in texts:
             for name in ENV_PLACEHOLDER.findall(text):
@@ -643,6 +654,11 @@ class ServerDef(Strict):
     def _replay_alone(self) -> ServerDef:
         if not self.replay:
             raise ValueError("`replay` needs the path of a cassette file")
+        if self.protocol != "legacy":
+            # The cassette server asks through elicitation/create; it has no round trip to replay.
+            raise ValueError(
+                "a `replay:` server is served over the `legacy` handshake: leave out `protocol`"
+            )
         if self.record == "new_episodes":
             return self._recording_live()
         given = [

@@ -17,6 +17,11 @@ or the CPU time of the thread generating the reply (a model in the worker's own 
 
 Transport = Literal["stdio", "http"]
 
+McpProtocol = Literal["legacy", "2026-07-28"]
+"""How the farm opens a server's MCP session: `legacy`, the `initialize` handshake (protocol
+2025-11-25 and before); `2026-07-28`, the per-request protocol with no handshake, where a server
+asks the user through the `input_required` round trip instead of `elicitation/create`."""
+
 TrialStatus = Literal["pending", "running", "done", "cancelled"]
 
 SweepStatus = Literal["active", "cancelled"]

@@ -131,7 +131,7 @@ async def _expected_turn(
         server = setup_owner(call, conn)
         conn.touched.add(server)
         started = time.perf_counter()
-        result = await conn.sessions[server].call_tool(call.tool, call.arguments)
+        result = await conn.call(server, call.tool, call.arguments)
         elicit_problem(conn)
         record = recorded(
             j, server, call.tool, call.arguments, result, time.perf_counter() - started, conn

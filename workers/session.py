@@ -142,7 +142,7 @@ async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallReco
     started = time.perf_counter()
     conn.asked.call = index  # an elicitation during this call is recorded as this call's
     try:
-        result = await conn.sessions[spec.server].call_tool(spec.tool, call.arguments)
+        result = await conn.call(spec.server, spec.tool, call.arguments)
     except MCPError as exc:  # the server refused the call over JSON-RPC: the call failed
         result = refusal(spec.server, spec.tool, exc)
     finally:
@@ -276,7 +276,7 @@ async def run_setup(
         started = time.perf_counter()
         try:
             with anyio.move_on_after(timeout_s) as scope:
-                result = await conn.sessions[server].call_tool(call.tool, call.arguments)
+                result = await conn.call(server, call.tool, call.arguments)
         except MCPError as exc:
             raise InfraError(f"{where} failed: {exc}") from None
         if scope.cancelled_caught:

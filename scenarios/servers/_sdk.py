@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
@@ -24,7 +24,10 @@ __all__ = [
     "FIXTURES",
     "ROOT_HEADER",
     "Context",
+    "Elicit",
+    "ElicitationResult",
     "MCPServer",
+    "Resolve",
     "ToolError",
     "add_root",
     "serve",

@@ -5,18 +5,25 @@ through MCP elicitation (docs/conversations.md, "Servers that ask the user").
 deletes anything; `book_room` asks for the number of people when the call does not give it.
 On decline or cancel the tool returns a plain result saying so, and nothing changes. The farm
 calls `reset_office` before every trial (the definition's `reset:`).
+
+The questions are the SDK's resolvers (`Resolve`, `Elicit`), which ask the way the session
+speaks: `elicitation/create` during the call on a handshake session, the `input_required`
+round trip (the call answered with the question, then sent again with the reply) at 2026-07-28.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the SDK reads `Resolve(...)` from the tools'
+# annotations, which would then be strings naming resolvers local to `build`.
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mcp_farm.scenarios.servers._sdk import (
-    Context,
+    Elicit,
+    ElicitationResult,
     MCPServer,
+    Resolve,
     ToolError,
     serve,
 )
@@ -55,12 +62,16 @@ def build() -> MCPServer:
         """The shared drive's files, one per line."""
         return "\n".join(sorted(kept.files)) or "(no files)"
 
-    @server.tool(annotations=DESTRUCTIVE)
-    async def delete_file(name: str, ctx: Context) -> str:
-        """Delete a file from the shared drive, after the user confirms (it cannot be undone)."""
+    async def confirmation(name: str) -> Elicit[Confirm]:
         if name not in kept.files:
             raise ToolError(f"no file {name!r} (files: {', '.join(sorted(kept.files))})")
-        asked = await ctx.elicit(f"Delete {name}? This cannot be undone.", Confirm)
+        return Elicit(f"Delete {name}? This cannot be undone.", Confirm)
+
+    @server.tool(annotations=DESTRUCTIVE)
+    async def delete_file(
+        name: str, asked: Annotated[ElicitationResult[Confirm], Resolve(confirmation)]
+    ) -> str:
+        """Delete a file from the shared drive, after the user confirms (it cannot be undone)."""
         if asked.action != "accept" or not asked.data.confirm:
             return f"The user declined: {name} was not deleted."
         del kept.files[name]
@@ -72,14 +83,24 @@ def build() -> MCPServer:
         rooms = [f"{room}: seats {seats}" for room, seats in ROOMS.items()]
         return "\n".join([*rooms, "Bookings: " + ("; ".join(kept.bookings) or "none")])
 
-    @server.tool()
-    async def book_room(room: str, date: str, ctx: Context, people: int | None = None) -> str:
-        """Book a meeting room for a date (YYYY-MM-DD); asks the user how many people will
-        attend when `people` is not given."""
+    async def headcount(room: str, date: str, people: int | None) -> Elicit[Headcount] | None:
+        """Ask for the number of people only when the call left it out (None: nothing asked)."""
         if room not in ROOMS:
             raise ToolError(f"no room {room!r} (rooms: {', '.join(ROOMS)})")
+        if people is not None:
+            return None
+        return Elicit(f"How many people will attend in {room} on {date}?", Headcount)
+
+    @server.tool()
+    async def book_room(
+        room: str,
+        date: str,
+        asked: Annotated[ElicitationResult[Headcount], Resolve(headcount)],
+        people: int | None = None,
+    ) -> str:
+        """Book a meeting room for a date (YYYY-MM-DD); asks the user how many people will
+        attend when `people` is not given."""
         if people is None:
-            asked = await ctx.elicit(f"How many people will attend in {room} on {date}?", Headcount)
             if asked.action != "accept":
                 return f"The user did not give the number of people: {room} was not booked."
             people = asked.data.people

@@ -29,6 +29,7 @@ from mcp_farm.workers.mcp.pool import (
     LiveServer,
     ServerPool,
 )
+from mcp_farm.workers.mcp.roundtrip import call_tool
 from mcp_farm.workers.model.safejson import as_json_text
 from mcp_farm.workers.model.toolspec import ToolSpec
 
@@ -67,6 +68,11 @@ class Connected:
     listed: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per attached server, per tool it listed, the digests of its description and schemas
     (`tool_fingerprint`): what a replay compares to say which tools changed."""
+
+    async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call a tool of an attached server; a question it asks through the `input_required`
+        round trip is answered as an `elicitation/create` is (workers/mcp/roundtrip.py)."""
+        return await call_tool(self.sessions[server], tool, arguments)
 
     def limit(self, server: str) -> int:
         """Characters of a result of `server` the model is shown."""

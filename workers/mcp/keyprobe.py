@@ -173,7 +173,7 @@ async def _example_result(
     conn.touched.add(spec.server)
     try:
         with anyio.fail_after(timeout_s):
-            result = await conn.sessions[spec.server].call_tool(tool, step.example)
+            result = await conn.call(spec.server, tool, step.example)
     except (MCPError, TimeoutError):
         return None
     text = result_text(result)

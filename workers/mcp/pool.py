@@ -158,8 +158,8 @@ class LiveServer:
     process: SharedProcess | None = None
     """The shared process this session is on; None: the server is a process of its own."""
     instructions: str = ""
-    """What the server said about itself when the session opened (initialize's
-    `instructions`), shown to the model as real clients show it."""
+    """What the server said about itself when the session opened (the `instructions` of
+    its initialize or discover reply), shown to the model as real clients show it."""
     noise: StdoutNoise | None = None
     """Stray lines a stdio server wrote to stdout."""
     changes: ListChanges = field(default_factory=ListChanges)
@@ -275,7 +275,9 @@ def _key(server: ServerDef, attached: list[str]) -> str:
     # Built from the definition as written: `{env:VAR}` stays a placeholder, so no value
     # from the environment is ever part of a key.
     command = [_expand(a, None, attached) for a in server.command or []]
-    return json.dumps([server.name, command, server.url, server.env], sort_keys=True)
+    return json.dumps(
+        [server.name, command, server.url, server.env, server.protocol], sort_keys=True
+    )
 
 
 def reset_sandbox(server: ServerDef, target: Path) -> None:
@@ -299,7 +301,7 @@ def reset_sandbox(server: ServerDef, target: Path) -> None:
 
 def start_failure(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
-        return "no answer to initialize/list_tools in time"
+        return "no answer to initialize (or discover)/list_tools in time"
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(start_failure(e) for e in exc.exceptions)
     return f"{type(exc).__name__}: {exc}"
@@ -466,7 +468,7 @@ class ServerPool:
         try:
             async with _open(how, self._errlog, noise, changes, elicit) as session:
                 with anyio.fail_after(self.start_timeout_s):
-                    opened = await session.initialize()
+                    instructions = await _opened(session, server)
                     listed = await session.list_tools()
                 live = LiveServer(
                     key,
@@ -475,7 +477,7 @@ class ServerPool:
                     list(listed.tools),
                     sandbox,
                     process=process,
-                    instructions=(getattr(opened, "instructions", None) or "").strip(),
+                    instructions=instructions,
                     noise=noise,
                     changes=changes,
                     elicit=elicit,
@@ -499,6 +501,21 @@ class ServerPool:
                 process.sessions -= 1
             if started and sandbox is not None:
                 shutil.rmtree(sandbox, ignore_errors=True)
+
+
+async def _opened(session: ClientSession, server: ServerDef) -> str:
+    """Open the session in the server's `protocol` and return what the server says about
+    itself (its `instructions`): by the `initialize` handshake, or at 2026-07-28 by
+    `server/discover`, after which every request carries the version and no handshake runs."""
+    if server.protocol == "legacy":
+        opened = await session.initialize()
+        return (getattr(opened, "instructions", None) or "").strip()
+    found = await session.discover()
+    if session.protocol_version != server.protocol:
+        raise InfraError(
+            f"it speaks {session.protocol_version}, not {server.protocol} (its `protocol`)"
+        )
+    return (found.instructions or "").strip()
 
 
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)

@@ -58,7 +58,7 @@ async def trigger_change(conn: Connected, server: str, call: SetupCall, label: s
     conn.touched.add(server)
     started = time.perf_counter()
     try:
-        result = await conn.sessions[server].call_tool(call.tool, call.arguments)
+        result = await conn.call(server, call.tool, call.arguments)
     except MCPError as exc:
         raise InfraError(f"{label} {server}.{call.tool} failed: {exc}") from None
     if conn.capture is not None:  # a cassette must answer the trigger too, and change then

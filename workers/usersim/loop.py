@@ -218,7 +218,7 @@ async def read_final_state(scenario: Scenario, conn: Connected, record: UserSimR
         server = setup_owner(call, conn)
         started = time.perf_counter()
         try:
-            result = await conn.sessions[server].call_tool(call.tool, call.arguments)
+            result = await conn.call(server, call.tool, call.arguments)
         except MCPError as exc:
             raise InfraError(f"final_state[{k}] {server}.{call.tool} failed: {exc}") from None
         record.state_calls.append(

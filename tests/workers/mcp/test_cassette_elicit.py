@@ -84,6 +84,31 @@ def test_replayed_the_server_asks_the_scripted_user_again_and_answers_as_recorde
     ]
 
 
+def test_a_round_trip_at_2026_07_28_is_captured_alike_and_replayed_as_a_request(
+    tmp_path: Path,
+) -> None:
+    live = tmp_path / "live.yaml"
+    live.write_text(
+        "suite: live\nservers:\n  - name: office\n"
+        '    command: ["{python}", "-m", "mcp_farm.scenarios.servers.office"]\n'
+        '    protocol: "2026-07-28"\n    reset: {tool: reset_office}\n' + SCENARIO
+    )
+    captured = run_ideal_first(tmp_path, live, capture_dir=tmp_path / "cassettes")
+    assert captured.outcome == "pass", captured.detail
+    [delete] = [
+        c
+        for c in load_cassette(tmp_path / "cassettes" / "office.yaml").calls
+        if c.tool == "delete_file"
+    ]
+    [event] = delete.answers[0].events
+    assert isinstance(event, Elicited)
+    assert (event.elicit.message, event.elicit.action) == (MESSAGE, "accept")
+    (tmp_path / "replay").mkdir()
+    result = _replayed(tmp_path / "cassettes" / "office.yaml", tmp_path / "replay", SCENARIO)
+    assert result.outcome == "pass", result.detail
+    assert [(e.message, e.action) for e in result.elicitations] == [(MESSAGE, "accept")]
+
+
 def test_a_user_who_declines_where_the_cassette_recorded_accept_leaves_the_cassette(
     recorded: Path, tmp_path: Path
 ) -> None:
