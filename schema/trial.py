@@ -399,8 +399,9 @@ class TrialResult(BaseModel):
     Turns never reached (after a failure under `stop`) have no entry."""
     recovered: bool | None = None
     """Whether every call that got an error result (the server's `isError`, its
-    `error_pattern`, arguments it refused) was followed by a successful call that did a step;
-    null when no call failed (docs/conversations.md, "Recovery after an error")."""
+    `error_pattern`, arguments it refused) was followed by a successful call that did a step
+    (in a conversation, a later call of the same turn that did one of its steps); null when no
+    call failed (docs/conversations.md, "Recovery after an error")."""
     steps: list[StepVerdict] = Field(default_factory=list)
     """Each expected step (on the route graded) with the call that did it or why none did, so
     a reader sees which call met which step. Empty for a conversation (each turn keeps its

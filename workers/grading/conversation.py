@@ -310,24 +310,28 @@ def recovered(
     scenario: Scenario, calls: list[ToolCallRecord], route: str | None, turns: list[TurnResult]
 ) -> bool | None:
     """Whether every call that got an error result was followed by a successful call that did
-    a step (of its turn, on the route graded); None when no call failed. Under `open_tools`,
-    where no step is named, any later successful call counts."""
-    failed = [c.index for c in calls if not c.ok]
-    if not failed:
+    a step (on the route graded); None when no call failed. In a conversation both calls are
+    of the same turn, and the step is that turn's: a step done in a later turn answers another
+    request, so a model that gave up after the error did not recover because the user asked
+    for something else next. Under `open_tools`, where no step is named, any later successful
+    call counts."""
+    if all(c.ok for c in calls):
         return None
     if scenario.open_tools:
-        doers = {c.index for c in calls if c.ok}
+        parts = [(calls, {c.index for c in calls if c.ok})]
+    elif scenario.turns:
+        parts = [
+            (own, _step_doers(_way(plain_view(scenario, t.index), t.route), own))
+            for t in turns
+            for own in [turn_calls(t, calls)]
+        ]
     else:
-        views = (
-            [(_way(plain_view(scenario, t.index), t.route), turn_calls(t, calls)) for t in turns]
-            if scenario.turns
-            else [(_way(scenario, route), calls)]
-        )
-        doers = {
-            c.index
-            for view, own in views
-            for met in find(view, own, lambda _c, _d: None).met.values()
-            for c in met
-            if c.ok
-        }
-    return all(any(d > f for d in doers) for f in failed)
+        parts = [(calls, _step_doers(_way(scenario, route), calls))]
+    return all(any(d > c.index for d in doers) for own, doers in parts for c in own if not c.ok)
+
+
+def _step_doers(way: Scenario, own: list[ToolCallRecord]) -> set[int]:
+    """Indexes of the successful calls among `own` that did a step of `way`."""
+    return {
+        c.index for met in find(way, own, lambda _c, _d: None).met.values() for c in met if c.ok
+    }
