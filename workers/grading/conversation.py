@@ -92,15 +92,42 @@ def turn_calls(turn: TurnResult, calls: list[ToolCallRecord]) -> list[ToolCallRe
 def _step_calls(
     scenario: Scenario, done: list[TurnResult], calls: list[ToolCallRecord], t: int, k: int
 ) -> list[ToolCallRecord]:
-    """The calls that did step k of turn t: the model's when the turn passed, else the farm's."""
+    """The calls that did step k of turn t: the model's when the turn passed; when it failed,
+    the model's call where it had done the step (`model_steps`), else the farm's."""
     if t >= len(done):
         return []
     turn = done[t]
     if turn.outcome != "pass":
-        return turn.farm_calls[k : k + 1]
+        if k in turn.model_steps:
+            return [c for c in calls if c.index == turn.model_steps[k]]
+        return [c for c in turn.farm_calls if c.index == k]
     way = _way(plain_view(scenario, t), turn.route)
     found = find(way, turn_calls(turn, calls), lambda _c, _d: None)
     return found.met.get(k, [])
+
+
+def _cross_value_problem(
+    scenario: Scenario,
+    step: ExpectedCall,
+    call: ToolCallRecord,
+    done: list[TurnResult],
+    calls: list[ToolCallRecord],
+) -> str | None:
+    """Why a call of `step` does not take an earlier turn's value where the step says it
+    must; None when it does (or the step takes none)."""
+    for arg, matcher in step.params_for(call.tool).items():
+        sources = {
+            (m.from_turn, m.derived_from_step)
+            for _w, m in matcher.nested()
+            if m.from_turn is not None and m.derived_from_step is not None
+        }
+        if not sources or arg not in call.arguments:
+            continue
+        results = {k: _step_calls(scenario, done, calls, t, k) for t, k in sources}
+        reason = check(matcher, call.arguments[arg], Chain(results))
+        if reason:
+            return located(f"{call.tool}.{arg}", reason)
+    return None
 
 
 def _cross_problem(
@@ -116,20 +143,7 @@ def _cross_problem(
     for j, step in enumerate(way.expect):
         problems: list[str] = []
         for c in (c for c in own if accepts(step, c)):
-            problem = None
-            for arg, matcher in step.params_for(c.tool).items():
-                sources = {
-                    (m.from_turn, m.derived_from_step)
-                    for _w, m in matcher.nested()
-                    if m.from_turn is not None and m.derived_from_step is not None
-                }
-                if not sources or arg not in c.arguments:
-                    continue
-                results = {k: _step_calls(scenario, done, calls, t, k) for t, k in sources}
-                reason = check(matcher, c.arguments[arg], Chain(results))
-                if reason:
-                    problem = located(f"{c.tool}.{arg}", reason)
-                    break
+            problem = _cross_value_problem(scenario, step, c, done, calls)
             if problem is None:
                 break
             problems.append(problem)
@@ -137,6 +151,28 @@ def _cross_problem(
             if problems:
                 return f"step {j} ({step.label}): {problems[0]}"
     return None
+
+
+def done_steps(
+    scenario: Scenario,
+    i: int,
+    turn: TurnResult,
+    done: list[TurnResult],
+    calls: list[ToolCallRecord],
+    schemas: dict[str, dict[str, Any]],
+) -> dict[int, int]:
+    """After turn i failed: the steps of its first route (the one the farm completes) that the
+    model's own calls did, values from earlier turns included, each with the call that did it
+    (as the grader's step verdicts place it). The farm does not make these again."""
+    name, way = scenario.turn_scenario(i).ways()[0]
+    own = turn_calls(turn, calls)
+    found: dict[int, int] = {}
+    for verdict in steps_of(plain_view(scenario, i), own, name, schemas):
+        made = next((c for c in own if c.index == verdict.call), None)
+        step = way.expect[verdict.step]
+        if made is not None and not _cross_value_problem(scenario, step, made, done, calls):
+            found[verdict.step] = made.index
+    return found
 
 
 def _asked(
@@ -297,7 +333,10 @@ def grade_conversation(
     failed = [t for t in graded if t.outcome != "pass"]
     if failed:
         first = failed[0]
-        return graded, Graded(first.outcome, f"turn {first.index + 1}: {first.detail}")
+        detail = f"turn {first.index + 1}: {first.detail}"
+        for t in (t for t in graded if t.farm_problem):
+            detail += f"; not continued after turn {t.index + 1}: {t.farm_problem}"
+        return graded, Graded(first.outcome, detail)
     if len(graded) < len(scenario.turns):
         # The session ended before a turn began (setup failed, the clock ran out): graded as
         # the one-prompt path grades a session that ended so.
