@@ -1,6 +1,8 @@
-"""Conversations through the real fixture servers: every bundled conversation's ideal agent
-passes in every prompt mode, guessing instead of asking is `guessed`, and `continue` lets a
-later turn pass after a failed one."""
+"""Conversations through the real fixture servers: the bundled suites hold the kinds issue 28
+asks for, every bundled conversation's ideal agent passes in every prompt mode, guessing
+instead of asking is `guessed`, and `continue` completes a failed turn (the steps the model
+did are not made again; a farm call that fails stops the conversation) so a later turn can
+pass after it."""
 
 from __future__ import annotations
 
@@ -37,10 +39,37 @@ def guessing(scenario: Scenario, i: int) -> list[dict[str, Any]]:
     return script
 
 
-def test_the_conversation_suite_is_the_size_and_shape_promised() -> None:
-    asking = [s for s in SUITE.scenarios if any(t.must_ask for t in s.turns)]
-    assert len(SUITE.scenarios) >= 12
-    assert len(asking) >= 5
+def _elicits(s: Scenario) -> list[str]:
+    """The actions of the scenario's scripted elicitation answers, on it and on its turns."""
+    return [e.action for e in [*s.elicit, *(e for t in s.turns for e in t.elicit)]]
+
+
+def test_the_conversation_suites_are_the_sizes_issue_28_promises() -> None:
+    third = load_suite("conversations-thirdparty").scenarios
+    every = [*SUITE.scenarios, *third]
+    kinds = {
+        "asks": [s for s in every if any(t.must_ask for t in s.turns)],
+        "tools change": [
+            s for s in every if any(t.event == "tools_changed" and t.trigger for t in s.turns)
+        ],
+        # An unscripted request is answered `decline` by the farm: its scenario scripts none.
+        "elicitation": [s for s in every if _elicits(s) or "elicitation" in s.tags],
+        "never or confirm": [
+            s for s in every if s.never or any(t.never for t in s.turns) or s.confirm_destructive
+        ],
+        "recovery": [
+            s
+            for s in every
+            if "recovery" in s.tags and any(st.expect_error for t in s.turns for st in t.expect)
+        ],
+    }
+    least = {"asks": 8, "tools change": 5, "elicitation": 5, "never or confirm": 5, "recovery": 5}
+    sizes = {kind: len(found) for kind, found in kinds.items()}
+    assert all(sizes[kind] >= n for kind, n in least.items()), sizes
+    assert len(SUITE.scenarios) >= 30
+    assert len(third) >= 5
+    assert all(s.turns for s in every)
+    assert {a for s in kinds["elicitation"] for a in _elicits(s)} >= {"accept", "decline", "cancel"}
     assert all(len(s.turns) >= 2 for s in SUITE.scenarios)
     assert any(s.on_turn_failure == "continue" for s in SUITE.scenarios)
 
