@@ -213,8 +213,17 @@ class TurnResult(BaseModel):
     first_try: bool | None = None
     route: str | None = None
     farm_calls: list[ToolCallRecord] = Field(default_factory=list)
-    """After a failed turn under `continue`: the turn's expected calls, made by the farm (one
-    per step, in step order), whose results later turns may chain from."""
+    """After a failed turn under `continue`: the expected calls of the steps the model did not
+    do, made by the farm in step order (each record's `index` is the step it made), whose
+    results later turns may chain from."""
+    model_steps: dict[int, int] = Field(default_factory=dict)
+    """After a failed turn under `continue`: the steps of the expected turn the model's own
+    calls had done, each with the index (in the trial's `tool_calls`) of the call that did it.
+    The farm does not make these again; later turns chain from the model's call."""
+    farm_problem: str = ""
+    """After a failed turn under `continue`: why the farm could not bring the servers to the
+    expected state (one of its calls failed, or worked where the step expects an error); the
+    conversation stopped after this turn. Empty when it could."""
     tools_added: list[str] = Field(default_factory=list)
     """Tools (as the model sees them) a server listed anew before or during this turn, after
     its `notifications/tools/list_changed`."""
@@ -399,8 +408,9 @@ class TrialResult(BaseModel):
     Turns never reached (after a failure under `stop`) have no entry."""
     recovered: bool | None = None
     """Whether every call that got an error result (the server's `isError`, its
-    `error_pattern`, arguments it refused) was followed by a successful call that did a step;
-    null when no call failed (docs/conversations.md, "Recovery after an error")."""
+    `error_pattern`, arguments it refused) was followed by a successful call that did a step
+    (in a conversation, a later call of the same turn that did one of its steps); null when no
+    call failed (docs/conversations.md, "Recovery after an error")."""
     steps: list[StepVerdict] = Field(default_factory=list)
     """Each expected step (on the route graded) with the call that did it or why none did, so
     a reader sees which call met which step. Empty for a conversation (each turn keeps its

@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import time
 
+from mcp import MCPError
+
 from mcp_farm.schema import (
+    ExpectedCall,
     Message,
     OnTurnFailure,
     PromptConfig,
     Scenario,
     SetupCall,
+    ToolCallRecord,
     TranscriptCall,
     TurnResult,
 )
 from mcp_farm.workers.errors import InfraError
-from mcp_farm.workers.grading.conversation import ENDS, NOT_GRADED, grade_turn
-from mcp_farm.workers.mcp.connections import Connected, elicit_problem
+from mcp_farm.workers.grading.conversation import ENDS, NOT_GRADED, done_steps, grade_turn
+from mcp_farm.workers.mcp.connections import Connected, elicit_problem, refusal
 from mcp_farm.workers.mcp.relist import trigger_change
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
@@ -97,7 +101,12 @@ async def run_conversation(
             continue
         if verdict.outcome in ENDS or on_failure == "stop":
             return
-        expected = await _expected_turn(scenario, i, conn, turn)
+        turn.model_steps = done_steps(scenario, i, turn, done, state.calls, schemas)
+        expected = await _expected_turn(scenario, i, conn, turn, state.calls)
+        if turn.farm_problem:
+            # Later turns would start from a state the scenario did not plan for: they are not
+            # sent, as under `stop`, and the trial's detail says why (docs/conversations.md).
+            return
         del history[start:]
         history.extend(expected)
         state.transcript.extend(expected)
@@ -112,47 +121,69 @@ async def _event(scenario: Scenario, i: int, conn: Connected) -> None:
 
 
 async def _expected_turn(
-    scenario: Scenario, i: int, conn: Connected, turn: TurnResult
+    scenario: Scenario, i: int, conn: Connected, turn: TurnResult, calls: list[ToolCallRecord]
 ) -> list[Message]:
-    """Make turn i's expected calls (each step's `example`, on its first route) as the farm,
-    recorded in `turn.farm_calls`, and the messages of the expected turn: the calls, their
-    results and the example answer."""
+    """Bring the servers to turn i's expected state and write the expected turn: each step of
+    its first route is done by the model's own call where it did it (`turn.model_steps`), else
+    by the farm's call of the step's `example`, recorded in `turn.farm_calls`; then the example
+    answer. The model's other calls are not undone. A farm call that does not go as its step
+    expects is noted in `turn.farm_problem`, and no further call is made."""
     way = scenario.turn_scenario(i).ways()[0][1]
-    messages: list[Message] = []
-    calls: list[TranscriptCall] = []
+    shown: list[TranscriptCall] = []
     results: list[Message] = []
     for j, step in enumerate(way.expect):
-        if step.example is None:
-            raise InfraError(
-                f"turn {i + 1} of {scenario.id} failed and cannot be continued from: "
-                f"step {j} ({step.label}) has no `example` for the farm to call"
-            )
-        call = SetupCall(server=step.server, tool=step.names[0], arguments=step.example)
-        server = setup_owner(call, conn)
-        conn.touched.add(server)
-        started = time.perf_counter()
-        result = await conn.call(server, call.tool, call.arguments)
-        elicit_problem(conn)
-        record = recorded(
-            j, server, call.tool, call.arguments, result, time.perf_counter() - started, conn
-        )
-        turn.farm_calls.append(record)
-        shown = _shown_name(conn, server, call.tool)
         call_id = f"farm_{i}_{j}"
-        calls.append(TranscriptCall(id=call_id, name=shown, arguments=dict(call.arguments)))
-        content = record.result_text if record.ok else failure_text(record, conn)
+        made = next((c for c in calls if c.index == turn.model_steps.get(j)), None)
+        if made is None:
+            made = await _farm_call(scenario, i, j, step, conn)
+            turn.farm_calls.append(made)
+            if made.ok == step.expect_error:
+                turn.farm_problem = _farm_failure(j, step, made)
+                return []
+        name = _shown_name(conn, made.server, made.tool)
+        shown.append(TranscriptCall(id=call_id, name=name, arguments=dict(made.arguments)))
+        content = made.result_text if made.ok else failure_text(made, conn)
         results.append(
-            Message(role="tool", content=content, tool_call_id=call_id, name=shown, farm=True)
+            Message(role="tool", content=content, tool_call_id=call_id, name=name, farm=True)
         )
-    if calls:
-        messages.append(Message(role="assistant", content="", tool_calls=calls, farm=True))
-        messages.extend(results)
+    messages = [Message(role="assistant", content="", tool_calls=shown, farm=True)] if shown else []
     answer = way.example_answer or "Done."
-    messages.append(Message(role="assistant", content=answer, farm=True))
-    return messages
+    return [*messages, *results, Message(role="assistant", content=answer, farm=True)]
 
 
-def _shown_name(conn: Connected, server: str, tool: str) -> str:
+async def _farm_call(
+    scenario: Scenario, i: int, j: int, step: ExpectedCall, conn: Connected
+) -> ToolCallRecord:
+    """The farm's call of step j's `example`; a JSON-RPC refusal is recorded as a failed call,
+    as the model's are. InfraError when the step has no example, or the server went away."""
+    if step.example is None:
+        raise InfraError(
+            f"turn {i + 1} of {scenario.id} failed and cannot be continued from: "
+            f"step {j} ({step.label}) has no `example` for the farm to call"
+        )
+    call = SetupCall(server=step.server, tool=step.names[0], arguments=step.example)
+    server = setup_owner(call, conn)
+    conn.touched.add(server)
+    started = time.perf_counter()
+    try:
+        result = await conn.call(server, call.tool, call.arguments)
+    except MCPError as exc:
+        result = refusal(server, call.tool, exc)
+    elicit_problem(conn)
+    latency = time.perf_counter() - started
+    return recorded(j, server, call.tool, call.arguments, result, latency, conn)
+
+
+def _farm_failure(j: int, step: ExpectedCall, made: ToolCallRecord) -> str:
+    what = (
+        "worked where the step expects an error"
+        if made.ok
+        else f"failed: {(made.error or '')[:200]}"
+    )
+    return f"the farm's call of step {j} ({step.label}) {what}, so later turns were not sent"
+
+
+def _shown_name(conn: Connected, server: str | None, tool: str) -> str:
     for name, spec in conn.tools.items():
         if spec.server == server and spec.tool == tool:
             return name

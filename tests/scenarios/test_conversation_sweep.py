@@ -62,6 +62,8 @@ def test_a_conversation_sweep_stores_turns_and_scores_them_turn_by_turn(
     page = to_html(card, sample_trials(engine, plan.sweep_id))
     assert "1/2 (50%)" in page
     assert "[assistant, expected turn shown by the farm]" in page
+    # Each turn's own verdict, from the stored turns the sample query reads.
+    assert "turn 1: no_tool_call (" in page and "turn 2: pass" in page
 
     for model, trial_id, outcome, _turns in stored:
         summary = load_task("farm.rescore_trial")(

@@ -1,6 +1,8 @@
-"""Conversations through the real fixture servers: every bundled conversation's ideal agent
-passes in every prompt mode, guessing instead of asking is `guessed`, and `continue` lets a
-later turn pass after a failed one."""
+"""Conversations through the real fixture servers: the bundled suites hold the kinds issue 28
+asks for, every bundled conversation's ideal agent passes in every prompt mode, guessing
+instead of asking is `guessed`, and `continue` completes a failed turn (the steps the model
+did are not made again; a farm call that fails stops the conversation) so a later turn can
+pass after it."""
 
 from __future__ import annotations
 
@@ -37,10 +39,37 @@ def guessing(scenario: Scenario, i: int) -> list[dict[str, Any]]:
     return script
 
 
-def test_the_conversation_suite_is_the_size_and_shape_promised() -> None:
-    asking = [s for s in SUITE.scenarios if any(t.must_ask for t in s.turns)]
-    assert len(SUITE.scenarios) >= 12
-    assert len(asking) >= 5
+def _elicits(s: Scenario) -> list[str]:
+    """The actions of the scenario's scripted elicitation answers, on it and on its turns."""
+    return [e.action for e in [*s.elicit, *(e for t in s.turns for e in t.elicit)]]
+
+
+def test_the_conversation_suites_are_the_sizes_issue_28_promises() -> None:
+    third = load_suite("conversations-thirdparty").scenarios
+    every = [*SUITE.scenarios, *third]
+    kinds = {
+        "asks": [s for s in every if any(t.must_ask for t in s.turns)],
+        "tools change": [
+            s for s in every if any(t.event == "tools_changed" and t.trigger for t in s.turns)
+        ],
+        # An unscripted request is answered `decline` by the farm: its scenario scripts none.
+        "elicitation": [s for s in every if _elicits(s) or "elicitation" in s.tags],
+        "never or confirm": [
+            s for s in every if s.never or any(t.never for t in s.turns) or s.confirm_destructive
+        ],
+        "recovery": [
+            s
+            for s in every
+            if "recovery" in s.tags and any(st.expect_error for t in s.turns for st in t.expect)
+        ],
+    }
+    least = {"asks": 8, "tools change": 5, "elicitation": 5, "never or confirm": 5, "recovery": 5}
+    sizes = {kind: len(found) for kind, found in kinds.items()}
+    assert all(sizes[kind] >= n for kind, n in least.items()), sizes
+    assert len(SUITE.scenarios) >= 30
+    assert len(third) >= 5
+    assert all(s.turns for s in every)
+    assert {a for s in kinds["elicitation"] for a in _elicits(s)} >= {"accept", "decline", "cancel"}
     assert all(len(s.turns) >= 2 for s in SUITE.scenarios)
     assert any(s.on_turn_failure == "continue" for s in SUITE.scenarios)
 
@@ -164,3 +193,68 @@ def test_under_continue_a_malformed_reply_is_a_failed_turn_and_the_next_turn_is_
     assert (first.outcome, second.outcome) == ("format_error", "pass")
     assert "none of call/answer/text" in first.detail
     assert result.detail.startswith("turn 1: scripted reply 0 has none")
+
+
+def _continued(scenario: Scenario, script: list[dict[str, Any]]) -> TrialSpec:
+    spec = trial(scenario, script, suite="conversations")
+    return TrialSpec.model_validate(
+        spec.model_dump(mode="json", exclude={"trial_id"}) | {"on_turn_failure": "continue"}
+    )
+
+
+def test_under_continue_a_step_the_model_did_is_not_made_again_by_the_farm(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = BY_ID["conv.groceries-two-adds"]
+    # Turn 1: the right append, then an answer that misses "eggs" (output_mismatch). Turn 2
+    # reads the note after its own append: it must hold the eggs once.
+    append_eggs = [item for item in _turn_script(scenario, 0) if "call" in item]
+    read = {"call": {"name": "read_note", "arguments": {"note_id": "groceries"}}}
+    script = [*append_eggs, {"answer": "Done."}, *_turn_script(scenario, 1)[:-1], read]
+    runtime, settings = warm
+    result = runtime.run(
+        trial(scenario, [*script, {"answer": "Added bread."}], suite="conversations"), settings
+    )
+    first, second = result.turn_results
+    assert (first.outcome, second.outcome) == ("output_mismatch", "pass"), result.detail
+    assert (first.farm_calls, first.model_steps) == ([], {0: 0})
+    note = result.tool_calls[-1].result_text
+    assert (note.count("eggs"), note.count("bread")) == (1, 2)  # sourdough bread, and bread
+    shown = [m for m in result.transcript if m.farm]
+    assert [c.name for m in shown for c in m.tool_calls or []] == ["append_to_note"]
+
+
+def test_a_value_chained_from_a_step_the_model_did_in_a_failed_turn_is_the_models(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = BY_ID["conv.note-then-append"]
+    create = [item for item in _turn_script(scenario, 0) if "call" in item]
+    script = [*create, {"answer": "Done."}, *_turn_script(scenario, 1)]
+    runtime, settings = warm
+    result = runtime.run(_continued(scenario, script), settings)
+    assert [t.outcome for t in result.turn_results] == ["output_mismatch", "pass"], result.detail
+    assert result.turn_results[0].farm_calls == []
+    assert [(c.tool, c.ok) for c in result.tool_calls] == [
+        ("create_note", True),
+        ("append_to_note", True),
+    ]
+
+
+def test_a_farm_call_that_fails_stops_the_conversation_and_says_so_in_the_detail(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    # The model creates the note with half its content (wrong_params); the farm's create of
+    # the expected note then fails, since the model's note has that id already.
+    scenario = BY_ID["conv.note-then-append"]
+    half = {"title": "Packing list", "content": "- passport"}
+    script = [{"call": {"name": "create_note", "arguments": half}}, {"answer": "Created it."}]
+    runtime, settings = warm
+    result = runtime.run(_continued(scenario, [*script, *_turn_script(scenario, 1)]), settings)
+    [first] = result.turn_results
+    assert (result.outcome, first.outcome) == ("wrong_params", "wrong_params"), result.detail
+    assert [(c.tool, c.ok) for c in first.farm_calls] == [("create_note", False)]
+    assert "already exists" in first.farm_problem
+    assert "not continued after turn 1: the farm's call of step 0 (create_note) failed" in (
+        result.detail
+    )
+    assert [c.tool for c in result.tool_calls] == ["create_note"]  # turn 2 was not sent

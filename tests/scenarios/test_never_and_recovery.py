@@ -185,6 +185,23 @@ def test_giving_up_after_an_error_fails_the_turn(
     assert result.recovered is False
 
 
+def test_a_step_of_a_later_turn_does_not_count_as_recovering_an_earlier_turns_error(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    # The model gives up after turn 1's error; under `continue` turn 2's append is the next
+    # step it does, which answers another request and is no recovery.
+    scenario = BY_ID["conv.grocery-list-wrong-id"]
+    spec = trial(scenario, [*_gives_up(scenario), *_turn(scenario, 1)], suite="conversations")
+    spec = TrialSpec.model_validate(
+        spec.model_dump(mode="json", exclude={"trial_id"}) | {"on_turn_failure": "continue"}
+    )
+    runtime, settings = warm
+    result = runtime.run(spec, settings)
+    assert [t.outcome for t in result.turn_results] == ["wrong_sequence", "pass"], result.detail
+    assert [c.ok for c in result.tool_calls] == [False, True]
+    assert result.recovered is False
+
+
 def test_a_sweeps_confirm_destructive_holds_a_conversation_without_a_confirming_turn(
     warm: tuple[Runtime, Settings],
 ) -> None:

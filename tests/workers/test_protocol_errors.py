@@ -81,6 +81,43 @@ def test_a_json_rpc_error_meets_an_expect_error_step(tmp_path: Path, settings: S
     assert result.outcome == "pass", result.detail
 
 
+def test_a_farm_call_refused_with_a_json_rpc_error_stops_a_continued_conversation(
+    tmp_path: Path, settings: Settings
+) -> None:
+    # Under `continue` the farm makes the failed turn's expected call itself; the server
+    # refuses it over JSON-RPC. That is recorded on the turn, not raised as a farm bug.
+    argv = ", ".join(f'"{a}"' for a in ["{python}", str(GRAPH)])
+    path = tmp_path / "graph-talk.yaml"
+    path.write_text(f"""
+suite: graph-talk
+servers:
+  - name: graph
+    command: [{argv}]
+scenarios:
+  - id: graph.zed-then-alice
+    version: 1
+    tier: moderate
+    servers: [graph]
+    on_turn_failure: continue
+    turns:
+      - user: What do you know about Zed?
+        expect:
+          - tool: open_nodes
+            params: {{names: ["Zed"]}}
+            example: {{names: ["Zed"]}}
+      - user: And Alice?
+        expect:
+          - tool: open_nodes
+            params: {{names: ["Alice"]}}
+""")
+    result = run(str(path), [{"answer": "No idea."}, *ASK_ZED], settings)
+    [turn] = result.turn_results
+    assert (result.outcome, turn.outcome) == ("no_tool_call", "no_tool_call"), result.detail
+    assert [(c.tool, c.ok) for c in turn.farm_calls] == [("open_nodes", False)]
+    assert "Entity with name Zed not found" in turn.farm_problem
+    assert "not continued after turn 1" in result.detail
+
+
 @pytest.fixture
 def http_graph() -> Iterator[str]:
     port = free_port()

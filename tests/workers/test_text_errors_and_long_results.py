@@ -195,3 +195,25 @@ def test_in_grammar_mode_an_endpoint_is_sent_what_the_server_says_about_itself(
     assert "About the servers:\n- textual: Keys are lower-case names" in system
     assert "alpha is the production key." in system
     assert behaviour.seen_formats == ["json_schema"]
+
+
+@pytest.mark.parametrize(
+    ("wrong", "said"),
+    [
+        # The server's own text, which only its `error_pattern` marks as a failure.
+        (_call("lookup", key="alhpa"), "no entry named 'alhpa'"),
+        # Arguments the server refused (a number where its schema wants text), which the SDK
+        # returns to the client as an error result.
+        (_call("lookup", key=5), "validation error"),
+    ],
+    ids=["error_pattern", "refused_arguments"],
+)
+def test_a_text_error_and_refused_arguments_are_errors_recovery_counts(
+    wrong: dict[str, Any], said: str, tmp_path: Path, settings: Settings
+) -> None:
+    fixed = _run(_suite(tmp_path), 0, [wrong, *WRONG_THEN_RIGHT[1:]], settings)
+    assert [c.ok for c in fixed.tool_calls] == [False, True]
+    assert said in (fixed.tool_calls[0].error or "")
+    assert (fixed.outcome, fixed.recovered) == ("pass", True)
+    gave_up = _run(_suite(tmp_path), 0, [wrong, {"answer": "Nothing there."}], settings)
+    assert gave_up.recovered is False

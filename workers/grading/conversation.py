@@ -92,15 +92,42 @@ def turn_calls(turn: TurnResult, calls: list[ToolCallRecord]) -> list[ToolCallRe
 def _step_calls(
     scenario: Scenario, done: list[TurnResult], calls: list[ToolCallRecord], t: int, k: int
 ) -> list[ToolCallRecord]:
-    """The calls that did step k of turn t: the model's when the turn passed, else the farm's."""
+    """The calls that did step k of turn t: the model's when the turn passed; when it failed,
+    the model's call where it had done the step (`model_steps`), else the farm's."""
     if t >= len(done):
         return []
     turn = done[t]
     if turn.outcome != "pass":
-        return turn.farm_calls[k : k + 1]
+        if k in turn.model_steps:
+            return [c for c in calls if c.index == turn.model_steps[k]]
+        return [c for c in turn.farm_calls if c.index == k]
     way = _way(plain_view(scenario, t), turn.route)
     found = find(way, turn_calls(turn, calls), lambda _c, _d: None)
     return found.met.get(k, [])
+
+
+def _cross_value_problem(
+    scenario: Scenario,
+    step: ExpectedCall,
+    call: ToolCallRecord,
+    done: list[TurnResult],
+    calls: list[ToolCallRecord],
+) -> str | None:
+    """Why a call of `step` does not take an earlier turn's value where the step says it
+    must; None when it does (or the step takes none)."""
+    for arg, matcher in step.params_for(call.tool).items():
+        sources = {
+            (m.from_turn, m.derived_from_step)
+            for _w, m in matcher.nested()
+            if m.from_turn is not None and m.derived_from_step is not None
+        }
+        if not sources or arg not in call.arguments:
+            continue
+        results = {k: _step_calls(scenario, done, calls, t, k) for t, k in sources}
+        reason = check(matcher, call.arguments[arg], Chain(results))
+        if reason:
+            return located(f"{call.tool}.{arg}", reason)
+    return None
 
 
 def _cross_problem(
@@ -116,20 +143,7 @@ def _cross_problem(
     for j, step in enumerate(way.expect):
         problems: list[str] = []
         for c in (c for c in own if accepts(step, c)):
-            problem = None
-            for arg, matcher in step.params_for(c.tool).items():
-                sources = {
-                    (m.from_turn, m.derived_from_step)
-                    for _w, m in matcher.nested()
-                    if m.from_turn is not None and m.derived_from_step is not None
-                }
-                if not sources or arg not in c.arguments:
-                    continue
-                results = {k: _step_calls(scenario, done, calls, t, k) for t, k in sources}
-                reason = check(matcher, c.arguments[arg], Chain(results))
-                if reason:
-                    problem = located(f"{c.tool}.{arg}", reason)
-                    break
+            problem = _cross_value_problem(scenario, step, c, done, calls)
             if problem is None:
                 break
             problems.append(problem)
@@ -137,6 +151,28 @@ def _cross_problem(
             if problems:
                 return f"step {j} ({step.label}): {problems[0]}"
     return None
+
+
+def done_steps(
+    scenario: Scenario,
+    i: int,
+    turn: TurnResult,
+    done: list[TurnResult],
+    calls: list[ToolCallRecord],
+    schemas: dict[str, dict[str, Any]],
+) -> dict[int, int]:
+    """After turn i failed: the steps of its first route (the one the farm completes) that the
+    model's own calls did, values from earlier turns included, each with the call that did it
+    (as the grader's step verdicts place it). The farm does not make these again."""
+    name, way = scenario.turn_scenario(i).ways()[0]
+    own = turn_calls(turn, calls)
+    found: dict[int, int] = {}
+    for verdict in steps_of(plain_view(scenario, i), own, name, schemas):
+        made = next((c for c in own if c.index == verdict.call), None)
+        step = way.expect[verdict.step]
+        if made is not None and not _cross_value_problem(scenario, step, made, done, calls):
+            found[verdict.step] = made.index
+    return found
 
 
 def _asked(
@@ -297,7 +333,10 @@ def grade_conversation(
     failed = [t for t in graded if t.outcome != "pass"]
     if failed:
         first = failed[0]
-        return graded, Graded(first.outcome, f"turn {first.index + 1}: {first.detail}")
+        detail = f"turn {first.index + 1}: {first.detail}"
+        for t in (t for t in graded if t.farm_problem):
+            detail += f"; not continued after turn {t.index + 1}: {t.farm_problem}"
+        return graded, Graded(first.outcome, detail)
     if len(graded) < len(scenario.turns):
         # The session ended before a turn began (setup failed, the clock ran out): graded as
         # the one-prompt path grades a session that ended so.
@@ -310,24 +349,28 @@ def recovered(
     scenario: Scenario, calls: list[ToolCallRecord], route: str | None, turns: list[TurnResult]
 ) -> bool | None:
     """Whether every call that got an error result was followed by a successful call that did
-    a step (of its turn, on the route graded); None when no call failed. Under `open_tools`,
-    where no step is named, any later successful call counts."""
-    failed = [c.index for c in calls if not c.ok]
-    if not failed:
+    a step (on the route graded); None when no call failed. In a conversation both calls are
+    of the same turn, and the step is that turn's: a step done in a later turn answers another
+    request, so a model that gave up after the error did not recover because the user asked
+    for something else next. Under `open_tools`, where no step is named, any later successful
+    call counts."""
+    if all(c.ok for c in calls):
         return None
     if scenario.open_tools:
-        doers = {c.index for c in calls if c.ok}
+        parts = [(calls, {c.index for c in calls if c.ok})]
+    elif scenario.turns:
+        parts = [
+            (own, _step_doers(_way(plain_view(scenario, t.index), t.route), own))
+            for t in turns
+            for own in [turn_calls(t, calls)]
+        ]
     else:
-        views = (
-            [(_way(plain_view(scenario, t.index), t.route), turn_calls(t, calls)) for t in turns]
-            if scenario.turns
-            else [(_way(scenario, route), calls)]
-        )
-        doers = {
-            c.index
-            for view, own in views
-            for met in find(view, own, lambda _c, _d: None).met.values()
-            for c in met
-            if c.ok
-        }
-    return all(any(d > f for d in doers) for f in failed)
+        parts = [(calls, _step_doers(_way(scenario, route), calls))]
+    return all(any(d > c.index for d in doers) for own, doers in parts for c in own if not c.ok)
+
+
+def _step_doers(way: Scenario, own: list[ToolCallRecord]) -> set[int]:
+    """Indexes of the successful calls among `own` that did a step of `way`."""
+    return {
+        c.index for met in find(way, own, lambda _c, _d: None).met.values() for c in met if c.ok
+    }

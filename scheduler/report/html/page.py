@@ -69,7 +69,11 @@ def _transcript(trial: Any) -> str:
             f"\n  [user{scripted}] {x.get('action')}{content}"
         )
     made = 0
-    for message in json.loads(trial.transcript_json or "[]"):
+    messages = json.loads(trial.transcript_json or "[]")
+    heads = _turn_heads(trial, messages)
+    parts += heads.pop(None, [])
+    for i, message in enumerate(messages):
+        parts += heads.get(i, [])
         who = message.get("role", "?")
         if message.get("farm"):
             # A conversation's expected turn, shown by the farm after a failed one (continue).
@@ -83,6 +87,35 @@ def _transcript(trial: Any) -> str:
         parts.append(f"[{who}] {body}")
     parts += [line.strip() for rest in asked.values() for line in rest]
     return html.escape("\n\n".join(parts))
+
+
+def _turn_heads(trial: Any, messages: list[dict[str, Any]]) -> dict[int | None, list[str]]:
+    """Each conversation turn's line (`_turn_lines`) by the position of its user message: the
+    last user messages are the turns' (a prompt's few-shot examples come before them). Lines
+    with no message to go before (a transcript cut short) are under None, shown first."""
+    lines = _turn_lines(trial)
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if len(users) < len(lines):
+        return {None: lines}
+    return {i: [line] for i, line in zip(users[len(users) - len(lines) :], lines, strict=True)}
+
+
+def _turn_lines(trial: Any) -> list[str]:
+    """A conversation's turns, each as `turn N: outcome (detail) · tools +added −removed`,
+    shown before the turn's user message; nothing for a one-prompt trial."""
+    lines = []
+    for turn in json.loads(getattr(trial, "turns_json", None) or "[]"):
+        line = f"turn {int(turn.get('index', 0)) + 1}: {turn.get('outcome')}"
+        if turn.get("detail"):
+            line += f" ({turn['detail']})"
+        changed = [f"+{n}" for n in turn.get("tools_added") or []]
+        changed += [f"−{n}" for n in turn.get("tools_removed") or []]
+        if changed:
+            line += " · tools " + " ".join(changed)
+        if turn.get("farm_problem"):
+            line += f" · not continued: {turn['farm_problem']}"
+        lines.append(line)
+    return lines
 
 
 def _table(heads: list[str], rows: list[list[str]], numeric_from: int) -> str:

@@ -18,7 +18,7 @@ SampleTrials = dict[tuple[str, str, str], list[Any]]
 SAMPLES_SQL = f"""
 select * from (
   select model_id, {CONFIG} as prompt_id, scenario_id, repetition, variant, outcome, detail, latency_s,
-         final_answer, transcript_json, setup_json, elicitations_json,
+         final_answer, transcript_json, setup_json, elicitations_json, turns_json,
          row_number() over (partition by model_id, {CONFIG}, scenario_id
                             order by case when outcome = 'pass' then 1 else 0 end, repetition)
            as pick
