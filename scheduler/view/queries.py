@@ -1,10 +1,10 @@
 """Every SQL statement of the trial explorer: sweeps with their progress, a filtered page of
 trials, one trial with its calls, answer scores and judge verdicts. Read only, parameterised.
 
-Each page is one or two index range reads (migration 12 adds the indexes): a sweep's trials in
-scenario order (`ix_trial_browse`), one outcome of it in the same order
-(`ix_trial_browse_outcome`), by latency (`ix_trial_browse_latency`); a trial and its rows by
-primary key. The count above a page stops at COUNT_CAP, so counting never reads a whole sweep.
+Each page is one or two index range reads (migrations 12 and 20 add the indexes): a sweep's
+trials in scenario order (`ix_trial_browse`), one outcome of it in the same order
+(`ix_trial_browse_outcome`), by latency (`ix_trial_browse_latency`), newest first
+(`ix_trial_browse_newest`); a trial and its rows by primary key. The count above a page stops at COUNT_CAP, so counting never reads a whole sweep.
 """
 
 from __future__ import annotations
