@@ -12,7 +12,6 @@ from mcp_farm.scheduler.cli.common import (
     DataDirOption,
     DbOption,
     console,
-    engine_from,
     settings_from,
 )
 
@@ -31,10 +30,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _reader(settings: Settings) -> Engine:
-    """The database, opened read only and not migrated: the explorer changes nothing."""
-    from mcp_farm.scheduler.view.queries import read_only
+    """The database, opened read only and not migrated: the explorer changes nothing. One
+    without the farm's tables, or at an older schema version, is refused in one line."""
+    from mcp_farm.scheduler.view.readable import open_reader
 
-    return read_only(engine_from(settings, migrate=False))
+    return open_reader(settings.resolved_database_url())
 
 
 def view(

@@ -14,6 +14,7 @@ import secrets
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -26,6 +27,7 @@ from mcp_farm.scheduler.scorecard.queries.stored import stored_scorecard
 from mcp_farm.scheduler.view.filters import FilterError, TrialFilter
 from mcp_farm.scheduler.view.pages import error_page, sweep_page, sweeps_page, trials_page
 from mcp_farm.scheduler.view.queries import sweep_lines, trial_page, trial_record
+from mcp_farm.scheduler.view.readable import unreadable
 from mcp_farm.scheduler.view.trial_page import compare_page
 from mcp_farm.scheduler.view.trial_page import trial_page as one_trial_page
 from mcp_farm.schema import FarmError
@@ -138,8 +140,17 @@ def create_app(engine: Engine, *, user: str = "farm", password: str | None = Non
     async def style(_: Request) -> Response:
         return Response(STYLE, media_type="text/css", headers=HEADERS)
 
+    async def database_error(_: Request, exc: Exception) -> Response:
+        # A table or column this code reads is missing: say what to do, in a page. Any other
+        # database error, on a database at this farm's version, is a bug: a 500 as ever.
+        reason = unreadable(engine)
+        if reason is None:
+            raise exc
+        return _page(error_page(503, reason), 503)
+
     middleware = [Middleware(BasicAuth, user=user, password=password)] if password else []
     return Starlette(
+        exception_handlers={OperationalError: database_error, ProgrammingError: database_error},
         routes=[
             Route("/", sweeps),
             Route("/sweeps/{sweep_id}", sweep),
