@@ -96,12 +96,14 @@ def _authorised(request: Request, user: str, password: str) -> bool:
 
 
 def create_app(engine: Engine, *, user: str = "farm", password: str | None = None) -> Starlette:
-    """The explorer over `engine` (opened read only by the caller)."""
+    """The explorer over `engine` (opened read only by the caller). The handlers that read
+    the database are plain functions: Starlette runs them in its thread pool, so one slow
+    query holds up its own request, not every other."""
 
-    async def sweeps(_: Request) -> Response:
+    def sweeps(_: Request) -> Response:
         return _page(sweeps_page(sweep_lines(engine=engine)))
 
-    async def sweep(request: Request) -> Response:
+    def sweep(request: Request) -> Response:
         sweep_id = request.path_params["sweep_id"]
         found = sweep_lines(engine=engine, sweep_id=sweep_id)
         if not found:
@@ -112,7 +114,7 @@ def create_app(engine: Engine, *, user: str = "farm", password: str | None = Non
             card = build_scorecard(engine=engine, sweep_id=sweep_id)
         return _page(sweep_page(found[0], card))
 
-    async def trials(request: Request) -> Response:
+    def trials(request: Request) -> Response:
         sweep_id = request.path_params["sweep_id"]
         found = sweep_lines(engine=engine, sweep_id=sweep_id)
         if not found:
@@ -124,23 +126,23 @@ def create_app(engine: Engine, *, user: str = "farm", password: str | None = Non
         page = trial_page(engine=engine, sweep_id=sweep_id, selection=selection)
         return _page(trials_page(sweep_id, selection, page, live=found[0].live))
 
-    async def trial(request: Request) -> Response:
+    def trial(request: Request) -> Response:
         record = trial_record(engine=engine, trial_id=request.path_params["trial_id"])
         if record is None:
             return _page(error_page(404, "no trial with that id in this database"), 404)
         return _page(one_trial_page(record))
 
-    async def compare(request: Request) -> Response:
+    def compare(request: Request) -> Response:
         a = trial_record(engine=engine, trial_id=request.query_params.get("a", ""))
         b = trial_record(engine=engine, trial_id=request.query_params.get("b", ""))
         if a is None or b is None:
             return _page(error_page(404, "compare needs two trial ids, ?a=…&b=…"), 404)
         return _page(compare_page(a, b))
 
-    async def style(_: Request) -> Response:
+    async def style(_: Request) -> Response:  # no I/O: no thread needed
         return Response(STYLE, media_type="text/css", headers=HEADERS)
 
-    async def database_error(_: Request, exc: Exception) -> Response:
+    def database_error(_: Request, exc: Exception) -> Response:
         # A table or column this code reads is missing: say what to do, in a page. Any other
         # database error, on a database at this farm's version, is a bug: a 500 as ever.
         reason = unreadable(engine)
