@@ -4,8 +4,10 @@ answers, its filters, its safety (escaping, CSP, read only, loopback or a passwo
 from __future__ import annotations
 
 import base64
+import json
 import re
 import socket
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,6 +23,7 @@ from mcp_farm.scheduler.view.app import CSP, ViewError, check_bind, create_app
 from mcp_farm.scheduler.view.filters import PAGE_SIZE, FilterError, Sort, TrialFilter
 from mcp_farm.scheduler.view.queries import COUNT_CAP, page_statements, trial_page, trial_record
 from mcp_farm.scheduler.view.transcript import verdict
+from mcp_farm.scheduler.view.trial_page import trial_page as one_trial_page
 from mcp_farm.schema.db import AnswerScoreRow, JudgementRow, ScoringRow, init_db, make_engine
 from tests.scheduler.view.conftest import REPLY_PAYLOAD, TOOL_PAYLOAD, Recorded, farm
 
@@ -117,6 +120,42 @@ def test_a_trial_graded_before_steps_were_kept_marks_the_step_its_detail_names(
         (1, "read_file", True, ""),
     ]
     assert found.steps[1].calls == ["#1 error"]
+
+
+def test_without_its_scenario_a_trial_shows_its_stored_steps_without_parameters(
+    recorded: Recorded,
+) -> None:
+    record = trial_record(engine=recorded.engine(), trial_id=recorded.careless)
+    assert record is not None
+    gone = SimpleNamespace(**{**record.trial._mapping, "scenario_version": 999})
+    found = verdict(gone, record.calls)
+    assert [(s.number, s.label, s.calls, s.params) for s in found.steps] == [
+        (0, "search_files", ["#0 did"], ""),
+        (1, "read_file", [], ""),
+    ]
+    assert found.steps[1].named and found.steps[1].problem.startswith("call 1: read_file.path")
+    assert "parameters not shown" in found.note and "999" in found.note
+    page = one_trial_page(replace(record, trial=gone))
+    assert "call 1: read_file.path" in page and "parameters not shown" in page
+
+
+def test_without_its_scenario_a_conversation_shows_each_turns_stored_steps(
+    recorded: Recorded,
+) -> None:
+    record = trial_record(engine=recorded.engine(), trial_id=recorded.careless)
+    assert record is not None
+    turns = [
+        {"index": 0, "steps": [{"step": 0, "label": "search_files", "call": 0, "met_by": [0]}]},
+        {"index": 1, "steps": [{"step": 0, "label": "read_file", "problem": "never called"}]},
+    ]
+    gone = SimpleNamespace(
+        **{**record.trial._mapping, "scenario_version": 999, "turns_json": json.dumps(turns)}
+    )
+    found = verdict(gone, record.calls)
+    assert [(s.turn, s.label, s.calls, s.problem) for s in found.steps] == [
+        (1, "search_files", ["#0 did"], ""),
+        (2, "read_file", [], "never called"),
+    ]
 
 
 def test_script_payloads_from_a_tool_and_a_reply_are_escaped_under_a_csp(
