@@ -91,6 +91,9 @@ def trials(
     first_try: Annotated[str | None, typer.Option(help="yes or no")] = None,
     route: Annotated[str | None, typer.Option(help="The route taken")] = None,
     left_cassette: Annotated[str | None, typer.Option(help="yes or no")] = None,
+    graded: Annotated[
+        str | None, typer.Option(help="yes: the trials the scorecard's rates count")
+    ] = None,
     scoring: Annotated[str | None, typer.Option(help="Scored in this scoring pass")] = None,
     search: Annotated[str | None, typer.Option(help="Text in the grader's detail")] = None,
     sort: Annotated[str, typer.Option(help="scenario, slowest, fastest or newest")] = "scenario",
@@ -117,6 +120,7 @@ def trials(
         "first_try": first_try,
         "route": route,
         "left_cassette": left_cassette,
+        "graded": graded,
         "scoring": scoring,
         "search": search,
         "sort": sort,

@@ -63,8 +63,10 @@ def _cell_query(row: Row) -> dict[str, str]:
 
 def _rows_table(card: Scorecard, dimension: str) -> str:
     rows = []
+    # The trials a count counts: with the sweep's `left_cassette: exclude`, none that left it.
+    counted = {"left_cassette": "no"} if card.left_cassette == "exclude" else {}
     for r in card.of(dimension):  # type: ignore[arg-type]
-        query = _cell_query(r)
+        query = _cell_query(r) | counted
         failures = ", ".join(
             link(_trials_url(card.sweep_id, **query, outcome=o), f"{o} {n}")
             for o, n in sorted(r.outcomes.items(), key=lambda kv: -kv[1])
@@ -75,7 +77,8 @@ def _rows_table(card: Scorecard, dimension: str) -> str:
                 e(r.model),
                 e(r.prompt),
                 e(r.key),
-                link(_trials_url(card.sweep_id, **query), r.n),
+                # n counts graded trials only: not those still to run, nor infra errors.
+                link(_trials_url(card.sweep_id, **query, graded="yes"), r.n),
                 link(_trials_url(card.sweep_id, **query, outcome="pass"), pct(r.rate)),
                 e(pct(r.first_rate)),
                 e(interval(r)),
@@ -138,6 +141,7 @@ def _filter_form(sweep_id: str, f: TrialFilter) -> str:
         _select("first_try", get_args(YesNo), f.first_try),
         _text("route", f.route),
         _select("left_cassette", get_args(YesNo), f.left_cassette),
+        _select("graded", get_args(YesNo), f.graded),
         _text("scoring", f.scoring),
         _text("search", f.search),
         _select("sort", get_args(Sort), f.sort),

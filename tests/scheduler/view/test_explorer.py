@@ -71,6 +71,8 @@ def test_every_scorecard_count_links_to_the_trials_it_counts(recorded: Recorded)
         ({"scenario": "fs.budget-total", "status": "done", "sort": "slowest"}, 4),
         ({"route": "none"}, 0),
         ({"scoring": "none"}, 0),
+        ({"graded": "yes"}, 4),
+        ({"graded": "no", "sort": "newest"}, 0),
     ],
 )
 def test_each_filter_narrows_the_trials(
@@ -229,6 +231,7 @@ FILTERS = [
     {"scenario": "fs.budget-total"},
     {"left_cassette": "yes"},
     {"scoring": "pass-one"},
+    {"graded": "yes", "left_cassette": "no"},
 ]
 
 
