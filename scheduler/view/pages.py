@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, get_args
 
-from mcp_farm.scheduler.report.cells import interval
+from mcp_farm.scheduler.report.cells import (
+    CONVERSATION_HEADS,
+    USER_HEADS,
+    VARIANCE_HEADS,
+    VARIANCE_NOTE,
+    conversation_cells,
+    interval,
+    user_cells,
+    user_notes,
+    variance_rows,
+)
 from mcp_farm.scheduler.view.filters import Sort, TrialFilter, Wording, YesNo
 from mcp_farm.scheduler.view.html import e, frame, link, pct, secs, table, url
 from mcp_farm.schema import OUTCOMES
@@ -91,6 +101,31 @@ def _rows_table(card: Scorecard, dimension: str) -> str:
     return table([*heads, "failures"], rows, 3)
 
 
+def _config_table(rows: list[list[str]], heads: list[str]) -> str:
+    """Plain cells (escaped here), model and configuration first."""
+    return table(["model", "config", *heads], [[e(c) for c in r] for r in rows], 2)
+
+
+def _conversation_sections(card: Scorecard) -> list[str]:
+    """The conversation block (turn and conversation pass rates) and the simulated-user block
+    (pass rates with and without user errors, the agent × user variance), as `farm report`
+    shows them; nothing for a sweep without either."""
+    found = []
+    if card.conversations:
+        rows = [[c.model, c.prompt, *conversation_cells(c)] for c in card.conversations]
+        found.append(f"<h2>Conversations</h2>{_config_table(rows, CONVERSATION_HEADS)}")
+    if card.simulated_users:
+        rows = [[u.model, u.prompt, *user_cells(u)] for u in card.simulated_users]
+        notes = "".join(f"<p class=muted>{e(n)}</p>" for n in user_notes(card))
+        found.append(f"<h2>Simulated users</h2>{_config_table(rows, USER_HEADS)}{notes}")
+        if split := variance_rows(card):
+            found.append(
+                f"<h3>Agent × user variance</h3>{_config_table(split, VARIANCE_HEADS)}"
+                f"<p class=muted>{e(VARIANCE_NOTE)}</p>"
+            )
+    return found
+
+
 def sweep_page(line: SweepLine, card: Scorecard) -> str:
     """The sweep's progress and its scorecard: the numbers of `farm report`, as links."""
     trials = link(_trials_url(card.sweep_id), "all trials")
@@ -107,6 +142,8 @@ def sweep_page(line: SweepLine, card: Scorecard) -> str:
         ("scenario", "Per scenario"),
     ):
         sections.append(f"<h2>{e(title)}</h2>{_rows_table(card, dimension)}")
+        if dimension == "config":
+            sections += _conversation_sections(card)
     return frame(
         f"Sweep {card.sweep_id}",
         "\n".join(sections),
