@@ -65,6 +65,12 @@ PAGES = [
     ),
     ("one scenario, all configs", f"/sweeps/{SWEEP}/trials", {"scenario": "s0200"}),
     ("slowest first", f"/sweeps/{SWEEP}/trials", {"sort": "slowest"}),
+    ("newest first", f"/sweeps/{SWEEP}/trials", {"sort": "newest"}),
+    (
+        "a rare filter (left the cassette: none did)",
+        f"/sweeps/{SWEEP}/trials",
+        {"left_cassette": "yes"},
+    ),
     (
         "tier × paraphrased",
         f"/sweeps/{SWEEP}/trials",
@@ -90,6 +96,14 @@ def loaded(size: int, keep: bool) -> Iterator[Engine]:
                 text(
                     "update sweep set trial_count = (select count(*) from trial "
                     "where sweep_id = :s) where sweep_id = :s"
+                ),
+                {"s": SWEEP},
+            )
+            # A database kept from before synthetic trials had a finish time.
+            conn.execute(
+                text(
+                    "update trial set finished_at = timestamp '2026-11-01' + "
+                    "latency_s * interval '1 hour' where sweep_id = :s and finished_at is null"
                 ),
                 {"s": SWEEP},
             )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from sqlalchemy import insert
@@ -21,6 +21,8 @@ from mcp_farm.schema.db import (
     TrialRow,
 )
 
+FINISHED = datetime(2026, 11, 1, tzinfo=UTC)
+"""When the first synthetic trial finished; each later one a second after the one before."""
 OUTCOME_FAILURES = ("wrong_tool", "wrong_params", "no_tool_call", "format_error")
 TIERS = ("simple", "moderate", "complex")
 TOOLS = tuple(f"tool_{i:02d}" for i in range(24))
@@ -50,6 +52,7 @@ TRIAL_COLUMNS = [
     "transcript_json",
     "provenance_json",
     "payload_json",
+    "finished_at",
 ]
 CALL_COLUMNS = [
     "trial_id",
@@ -100,6 +103,7 @@ def trials(
     """Every trial of the synthetic sweep with its tool calls (one call per expected tool)."""
     rng = np.random.default_rng(seed)
     provenance = json.dumps({"farm_version": "synthetic", "git_commit": "0" * 12, "model_pins": {}})
+    finished = 0
     for model, prompt in configs:
         for scenario in picked:
             p = rate(model, prompt, scenario)
@@ -133,7 +137,9 @@ def trials(
                     "transcript_json": "[]",
                     "provenance_json": provenance,
                     "payload_json": "{}",
+                    "finished_at": FINISHED + timedelta(seconds=finished),
                 }
+                finished += 1
                 calls: list[dict[str, object]] = [
                     {
                         "trial_id": trial_id,

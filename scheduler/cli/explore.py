@@ -12,7 +12,6 @@ from mcp_farm.scheduler.cli.common import (
     DataDirOption,
     DbOption,
     console,
-    engine_from,
     settings_from,
 )
 
@@ -31,10 +30,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _reader(settings: Settings) -> Engine:
-    """The database, opened read only and not migrated: the explorer changes nothing."""
-    from mcp_farm.scheduler.view.queries import read_only
+    """The database, opened read only and not migrated: the explorer changes nothing. One
+    without the farm's tables, or at an older schema version, is refused in one line."""
+    from mcp_farm.scheduler.view.readable import open_reader
 
-    return read_only(engine_from(settings, migrate=False))
+    return open_reader(settings.resolved_database_url())
 
 
 def view(
@@ -91,6 +91,9 @@ def trials(
     first_try: Annotated[str | None, typer.Option(help="yes or no")] = None,
     route: Annotated[str | None, typer.Option(help="The route taken")] = None,
     left_cassette: Annotated[str | None, typer.Option(help="yes or no")] = None,
+    graded: Annotated[
+        str | None, typer.Option(help="yes: the trials the scorecard's rates count")
+    ] = None,
     scoring: Annotated[str | None, typer.Option(help="Scored in this scoring pass")] = None,
     search: Annotated[str | None, typer.Option(help="Text in the grader's detail")] = None,
     sort: Annotated[str, typer.Option(help="scenario, slowest, fastest or newest")] = "scenario",
@@ -117,6 +120,7 @@ def trials(
         "first_try": first_try,
         "route": route,
         "left_cassette": left_cassette,
+        "graded": graded,
         "scoring": scoring,
         "search": search,
         "sort": sort,

@@ -14,6 +14,7 @@ import secrets
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -26,6 +27,7 @@ from mcp_farm.scheduler.scorecard.queries.stored import stored_scorecard
 from mcp_farm.scheduler.view.filters import FilterError, TrialFilter
 from mcp_farm.scheduler.view.pages import error_page, sweep_page, sweeps_page, trials_page
 from mcp_farm.scheduler.view.queries import sweep_lines, trial_page, trial_record
+from mcp_farm.scheduler.view.readable import unreadable
 from mcp_farm.scheduler.view.trial_page import compare_page
 from mcp_farm.scheduler.view.trial_page import trial_page as one_trial_page
 from mcp_farm.schema import FarmError
@@ -94,12 +96,14 @@ def _authorised(request: Request, user: str, password: str) -> bool:
 
 
 def create_app(engine: Engine, *, user: str = "farm", password: str | None = None) -> Starlette:
-    """The explorer over `engine` (opened read only by the caller)."""
+    """The explorer over `engine` (opened read only by the caller). The handlers that read
+    the database are plain functions: Starlette runs them in its thread pool, so one slow
+    query holds up its own request, not every other."""
 
-    async def sweeps(_: Request) -> Response:
+    def sweeps(_: Request) -> Response:
         return _page(sweeps_page(sweep_lines(engine=engine)))
 
-    async def sweep(request: Request) -> Response:
+    def sweep(request: Request) -> Response:
         sweep_id = request.path_params["sweep_id"]
         found = sweep_lines(engine=engine, sweep_id=sweep_id)
         if not found:
@@ -110,7 +114,7 @@ def create_app(engine: Engine, *, user: str = "farm", password: str | None = Non
             card = build_scorecard(engine=engine, sweep_id=sweep_id)
         return _page(sweep_page(found[0], card))
 
-    async def trials(request: Request) -> Response:
+    def trials(request: Request) -> Response:
         sweep_id = request.path_params["sweep_id"]
         found = sweep_lines(engine=engine, sweep_id=sweep_id)
         if not found:
@@ -122,24 +126,33 @@ def create_app(engine: Engine, *, user: str = "farm", password: str | None = Non
         page = trial_page(engine=engine, sweep_id=sweep_id, selection=selection)
         return _page(trials_page(sweep_id, selection, page, live=found[0].live))
 
-    async def trial(request: Request) -> Response:
+    def trial(request: Request) -> Response:
         record = trial_record(engine=engine, trial_id=request.path_params["trial_id"])
         if record is None:
             return _page(error_page(404, "no trial with that id in this database"), 404)
         return _page(one_trial_page(record))
 
-    async def compare(request: Request) -> Response:
+    def compare(request: Request) -> Response:
         a = trial_record(engine=engine, trial_id=request.query_params.get("a", ""))
         b = trial_record(engine=engine, trial_id=request.query_params.get("b", ""))
         if a is None or b is None:
             return _page(error_page(404, "compare needs two trial ids, ?a=…&b=…"), 404)
         return _page(compare_page(a, b))
 
-    async def style(_: Request) -> Response:
+    async def style(_: Request) -> Response:  # no I/O: no thread needed
         return Response(STYLE, media_type="text/css", headers=HEADERS)
+
+    def database_error(_: Request, exc: Exception) -> Response:
+        # A table or column this code reads is missing: say what to do, in a page. Any other
+        # database error, on a database at this farm's version, is a bug: a 500 as ever.
+        reason = unreadable(engine)
+        if reason is None:
+            raise exc
+        return _page(error_page(503, reason), 503)
 
     middleware = [Middleware(BasicAuth, user=user, password=password)] if password else []
     return Starlette(
+        exception_handlers={OperationalError: database_error, ProgrammingError: database_error},
         routes=[
             Route("/", sweeps),
             Route("/sweeps/{sweep_id}", sweep),

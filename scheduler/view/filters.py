@@ -44,6 +44,9 @@ class TrialFilter(Strict):
     """The route of a scenario with routes that the trial took, or was judged by."""
     left_cassette: YesNo | None = None
     """Whether the trial called a replayed server off its cassette."""
+    graded: YesNo | None = None
+    """`yes`: the trials the scorecard's rates count (done, and neither an infra nor a harness
+    error); `no`: the others (not run yet, or an infra or harness error)."""
     scoring: str | None = None
     """Only trials with an answer score in this scoring pass."""
     search: str | None = None

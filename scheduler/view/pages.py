@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, get_args
 
-from mcp_farm.scheduler.report.cells import interval
+from mcp_farm.scheduler.report.cells import (
+    CONVERSATION_HEADS,
+    USER_HEADS,
+    VARIANCE_HEADS,
+    VARIANCE_NOTE,
+    conversation_cells,
+    interval,
+    user_cells,
+    user_notes,
+    variance_rows,
+)
 from mcp_farm.scheduler.view.filters import Sort, TrialFilter, Wording, YesNo
 from mcp_farm.scheduler.view.html import e, frame, link, pct, secs, table, url
 from mcp_farm.schema import OUTCOMES
@@ -63,8 +73,10 @@ def _cell_query(row: Row) -> dict[str, str]:
 
 def _rows_table(card: Scorecard, dimension: str) -> str:
     rows = []
+    # The trials a count counts: with the sweep's `left_cassette: exclude`, none that left it.
+    counted = {"left_cassette": "no"} if card.left_cassette == "exclude" else {}
     for r in card.of(dimension):  # type: ignore[arg-type]
-        query = _cell_query(r)
+        query = _cell_query(r) | counted
         failures = ", ".join(
             link(_trials_url(card.sweep_id, **query, outcome=o), f"{o} {n}")
             for o, n in sorted(r.outcomes.items(), key=lambda kv: -kv[1])
@@ -75,7 +87,8 @@ def _rows_table(card: Scorecard, dimension: str) -> str:
                 e(r.model),
                 e(r.prompt),
                 e(r.key),
-                link(_trials_url(card.sweep_id, **query), r.n),
+                # n counts graded trials only: not those still to run, nor infra errors.
+                link(_trials_url(card.sweep_id, **query, graded="yes"), r.n),
                 link(_trials_url(card.sweep_id, **query, outcome="pass"), pct(r.rate)),
                 e(pct(r.first_rate)),
                 e(interval(r)),
@@ -86,6 +99,31 @@ def _rows_table(card: Scorecard, dimension: str) -> str:
         )
     heads = ["model", "config", dimension, "n", "pass", "1st try", "95% CI", "p50", "p95"]
     return table([*heads, "failures"], rows, 3)
+
+
+def _config_table(rows: list[list[str]], heads: list[str]) -> str:
+    """Plain cells (escaped here), model and configuration first."""
+    return table(["model", "config", *heads], [[e(c) for c in r] for r in rows], 2)
+
+
+def _conversation_sections(card: Scorecard) -> list[str]:
+    """The conversation block (turn and conversation pass rates) and the simulated-user block
+    (pass rates with and without user errors, the agent × user variance), as `farm report`
+    shows them; nothing for a sweep without either."""
+    found = []
+    if card.conversations:
+        rows = [[c.model, c.prompt, *conversation_cells(c)] for c in card.conversations]
+        found.append(f"<h2>Conversations</h2>{_config_table(rows, CONVERSATION_HEADS)}")
+    if card.simulated_users:
+        rows = [[u.model, u.prompt, *user_cells(u)] for u in card.simulated_users]
+        notes = "".join(f"<p class=muted>{e(n)}</p>" for n in user_notes(card))
+        found.append(f"<h2>Simulated users</h2>{_config_table(rows, USER_HEADS)}{notes}")
+        if split := variance_rows(card):
+            found.append(
+                f"<h3>Agent × user variance</h3>{_config_table(split, VARIANCE_HEADS)}"
+                f"<p class=muted>{e(VARIANCE_NOTE)}</p>"
+            )
+    return found
 
 
 def sweep_page(line: SweepLine, card: Scorecard) -> str:
@@ -104,6 +142,8 @@ def sweep_page(line: SweepLine, card: Scorecard) -> str:
         ("scenario", "Per scenario"),
     ):
         sections.append(f"<h2>{e(title)}</h2>{_rows_table(card, dimension)}")
+        if dimension == "config":
+            sections += _conversation_sections(card)
     return frame(
         f"Sweep {card.sweep_id}",
         "\n".join(sections),
@@ -138,6 +178,7 @@ def _filter_form(sweep_id: str, f: TrialFilter) -> str:
         _select("first_try", get_args(YesNo), f.first_try),
         _text("route", f.route),
         _select("left_cassette", get_args(YesNo), f.left_cassette),
+        _select("graded", get_args(YesNo), f.graded),
         _text("scoring", f.scoring),
         _text("search", f.search),
         _select("sort", get_args(Sort), f.sort),

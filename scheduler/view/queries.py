@@ -1,10 +1,10 @@
 """Every SQL statement of the trial explorer: sweeps with their progress, a filtered page of
 trials, one trial with its calls, answer scores and judge verdicts. Read only, parameterised.
 
-Each page is one or two index range reads (migration 12 adds the indexes): a sweep's trials in
-scenario order (`ix_trial_browse`), one outcome of it in the same order
-(`ix_trial_browse_outcome`), by latency (`ix_trial_browse_latency`); a trial and its rows by
-primary key. The count above a page stops at COUNT_CAP, so counting never reads a whole sweep.
+Each page is one or two index range reads (migrations 12 and 20 add the indexes): a sweep's
+trials in scenario order (`ix_trial_browse`), one outcome of it in the same order
+(`ix_trial_browse_outcome`), by latency (`ix_trial_browse_latency`), newest first
+(`ix_trial_browse_newest`); a trial and its rows by primary key. The count above a page stops at COUNT_CAP, so counting never reads a whole sweep.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from mcp_farm.scheduler.scorecard.queries.columns import CONFIG
 from mcp_farm.scheduler.view.filters import PAGE_SIZE, TrialFilter
+from mcp_farm.schema import UNGRADED
 
 COUNT_CAP = 1_000
 """A page says "more than 1,000" rather than count a big selection to its end (paging goes on
@@ -35,6 +36,10 @@ ORDERS = {
 }
 """SQL order per `TrialFilter.sort`. Latency and time orders leave trials without one out
 (see `where_clause`): a NULL would sort first on one database and last on the other."""
+
+
+GRADED = f"(status = 'done' and outcome not in ({', '.join(repr(o) for o in UNGRADED)}))"
+"""The trials a scorecard's rates count, as its scan selects them (scorecard/queries/scan.py)."""
 
 
 def read_only(engine: Engine) -> Engine:
@@ -156,6 +161,8 @@ def where_clause(sweep_id: str, f: TrialFilter) -> tuple[str, dict[str, Any]]:
         params["first_try"] = f.first_try == "yes"
     if f.left_cassette is not None:
         equal("left_cassette", f.left_cassette == "yes")
+    if f.graded is not None:
+        clauses.append(GRADED if f.graded == "yes" else f"not ({GRADED})")
     if f.tool is not None:
         # expected_tools is a JSON list of names: the name in quotes, as JSON writes it.
         clauses.append("expected_tools like :tool escape '\\'")

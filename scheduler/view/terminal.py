@@ -1,10 +1,11 @@
 """The explorer in a terminal: a page of trials as a table, one trial as lines. Rich styles them
 on a terminal and prints plain lines anywhere else; every stored text is printed as text, never
-read as markup."""
+read as markup or as a terminal control sequence."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -18,6 +19,21 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from mcp_farm.scheduler.view.queries import TrialPage, TrialRecord
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 and C1 control characters but newline and tab: in text a model or a server wrote, an
+escape sequence could retitle the window, clear the screen or rewrite what was printed."""
+
+
+def visible(text: str) -> str:
+    """`text` with each control character shown as its escape (`\\x1b`), not sent."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def shown(text: str) -> str:
+    """Stored text for a Rich line: control characters shown, markup taken literally."""
+    return escape(visible(text))
+
 
 OUTCOME_STYLE = {"pass": "green", "infra_error": "yellow", "harness_error": "yellow"}
 
@@ -37,7 +53,8 @@ def print_trials(page: TrialPage, out: Console) -> None:
                 secs(t.latency_s),
                 " ".join((t.detail or "").split())[:200],
             )
-            out.print("\t".join(fields), markup=False, highlight=False, soft_wrap=True)
+            line = "\t".join(visible(str(f)) for f in fields)
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
         _count(page, out)
         return
     table = Table(header_style="bold", pad_edge=False, box=None)
@@ -47,14 +64,14 @@ def print_trials(page: TrialPage, out: Console) -> None:
         outcome = t.outcome or t.status
         style = OUTCOME_STYLE.get(outcome, "red" if t.outcome else "dim")
         table.add_row(
-            t.trial_id,
-            escape(t.model_id),
-            escape(t.config),
-            escape(t.scenario_id),
+            shown(t.trial_id),
+            shown(t.model_id),
+            shown(t.config),
+            shown(t.scenario_id),
             f"{t.repetition}{'p' if t.variant else ''}",
-            f"[{style}]{escape(outcome)}[/{style}]",
+            f"[{style}]{shown(outcome)}[/{style}]",
             secs(t.latency_s),
-            escape((t.detail or "")[:120]),
+            shown((t.detail or "")[:120]),
         )
     out.print(table)
     _count(page, out)
@@ -66,26 +83,26 @@ def _count(page: TrialPage, out: Console) -> None:
 
 def _entry_lines(item: Entry) -> list[str]:
     if item.kind in ("user", "assistant", "system"):
-        return [f"[bold]{item.kind}:[/bold] {escape(item.text)}"]
+        return [f"[bold]{item.kind}:[/bold] {shown(item.text)}"]
     if item.kind == "undecoded":
-        return [f"[bold red]assistant (undecodable call):[/bold red] {escape(item.text)}"]
+        return [f"[bold red]assistant (undecodable call):[/bold red] {shown(item.text)}"]
     if item.kind == "elicit":
         return [
-            f"  [bold]elicitation[/bold] from {escape(item.server or '?')}: {escape(item.text)}",
-            f"    schema: {escape(item.arguments)}",
-            f"    user: {escape(item.result or '')}",
+            f"  [bold]elicitation[/bold] from {shown(item.server or '?')}: {shown(item.text)}",
+            f"    schema: {shown(item.arguments)}",
+            f"    user: {shown(item.result or '')}",
         ]
     number = "setup" if item.kind == "setup" else f"call #{item.index}"
     where = f"{item.server}." if item.server else ""
     state = "[green]ok[/green]" if item.ok else "[red]error[/red]"
     lines = [
-        f"[bold]{number}[/bold] {escape(where + item.text)}({escape(item.arguments)}) {state}"
+        f"[bold]{number}[/bold] {shown(where + item.text)}({shown(item.arguments)}) {state}"
         f" {secs(item.latency_s)}"
     ]
     if item.error:
-        lines.append(f"  [red]error:[/red] {escape(item.error)}")
+        lines.append(f"  [red]error:[/red] {shown(item.error)}")
     if item.result is not None:
-        lines.append(f"  → {escape(item.result)}")
+        lines.append(f"  → {shown(item.result)}")
     if item.cut:
         lines.append("  [yellow](result cut at the server's result_chars)[/yellow]")
     return lines
@@ -102,33 +119,33 @@ def print_trial(record: TrialRecord, out: Console) -> None:
 
     say(f"[bold]trial {t.trial_id}[/bold]")
     for name, column in SUMMARY:
-        say(f"  {name}: {escape(summary_value(t, column))}")
+        say(f"  {name}: {shown(summary_value(t, column))}")
     found = verdict(t, record.calls)
-    say(f"[bold]verdict:[/bold] {escape(found.outcome)} {escape(found.detail)}")
+    say(f"[bold]verdict:[/bold] {shown(found.outcome)} {shown(found.detail)}")
     for s in found.steps:
         flag = " [red]← named in the verdict[/red]" if s.named and not s.problem else ""
         if s.problem:
-            flag = f" [red]← {escape(s.problem)}[/red]"
-        calls = ", ".join(s.calls) or "no call"
+            flag = f" [red]← {shown(s.problem)}[/red]"
+        calls = shown(", ".join(s.calls) or "no call")
         turn = "" if s.turn is None else f"turn {s.turn} "
-        say(f"  {turn}step {s.number} {escape(s.label)} {escape(s.params)}: {calls}{flag}")
+        say(f"  {turn}step {s.number} {shown(s.label)} {shown(s.params)}: {calls}{flag}")
     if found.note:
-        say(f"  {escape(found.note)}")
+        say(f"  {shown(found.note)}")
     say("[bold]transcript:[/bold]")
     for item in entries(t, record.calls):
         for line in _entry_lines(item):
             say(line)
     if t.final_answer:
-        say(f"[bold]final answer:[/bold] {escape(t.final_answer)}")
+        say(f"[bold]final answer:[/bold] {shown(t.final_answer)}")
     for a in record.answers:
         say(
-            f"answer score ({escape(a.scoring_id[:12])}): fairness {a.fairness:.3f}, adoption "
+            f"answer score ({shown(a.scoring_id[:12])}): fairness {a.fairness:.3f}, adoption "
             f"{a.adoption:.3f}, grounded {a.grounded}, unresolved {a.unresolved}, "
             f"hallucinated {a.hallucinated}",
         )
     for j in record.judgements:
         say(
-            f"judge ({escape(j.scoring_id[:12])} run {j.run}) {escape(j.criterion)}: "
-            f"{j.score} {escape(j.rationale)}",
+            f"judge ({shown(j.scoring_id[:12])} run {j.run}) {shown(j.criterion)}: "
+            f"{j.score} {shown(j.rationale)}",
         )
-    say("[bold]provenance:[/bold] " + escape(json.dumps(pins(t), sort_keys=True)))
+    say("[bold]provenance:[/bold] " + shown(json.dumps(pins(t), sort_keys=True)))

@@ -163,14 +163,19 @@ class Verdict:
 
 def verdict(trial: Any, calls: list[Any]) -> Verdict:
     """The grader's outcome and detail, with each expected step (at the scenario version the
-    trial ran) and the call that did it or why none did, as the grader stored them. A trial
-    graded before that was kept shows each step beside the calls of its tool, the step the
-    detail names marked."""
+    trial ran) and the call that did it or why none did, as the grader stored them (without
+    the steps' parameters when the scenario is not in this checkout). A trial graded before
+    that was kept shows each step beside the calls of its tool, the step the detail names
+    marked."""
     detail = trial.detail or ""
     outcome = trial.outcome or trial.status
     try:
         scenario = _scenario(trial)
     except (FarmError, ValueError, KeyError) as exc:
+        # The stored verdicts need no scenario; only the steps' parameters come from it.
+        kept = _stored_steps(trial, None)
+        if kept:
+            return Verdict(outcome, detail, kept, note=f"the steps' parameters not shown: {exc}")
         return Verdict(outcome, detail, [], note=f"expected steps not shown: {exc}")
     stored = _stored_steps(trial, scenario)
     if stored is not None:
@@ -200,12 +205,14 @@ def verdict(trial: Any, calls: list[Any]) -> Verdict:
     return Verdict(outcome, detail, steps, note=note)
 
 
-def _stored_steps(trial: Any, scenario: Any) -> list[StepLine] | None:
+def _stored_steps(trial: Any, scenario: Any | None) -> list[StepLine] | None:
     """The step verdicts the grader stored (a one-prompt trial's, or each turn's); None when
-    the trial has none, as trials graded before they were kept."""
-    if scenario.turns:
-        turns = _loads(getattr(trial, "turns_json", None), [])
-        if not any("steps" in t for t in turns):
+    the trial has none, as trials graded before they were kept. Without the scenario (not in
+    this checkout) the steps come without their parameters."""
+    turns = _loads(getattr(trial, "turns_json", None), [])
+    kept_by_turn = any("steps" in t for t in turns)
+    if scenario.turns if scenario is not None else kept_by_turn:
+        if not kept_by_turn:
             return None
         return [
             _stored_line(v, _turn_step(scenario, t["index"], t.get("route"), v["step"]), t)
@@ -215,13 +222,15 @@ def _stored_steps(trial: Any, scenario: Any) -> list[StepLine] | None:
     found = _loads(getattr(trial, "steps_json", None), [])
     if not found:
         return None
+    if scenario is None:
+        return [_stored_line(v, None, None) for v in found]
     ways = dict(scenario.ways())
     way = ways.get(trial.route, scenario.ways()[0][1])
     return [_stored_line(v, _step_at(way.expect, v["step"]), None) for v in found]
 
 
-def _turn_step(scenario: Any, index: int, route: str | None, step: int) -> Any:
-    if index >= len(scenario.turns):
+def _turn_step(scenario: Any | None, index: int, route: str | None, step: int) -> Any:
+    if scenario is None or index >= len(scenario.turns):
         return None
     ways = dict(scenario.turn_scenario(index).ways())
     way = ways.get(route, next(iter(ways.values())))

@@ -1,7 +1,14 @@
 """The results database both planes share: SQLModel tables, the engine and session helpers, and
 schema versions. The only part of the contracts that loads SQLAlchemy."""
 
-from mcp_farm.schema.db.engine import dialect_insert, init_db, make_engine, session_scope, upsert
+from mcp_farm.schema.db.engine import (
+    dialect_insert,
+    init_db,
+    make_engine,
+    missing_sqlite_file,
+    session_scope,
+    upsert,
+)
 from mcp_farm.schema.db.migrate import LATEST as SCHEMA_VERSION
 from mcp_farm.schema.db.migrate import require_latest, schema_version
 from mcp_farm.schema.db.tables import (
@@ -32,6 +39,7 @@ __all__ = [
     "dialect_insert",
     "init_db",
     "make_engine",
+    "missing_sqlite_file",
     "require_latest",
     "schema_version",
     "session_scope",

@@ -54,6 +54,21 @@ def make_engine(url: str, pool_size: int = 5, *, pre_ping: bool = True) -> Engin
     )
 
 
+def missing_sqlite_file(url: str) -> bool:
+    """Whether `url` names a SQLite file that is not there (opening it would create it)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return False  # make_engine names the bad URL
+    name = parsed.database
+    return (
+        parsed.get_backend_name() == "sqlite"
+        and bool(name)
+        and name != ":memory:"
+        and not Path(str(name)).exists()
+    )
+
+
 def dialect_insert(dialect: str) -> Any:
     """The INSERT construct of `dialect` (sqlite or postgresql), which knows ON CONFLICT."""
     return postgresql.insert if dialect == "postgresql" else sqlite.insert

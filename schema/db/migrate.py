@@ -161,6 +161,13 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         # The new table comes from create_all above.
         [],
     ),
+    (
+        20,
+        "trial explorer: an index for a sweep's trials newest first (ix_trial_browse_newest)",
+        [
+            "CREATE INDEX IF NOT EXISTS ix_trial_browse_newest ON trial (sweep_id, finished_at)",
+        ],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -30,7 +30,8 @@ class TrialRow(SQLModel, table=True):
     __table_args__ = (
         Index("ix_trial_sweep_status", "sweep_id", "status"),
         # The trial explorer's pages (scheduler/view): a sweep's trials in scenario order, with
-        # or without one outcome, by latency, and one scenario across configurations; see migration 12.
+        # or without one outcome, by latency, one scenario across configurations (migration 12),
+        # and newest first (migration 20).
         Index(
             "ix_trial_browse",
             "sweep_id",
@@ -54,6 +55,7 @@ class TrialRow(SQLModel, table=True):
         ),
         Index("ix_trial_browse_latency", "sweep_id", "latency_s"),
         Index("ix_trial_browse_scenario", "sweep_id", "scenario_id", "repetition"),
+        Index("ix_trial_browse_newest", "sweep_id", "finished_at"),
     )
 
     trial_id: str = Field(primary_key=True)

@@ -105,3 +105,23 @@ def test_a_version_10_database_keeps_its_gate_runs_and_gains_what_they_verified(
     with sqlite3.connect(path) as db:
         row = db.execute("SELECT rho, folder, lock_sha256, threshold FROM anchor_check").fetchone()
     assert row == (0.9, "", "", None)
+
+
+def indexes(engine: object, table: str) -> set[str]:
+    return {i["name"] for i in inspect(engine).get_indexes(table)}  # type: ignore[arg-type]
+
+
+def test_a_version_19_database_gains_the_index_of_the_newest_trials_first(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v19.sqlite"
+    init_db(make_engine(f"sqlite:///{path}"))
+    with sqlite3.connect(path) as db:
+        db.execute("DROP INDEX ix_trial_browse_newest")
+        db.execute("DELETE FROM schema_version WHERE version > 19")
+    engine = make_engine(f"sqlite:///{path}")
+    assert schema_version(engine) == 19
+    assert "ix_trial_browse_newest" not in indexes(engine, "trial")
+    init_db(engine)
+    assert schema_version(engine) == SCHEMA_VERSION
+    assert "ix_trial_browse_newest" in indexes(engine, "trial")

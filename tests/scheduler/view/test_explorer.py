@@ -4,11 +4,14 @@ answers, its filters, its safety (escaping, CSP, read only, loopback or a passwo
 from __future__ import annotations
 
 import base64
+import json
 import re
 import socket
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
+from typing import get_args
 
 import pytest
 from sqlalchemy import insert, text
@@ -17,9 +20,10 @@ from starlette.testclient import TestClient
 
 from bench.synthetic import load, scenarios, trials
 from mcp_farm.scheduler.view.app import CSP, ViewError, check_bind, create_app
-from mcp_farm.scheduler.view.filters import PAGE_SIZE, FilterError, TrialFilter
+from mcp_farm.scheduler.view.filters import PAGE_SIZE, FilterError, Sort, TrialFilter
 from mcp_farm.scheduler.view.queries import COUNT_CAP, page_statements, trial_page, trial_record
 from mcp_farm.scheduler.view.transcript import verdict
+from mcp_farm.scheduler.view.trial_page import trial_page as one_trial_page
 from mcp_farm.schema.db import AnswerScoreRow, JudgementRow, ScoringRow, init_db, make_engine
 from tests.scheduler.view.conftest import REPLY_PAYLOAD, TOOL_PAYLOAD, Recorded, farm
 
@@ -67,6 +71,8 @@ def test_every_scorecard_count_links_to_the_trials_it_counts(recorded: Recorded)
         ({"scenario": "fs.budget-total", "status": "done", "sort": "slowest"}, 4),
         ({"route": "none"}, 0),
         ({"scoring": "none"}, 0),
+        ({"graded": "yes"}, 4),
+        ({"graded": "no", "sort": "newest"}, 0),
     ],
 )
 def test_each_filter_narrows_the_trials(
@@ -116,6 +122,42 @@ def test_a_trial_graded_before_steps_were_kept_marks_the_step_its_detail_names(
         (1, "read_file", True, ""),
     ]
     assert found.steps[1].calls == ["#1 error"]
+
+
+def test_without_its_scenario_a_trial_shows_its_stored_steps_without_parameters(
+    recorded: Recorded,
+) -> None:
+    record = trial_record(engine=recorded.engine(), trial_id=recorded.careless)
+    assert record is not None
+    gone = SimpleNamespace(**{**record.trial._mapping, "scenario_version": 999})
+    found = verdict(gone, record.calls)
+    assert [(s.number, s.label, s.calls, s.params) for s in found.steps] == [
+        (0, "search_files", ["#0 did"], ""),
+        (1, "read_file", [], ""),
+    ]
+    assert found.steps[1].named and found.steps[1].problem.startswith("call 1: read_file.path")
+    assert "parameters not shown" in found.note and "999" in found.note
+    page = one_trial_page(replace(record, trial=gone))
+    assert "call 1: read_file.path" in page and "parameters not shown" in page
+
+
+def test_without_its_scenario_a_conversation_shows_each_turns_stored_steps(
+    recorded: Recorded,
+) -> None:
+    record = trial_record(engine=recorded.engine(), trial_id=recorded.careless)
+    assert record is not None
+    turns = [
+        {"index": 0, "steps": [{"step": 0, "label": "search_files", "call": 0, "met_by": [0]}]},
+        {"index": 1, "steps": [{"step": 0, "label": "read_file", "problem": "never called"}]},
+    ]
+    gone = SimpleNamespace(
+        **{**record.trial._mapping, "scenario_version": 999, "turns_json": json.dumps(turns)}
+    )
+    found = verdict(gone, record.calls)
+    assert [(s.turn, s.label, s.calls, s.problem) for s in found.steps] == [
+        (1, "search_files", ["#0 did"], ""),
+        (2, "read_file", [], "never called"),
+    ]
 
 
 def test_script_payloads_from_a_tool_and_a_reply_are_escaped_under_a_csp(
@@ -182,26 +224,34 @@ def test_farm_view_on_a_port_in_use_says_so_in_one_line(recorded: Recorded) -> N
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        {"model": "ideal", "config": "native", "scenario": "fs.budget-total"},
-        {"outcome": "wrong_params"},
-        {"scenario": "fs.budget-total"},
-        {"sort": "slowest"},
-    ],
-)
-def test_filtered_pages_read_the_trial_table_through_an_index(
-    recorded: Recorded, query: dict[str, str]
+FILTERS = [
+    {},
+    {"model": "ideal", "config": "native", "scenario": "fs.budget-total"},
+    {"outcome": "wrong_params"},
+    {"scenario": "fs.budget-total"},
+    {"left_cassette": "yes"},
+    {"scoring": "pass-one"},
+    {"graded": "yes", "left_cassette": "no"},
+]
+
+
+@pytest.mark.parametrize("sort", get_args(Sort))
+@pytest.mark.parametrize("query", FILTERS)
+def test_every_sort_of_every_filtered_page_reads_the_trial_table_in_index_order(
+    recorded: Recorded, query: dict[str, str], sort: str
 ) -> None:
-    page_sql, count_sql, params = page_statements("s", TrialFilter.read(query))
+    page_sql, count_sql, params = page_statements("s", TrialFilter.read({**query, "sort": sort}))
     with recorded.engine().connect() as conn:
         for sql in (page_sql, count_sql):
-            plan = " ".join(
+            plan = " | ".join(
                 str(r[-1]) for r in conn.execute(text(f"explain query plan {sql}"), params)
             )
-            assert "USING" in plan and "INDEX" in plan, plan
+            assert re.search(r"SEARCH trial USING (COVERING )?INDEX \w+ \(sweep_id=\?", plan), plan
             assert not re.search(r"SCAN trial(?! USING)", plan), plan
+            # A sort of the whole selection reads all of it before the first row. A sort of
+            # the RIGHT PART only orders rows that tie on the index (by trial id): the page
+            # still stops after its rows.
+            assert "TEMP B-TREE FOR ORDER BY" not in plan, plan
 
 
 def test_farm_trials_lists_the_failures_with_ids_for_trial_show(recorded: Recorded) -> None:
