@@ -1,7 +1,8 @@
 """Whether a simulated user's message holds a fact it was never given: every piece of text
 shaped like a fact (an e-mail address, a date, a time, a file name, an id, a number) must occur
 on its card or in what the agent had said to it, read by value where it has one (a time, a
-date, a number), so that "3pm" is the card's 15:00; one that does not is the user's invention.
+date, a number), so that "3pm" is the card's 15:00; one that does not is the user's invention. And which of its facts a message gave that the
+card keeps for when the agent asks.
 
 Deterministic on purpose: a user error must be found the same way in every trial, by no
 model, so that a failure can be attributed without a judge of its own."""
@@ -133,4 +134,25 @@ def invented(message: str, allowed: list[str]) -> list[str]:
     inside their text."""
     known = known_in(allowed)
     found = [piece for shape, piece in pieces(message) if not _has(shape, piece, known)]
+    return list(dict.fromkeys(found))
+
+
+def volunteered(message: str, facts: list[str], given: list[str]) -> list[str]:
+    """The pieces of `message` that state one of `facts` (the card's `on_request` values)
+    that none of the `given` texts (what the agent already has) holds. A fact with no
+    fact-shaped piece ("oat milk") is found as words, case-insensitively."""
+    had = known_in(given)
+    shaped = [(s, p) for fact in facts for s, p in pieces(fact)]
+    wanted = Known()
+    for shape, piece in shaped:
+        wanted.add(shape, piece)
+    found = [
+        piece
+        for shape, piece in pieces(message)
+        if _has(shape, piece, wanted, whole=True) and not _has(shape, piece, had)
+    ]
+    for fact in facts:
+        said = re.search(rf"(?<!\w){re.escape(fact)}(?!\w)", message, re.IGNORECASE)
+        if said and not pieces(fact) and fact.lower() not in had.text:
+            found.append(said.group())
     return list(dict.fromkeys(found))
