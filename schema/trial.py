@@ -282,16 +282,32 @@ class UserIdentity(BaseModel):
         return f"{self.model_id} t={self.temperature:g} guideline {self.guideline} ({pinned})"
 
 
+UserErrorKind = Literal["invented", "left_early", "volunteered"]
+"""A simulated user's mistake: `invented` a fact on neither its card nor in what the agent said;
+`left_early` stopped (the stop marker) in answer to the agent's question before the outcome it
+came for was reached; `volunteered` gave a fact its card keeps for when it is asked (`on_request`)
+when the agent's reply before had asked nothing."""
+
+
 class UserError(BaseModel):
-    """A simulated user's message that holds a fact not on its card (a number, an e-mail
-    address, an id, a file name, a date) nor in what the agent had said to it."""
+    """A simulated user's message that holds a mistake of one kind (`kind`)."""
 
     message: int
-    """0-based index of the user's message (0 is the opening, which is the card's own)."""
+    """0-based index of the user's message (0 is the opening, which is the card's own; a
+    parting message, never sent to the agent, has the next index after the last one sent)."""
+    kind: UserErrorKind = "invented"
+    """What the mistake was; records written before the kinds are all `invented`."""
     facts: list[str]
-    """The offending pieces of text, as the user wrote them."""
+    """The offending pieces of text, as the user wrote them (empty for `left_early`)."""
     said: str
-    """The whole message, as sent."""
+    """The whole message, as sent (for `left_early`, the parting message, or empty)."""
+
+    def describe(self) -> str:
+        """One line for a person: the message, the kind and its pieces. Plain text: the
+        pieces are the user model's words, so a page or a terminal escapes the line."""
+        if self.kind == "left_early":
+            return f"message {self.message}: left early (stopped at the agent's question)"
+        return f"message {self.message}: {self.kind} {', '.join(self.facts)}"
 
 
 class UserSimRecord(BaseModel):

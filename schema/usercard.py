@@ -14,9 +14,9 @@ FactValue = str | int | float
 """A fact's value as a card writes it (YAML reads `4512` as a number); shown as text."""
 
 FailureSource = Literal["agent", "user", "none"]
-"""Whose mistake failed a trial with a simulated user: `user` when the user said a fact not
-on its card before the agent's first failing point, `agent` otherwise, `none` for a pass (or
-a trial that was not graded)."""
+"""Whose mistake failed a trial with a simulated user: `user` when the user invented or
+volunteered a fact before the agent's first failing point, or left early where the agent made
+no wrong call; `agent` otherwise; `none` for a pass (or a trial that was not graded)."""
 
 UserArm = Literal["conversation", "no_user"]
 """How a scenario with a card is run: `conversation` with its simulated user; `no_user` with

@@ -57,7 +57,7 @@ from mcp_farm.workers.session import (
     run_setup,
 )
 from mcp_farm.workers.usersim.cache import DbTurnCache
-from mcp_farm.workers.usersim.grade import failure_source, grade_simulated
+from mcp_farm.workers.usersim.grade import failure_source, grade_simulated, left_early
 from mcp_farm.workers.usersim.loop import (
     UserSide,
     modelless_side,
@@ -236,7 +236,10 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     source = None
     if user is not None:
         try:
-            source = failure_source(scenario, verdict, user.record, state.calls, schemas)
+            record, calls = user.record, state.calls
+            left = left_early(scenario, verdict, record, calls, state.transcript, schemas)
+            record.errors += [left] if left else []
+            source = failure_source(scenario, verdict, record, calls, schemas)
         except FarmError:  # a pattern past its budget: the verdict stands, the source unknown
             logger.warning("trial %s: failure source unknown", spec.trial_id[:12], exc_info=True)
     if verdict.outcome not in UNGRADED:

@@ -11,7 +11,7 @@ import yaml
 
 from mcp_farm.scenarios import load_suite
 from mcp_farm.scenarios.usersim import GUIDELINE_VERSION, guideline, user_system_prompt
-from mcp_farm.schema import STOP_MARKER, SpecError
+from mcp_farm.schema import STOP_MARKER, SpecError, UserSimRecord
 
 CARD: dict[str, Any] = {
     "opening": "Please add milk to my shopping note.",
@@ -93,3 +93,12 @@ def test_the_user_is_told_the_guideline_its_card_and_the_stop_marker() -> None:
     assert "- the note's id" in told
     assert STOP_MARKER in guideline()
     assert "Never invent a fact" in guideline()
+
+
+def test_a_stored_user_error_without_a_kind_loads_as_an_invented_fact() -> None:
+    stored = (
+        '{"identity": {"model_id": "u", "model_key": "k", "temperature": 0, "seed": 0,'
+        ' "guideline": "v1"}, "errors": [{"message": 1, "facts": ["16:00"], "said": "x"}]}'
+    )
+    [error] = UserSimRecord.model_validate_json(stored).errors
+    assert (error.kind, error.facts) == ("invented", ["16:00"])

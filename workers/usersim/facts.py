@@ -1,6 +1,8 @@
 """Whether a simulated user's message holds a fact it was never given: every piece of text
-shaped like a fact (an e-mail address, a date, a file name, an id, a number) must occur on
-its card or in what the agent had said to it; one that does not is the user's invention.
+shaped like a fact (an e-mail address, a date, a time, a file name, an id, a number) must occur
+on its card or in what the agent had said to it, read by value where it has one (a time, a
+date, a number), so that "3pm" is the card's 15:00; one that does not is the user's invention. And which of its facts a message gave that the
+card keeps for when the agent asks.
 
 Deterministic on purpose: a user error must be found the same way in every trial, by no
 model, so that a failure can be attributed without a judge of its own."""
@@ -8,10 +10,25 @@ model, so that a failure can be attributed without a judge of its own."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from mcp_farm.workers.usersim.readings import (
+    DATE,
+    TIME,
+    Date,
+    Time,
+    date_readings,
+    number_readings,
+    same_day,
+    split_datetimes,
+    time_readings,
+)
 
 SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
-    ("date", re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b")),
+    ("date", DATE),
+    ("time", TIME),
     (
         "file",
         re.compile(
@@ -24,48 +41,118 @@ SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("number", re.compile(r"\d+(?:[.,:]\d+)*")),
 )
 """The shapes a fact takes, most specific first: a message's text is taken apart in this
-order, so the digits of an id or a date are not checked again as a number."""
+order, so the digits of an id, a date or a time are not checked again as a number."""
 
 DIGITS = re.compile(r"\d+")
+
+
+@dataclass
+class Known:
+    """What some texts hold, by value: their times, dates and numbers, the numbers inside
+    them (digit runs, a time's hours and minutes, a date's year, month and day), and every
+    fact-shaped piece as text."""
+
+    times: set[Time] = field(default_factory=set)
+    dates: set[Date] = field(default_factory=set)
+    numbers: set[Decimal] = field(default_factory=set)
+    parts: set[Decimal] = field(default_factory=set)
+    pieces: set[str] = field(default_factory=set)
+    text: str = ""
+    """The texts themselves, lower-cased, for a fact found inside a longer word."""
+
+    def add(self, shape: str, piece: str) -> None:
+        self.pieces.add(_norm(piece))
+        if shape == "time":
+            for hour, minute in time_readings(piece):
+                self.times.add((hour, minute))
+                self.parts |= {Decimal(hour), Decimal(hour % 12 or 12), Decimal(minute)}
+        elif shape == "date":
+            for year, month, day in date_readings(piece):
+                self.dates.add((year, month, day))
+                self.parts |= {Decimal(n) for n in (year, month, day) if n is not None}
+        elif shape == "number":
+            self.numbers |= number_readings(piece)
 
 
 def _norm(fact: str) -> str:
     return fact.lower().replace(",", "")
 
 
-def facts_in(text: str) -> list[str]:
-    """The fact-shaped pieces of a message, in the order of SHAPES, each once."""
-    found: list[str] = []
-    rest = text
-    for _shape, pattern in SHAPES:
+def pieces(text: str) -> list[tuple[str, str]]:
+    """The fact-shaped pieces of a message with their shapes, in the order of SHAPES, each
+    once."""
+    found: list[tuple[str, str]] = []
+    rest = split_datetimes(text)
+    for shape, pattern in SHAPES:
         for match in pattern.finditer(rest):
-            if match.group() not in found:
-                found.append(match.group())
+            if (shape, match.group()) not in found:
+                found.append((shape, match.group()))
         rest = pattern.sub(" ", rest)
     return found
 
 
-def _known(texts: list[str]) -> tuple[set[str], str]:
-    """What the given texts hold: every fact of every shape (without taking the text apart,
-    so an id's digits are known as a number too) and every run of digits; and the texts
-    themselves, lower-cased, for facts found as part of a longer word."""
-    joined = "\n".join(texts)
-    known = {_norm(m.group()) for _s, p in SHAPES for m in p.finditer(joined)}
-    known |= {m.group() for m in DIGITS.finditer(joined)}
-    return known, joined.lower()
+def facts_in(text: str) -> list[str]:
+    """The fact-shaped pieces of a message, in the order of SHAPES, each once."""
+    return list(dict.fromkeys(piece for _shape, piece in pieces(text)))
+
+
+def known_in(texts: list[str]) -> Known:
+    """What the given texts hold: every piece of every shape, found without taking the text
+    apart (so an id's digits are known as a number too), and every run of digits."""
+    joined = split_datetimes("\n".join(texts))
+    known = Known(text=joined.lower())
+    for shape, pattern in SHAPES:
+        for match in pattern.finditer(joined):
+            known.add(shape, match.group())
+    known.parts |= {Decimal(m.group()) for m in DIGITS.finditer(joined)}
+    return known
+
+
+def _has(shape: str, piece: str, known: Known, whole: bool = False) -> bool:
+    """Whether `known` holds the piece: a time, date or number by any of its readings (with
+    `whole`, a number only as a number of its own, never as part of another fact); any other
+    piece (or one that reads as no value) as text, or inside a longer word unless it is all
+    digits."""
+    if shape == "time":
+        return bool(time_readings(piece) & known.times)
+    dates = date_readings(piece) if shape == "date" else set()
+    if dates:
+        return any(same_day(d, k) for d in dates for k in known.dates)
+    values = number_readings(piece) if shape == "number" else set()
+    if values:
+        return bool(values & (known.numbers if whole else known.numbers | known.parts))
+    norm = _norm(piece)
+    if norm in known.pieces:
+        return True
+    return not whole and not DIGITS.fullmatch(re.sub(r"[.:/-]", "", norm)) and norm in known.text
 
 
 def invented(message: str, allowed: list[str]) -> list[str]:
     """The facts of `message` that occur in none of the `allowed` texts (the card's own and
-    the agent's replies so far). A number must be one of theirs exactly ("3" is not in
-    "2023"); a longer fact may also occur inside their text."""
-    known, joined = _known(allowed)
-    wrong: list[str] = []
-    for fact in facts_in(message):
-        norm = _norm(fact)
-        if norm in known:
-            continue
-        if not DIGITS.fullmatch(norm.replace(".", "").replace(":", "")) and norm in joined:
-            continue
-        wrong.append(fact)
-    return wrong
+    the agent's replies so far). A number must be one of theirs by value, or a part of one of
+    their facts ("3" is not in "2023", but is the hour of 15:00); a longer fact may also occur
+    inside their text."""
+    known = known_in(allowed)
+    found = [piece for shape, piece in pieces(message) if not _has(shape, piece, known)]
+    return list(dict.fromkeys(found))
+
+
+def volunteered(message: str, facts: list[str], given: list[str]) -> list[str]:
+    """The pieces of `message` that state one of `facts` (the card's `on_request` values)
+    that none of the `given` texts (what the agent already has) holds. A fact with no
+    fact-shaped piece ("oat milk") is found as words, case-insensitively."""
+    had = known_in(given)
+    shaped = [(s, p) for fact in facts for s, p in pieces(fact)]
+    wanted = Known()
+    for shape, piece in shaped:
+        wanted.add(shape, piece)
+    found = [
+        piece
+        for shape, piece in pieces(message)
+        if _has(shape, piece, wanted, whole=True) and not _has(shape, piece, had)
+    ]
+    for fact in facts:
+        said = re.search(rf"(?<!\w){re.escape(fact)}(?!\w)", message, re.IGNORECASE)
+        if said and not pieces(fact) and fact.lower() not in had.text:
+            found.append(said.group())
+    return list(dict.fromkeys(found))

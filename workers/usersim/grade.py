@@ -1,6 +1,7 @@
 """Grading a conversation with a simulated user, on outcomes: the calls of the whole
 conversation by the one-prompt grader (steps, order, `never`, call measures), then the
-servers' final state, then the `must_ask` milestones; and whose mistake a failure was."""
+servers' final state, then the `must_ask` milestones; whether the user left early; and whose
+mistake a failure was."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from mcp_farm.schema import (
     Scenario,
     StopReason,
     ToolCallRecord,
+    UserError,
     UserSimRecord,
     budgeted_search,
 )
@@ -88,6 +90,32 @@ def _first_wrong_call(
     return None
 
 
+def left_early(
+    scenario: Scenario,
+    graded: Graded,
+    record: UserSimRecord,
+    calls: list[ToolCallRecord],
+    transcript: list[Message],
+    schemas: dict[str, Any],
+) -> UserError | None:
+    """The user's stop as a user error (`left_early`): it answered a reply of the agent that
+    holds a question, and the outcome it came for was not reached (a step of the scenario
+    done by no call, or a `final_state` check not met). The stop ends the conversation, so
+    the conversation's calls are those made by then, and the final state read after it is
+    the state at that moment: both can be graded again from the stored trial."""
+    if record.ended != "user_stop" or graded.outcome == "pass" or graded.outcome in UNGRADED:
+        return None
+    replies = agent_replies(transcript)
+    if not replies or "?" not in replies[-1]:
+        return None
+    steps = steps_of(scenario, calls, graded.route, schemas)
+    if all(v.call is not None for v in steps) and state_problem(scenario, record) is None:
+        return None
+    # A parting message is the transcript's last; a bare stop marker left none.
+    parting = transcript[-1].content if transcript[-1].role == "user" else ""
+    return UserError(message=record.messages, kind="left_early", facts=[], said=parting)
+
+
 def failure_source(
     scenario: Scenario,
     graded: Graded,
@@ -95,14 +123,19 @@ def failure_source(
     calls: list[ToolCallRecord],
     schemas: dict[str, Any],
 ) -> FailureSource:
-    """`none` for a pass (or an ungraded trial); else `user` when a user error came in a
-    message sent before the agent's first failing point, `agent` otherwise. The failing point
-    is the user message the agent's first wrong call answered; with no wrong call (a step or
-    an outcome missing), the end of the conversation."""
+    """`none` for a pass (or an ungraded trial); else `user` when the agent made no wrong call
+    and the user left early, or when an invented or volunteered fact came in a message sent
+    before the agent's first failing point; `agent` otherwise. The failing point is the user
+    message the agent's first wrong call answered; with no wrong call (a step or an outcome
+    missing), the end of the conversation."""
     if graded.outcome == "pass" or graded.outcome in UNGRADED:
         return "none"
     wrong = _first_wrong_call(scenario, calls, graded.route, schemas)
-    point = record.messages - 1
-    if wrong is not None:
+    if wrong is None:
+        if any(e.kind == "left_early" for e in record.errors):
+            return "user"
+        point = record.messages - 1
+    else:
         point = max((i for i, first in enumerate(record.first_calls) if first <= wrong), default=0)
-    return "user" if any(e.message <= point for e in record.errors) else "agent"
+    slips = [e for e in record.errors if e.kind != "left_early"]
+    return "user" if any(e.message <= point for e in slips) else "agent"

@@ -39,7 +39,7 @@ from mcp_farm.workers.session import (
     setup_owner,
 )
 from mcp_farm.workers.usersim.cache import TurnCache, turn_key
-from mcp_farm.workers.usersim.facts import invented
+from mcp_farm.workers.usersim.facts import invented, volunteered
 
 SPEAKER = re.compile(r"^\s*(?:user|you|me)\s*:\s*", re.IGNORECASE)
 """A speaker label a small model may put before its message, taken off."""
@@ -159,13 +159,24 @@ async def user_reply(user: UserSide, said: list[tuple[str, str]], state: Session
 
 def _check(user: UserSide, index: int, text: str, said: list[tuple[str, str]]) -> None:
     """Record the user's message `index` as a user error if it holds a fact that is neither
-    on its card nor in what the agent had said to it."""
+    on its card nor in what the agent had said to it (`invented`), or gives a fact the card
+    keeps for when it is asked while the agent's reply before it asked nothing
+    (`volunteered`)."""
     card = user.card
     allowed = [card.opening, card.reason, card.satisfied_when, *card.values()]
     allowed += [reply for who, reply in said if who == "agent"]
     wrong = invented(text, allowed)
     if wrong:
         user.record.errors.append(UserError(message=index, facts=wrong, said=text))
+    if "?" in said[-1][1]:
+        return
+    # What the agent already has: the conversation so far and the facts the user may mention.
+    given = [str(v) for v in card.known.values()] + [t for _who, t in said]
+    unasked = volunteered(text, [str(v) for v in card.on_request.values()], given)
+    if unasked:
+        user.record.errors.append(
+            UserError(message=index, kind="volunteered", facts=unasked, said=text)
+        )
 
 
 async def run_simulated(

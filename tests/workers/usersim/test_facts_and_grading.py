@@ -20,11 +20,11 @@ def test_facts_are_taken_apart_most_specific_shape_first() -> None:
     assert facts_in(text) == [
         "ana@example.org",
         "2026-03-10",
+        "10:30",
         "report.pdf",
         "abc-123",
         "3",
         "1,200.50",
-        "10:30",
     ]
 
 
@@ -37,7 +37,9 @@ def test_facts_are_taken_apart_most_specific_shape_first() -> None:
         ("The file is notes.txt", ["notes.txt"]),
         ("I think it was 2026-03-11.", ["2026-03-11"]),
         ("Order 123, placed in 2026.", []),
-        ("I ordered 3 of them.", ["3"]),
+        ("I ordered 7 of them.", ["7"]),
+        ("I ordered 3 of them.", []),  # the month of 2026-03-10
+        ("On 10 March at 10am.", ["10am"]),
         ("Yes, the one you said: 4 items.", []),
         ("No numbers here at all.", []),
     ],

@@ -43,4 +43,5 @@ def test_the_bundled_model_plays_the_user_of_a_recorded_conversation(settings: S
     assert said[0] == find_scenario("usersim", DENTIST).user_sim.opening  # type: ignore[union-attr]
     assert record.ended == "user_stop" or len(said) >= 2
     assert result.failure_source in ("agent", "user", "none")
-    assert all(e.said in said for e in record.errors)
+    # A user that left at a bare stop marker left no message.
+    assert all(e.said in said or (e.kind, e.said) == ("left_early", "") for e in record.errors)

@@ -87,3 +87,37 @@ def test_a_sweep_stores_user_errors_and_scores_with_and_without_them(
             settings,
         )
         assert (scenario_id, summary.outcome) == (scenario_id, outcome)
+
+
+def test_a_user_that_left_early_is_stored_as_its_fault_and_rescored_as_it_ran(
+    settings: Settings,
+) -> None:
+    sweep = SweepSpec(
+        name="early",
+        models=[scripted([{"answer": "What time does it start?"}], "asking-agent")],
+        prompts=["native"],
+        scenarios=ScenarioSelection(suites=["usersim"], ids=[DENTIST]),
+        repetitions=1,
+        user_model=UserModel(
+            model=scripted([{"answer": "Never mind. ###STOP###"}], "leaving-user"),
+            temperature=0.0,
+        ),
+    )
+    engine, plan = run_sweep_embedded(sweep, settings)
+    with engine.begin() as conn:
+        [(trial_id, outcome, errors, source, record)] = conn.execute(
+            text(
+                "select trial_id, outcome, user_errors, failure_source, user_sim_json "
+                "from trial where sweep_id = :s"
+            ),
+            {"s": plan.sweep_id},
+        ).all()
+        scoring = record_scoring(conn, plan.sweep_id, JudgeSettings(), "rescore", "test")
+    assert (outcome, errors, source) == ("no_tool_call", 1, "user")
+    [error] = json.loads(record)["errors"]
+    assert (error["kind"], error["message"], error["said"]) == ("left_early", 1, "Never mind.")
+    summary = load_task("farm.rescore_trial")(
+        {"trial_id": trial_id, "scoring_id": scoring, "judge": JudgeSettings().model_dump()},
+        settings,
+    )
+    assert summary.outcome == outcome

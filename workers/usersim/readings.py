@@ -1,0 +1,114 @@
+"""What a time, a date or a number written in one of several formats says, as values that
+compare whatever the format ("3pm" and 15:00 are one time; "12/03" may be 12 March or 3
+December): so that a true fact restated another way is not taken for an invented one."""
+
+from __future__ import annotations
+
+import calendar
+import re
+from decimal import Decimal
+
+Time = tuple[int, int]
+"""(hour 0-23, minute)."""
+Date = tuple[int | None, int, int]
+"""(year, or None where none was written; month; day)."""
+
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)(?![a-z])"
+)
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+_YEAR = r"(?:,?\s+(?:19|20)\d\d\b(?![.,]\d))?"
+DATE = re.compile(
+    r"\b\d{4}([-/.])\d{1,2}\1\d{1,2}(?!\d)"  # 2026-03-12, 2026/03/12 (also before a T)
+    r"|\b\d{1,2}([-/.])\d{1,2}\2\d{4}\b"  # 12/03/2026, 12.03.2026, 12-03-2026
+    r"|\b\d{1,2}/\d{1,2}(?:/\d{2})?\b"  # 12/03, 12/03/26
+    rf"|\b{_DAY}\s+(?:of\s+)?{_MONTH}{_YEAR}"  # 12 March, 12th of Mar 2026
+    rf"|\b{_MONTH}\s+{_DAY}\b{_YEAR}",  # March 12, March 12th, 2026
+    re.IGNORECASE,
+)
+"""A date in a supported format; the day-month order of a numeric one is not assumed."""
+
+TIME = re.compile(
+    r"\b(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?(?:[ap]m|[ap]\.m\.?)(?!\w)"  # 3pm, 3:00 p.m.
+    r"|\b(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?!\d)"  # 15:00, 9:30, 15:00:00
+    r"|\b(?:[01]?\d|2[0-3])h(?:[0-5]\d)?\b"  # 15h, 15h30
+    r"|\b(?:1[0-2]|0?[1-9])\s?o'?clock\b",  # 3 o'clock (morning or afternoon)
+    re.IGNORECASE,
+)
+"""A time of day in a supported format; a bare number ("at 3") is a number, not a time."""
+
+_GROUPED = {
+    ",": re.compile(r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?"),
+    ".": re.compile(r"(\d{1,3}(?:\.\d{3})+|\d+)(?:,(\d+))?"),
+}
+"""A number with its thousands grouped by the key and its decimals after the other mark."""
+
+_ISO_T = re.compile(r"(\d{4}-\d{1,2}-\d{1,2})T(?=\d)")
+
+
+def split_datetimes(text: str) -> str:
+    """`2026-03-12T15:00` as `2026-03-12 15:00`, so that its date and time are read apart."""
+    return _ISO_T.sub(r"\1 ", text)
+
+
+def time_readings(piece: str) -> set[Time]:
+    """The times a TIME piece may mean: one, or two for "o'clock" (morning or afternoon)."""
+    low = piece.lower()
+    numbers = [int(n) for n in re.findall(r"\d+", low)]
+    hour, minute = numbers[0], numbers[1] if len(numbers) > 1 else 0
+    half = re.search(r"([ap])\.?m", low)
+    if half:
+        return {(hour % 12 + (12 if half.group(1) == "p" else 0), minute)}
+    if "clock" in low:
+        return {(hour % 12, minute), (hour % 12 + 12, minute)}
+    return {(hour, minute)}
+
+
+def _valid(year: int | None, month: int, day: int) -> bool:
+    """A real day; a date without a year may be 29 February (of a leap year)."""
+    if not 1 <= month <= 12 or day < 1:
+        return False
+    return day <= calendar.monthrange(year or 2024, month)[1]
+
+
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+"""Month names by their first three letters (not the locale's, which may be another language)."""
+
+
+def _month_of(piece: str) -> int | None:
+    named = re.search(r"[a-z]{3}", piece.lower())
+    return None if named is None else _MONTHS.index(named.group()) + 1
+
+
+def date_readings(piece: str) -> set[Date]:
+    """Every real date a DATE piece may mean: a numeric day and month without a year first
+    (`12/03/2026`) are read both ways; a two-digit year is in this century."""
+    numbers = [int(n) for n in re.findall(r"\d+", piece)]
+    month = _month_of(piece)
+    if month is not None:
+        found: list[Date] = [(numbers[1] if len(numbers) > 1 else None, month, numbers[0])]
+    elif re.match(r"\d{4}\D", piece):
+        found = [(numbers[0], numbers[1], numbers[2])]
+    else:
+        year = numbers[2] if len(numbers) > 2 else None
+        year = year + 2000 if year is not None and year < 100 else year
+        found = [(year, numbers[1], numbers[0]), (year, numbers[0], numbers[1])]
+    return {d for d in found if _valid(*d)}
+
+
+def number_readings(piece: str) -> set[Decimal]:
+    """The values a number may have: `1,450.00` and `1.450,00` are 1450; `1,450` is 1450 or
+    1.45 (both kept: which one was meant cannot be told); none for `10:30:15`-like pieces."""
+    values = set()
+    for group, pattern in _GROUPED.items():
+        match = pattern.fullmatch(piece)
+        if match:
+            values.add(Decimal(match.group(1).replace(group, "") + "." + (match.group(2) or "0")))
+    return values
+
+
+def same_day(date: Date, other: Date) -> bool:
+    """The same month and day, in the same year where both name one."""
+    year, month, day = date
+    return (month, day) == other[1:] and (year is None or other[0] in (None, year))
