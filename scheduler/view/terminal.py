@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mcp_farm.scheduler.report.cells import secs
-from mcp_farm.scheduler.view.transcript import Entry, entries, pins, verdict
+from mcp_farm.scheduler.view.transcript import Entry, entries, pins, user_lines, verdict
 from mcp_farm.scheduler.view.trial_page import SUMMARY, summary_value
 
 if TYPE_CHECKING:
@@ -131,6 +131,11 @@ def print_trial(record: TrialRecord, out: Console) -> None:
         say(f"  {turn}step {s.number} {shown(s.label)} {shown(s.params)}: {calls}{flag}")
     if found.note:
         say(f"  {shown(found.note)}")
+    user = user_lines(t)
+    if user:
+        say("[bold]simulated user:[/bold]")
+    for line in user:
+        say(f"  {shown(line)}")
     say("[bold]transcript:[/bold]")
     for item in entries(t, record.calls):
         for line in _entry_lines(item):

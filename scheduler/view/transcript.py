@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp_farm.schema import FarmError
+from mcp_farm.schema import FarmError, UserSimRecord
 
 CUT_NOTICE = re.compile(r"\[result cut: \d+ more characters not shown\]")
 """What the session appends to a result it cut at the server's `result_chars`."""
@@ -283,3 +283,25 @@ def pins(trial: Any) -> dict[str, Any]:
     """The trial's provenance: versions, commit, host, and the model's pins."""
     found = _loads(trial.provenance_json, {})
     return found if isinstance(found, dict) else {}
+
+
+def user_lines(trial: Any) -> list[str]:
+    """What a trial with a simulated user recorded of the user, one plain line each (the
+    user model's words included, so a page or a terminal escapes them): who played it, how
+    the conversation ended, what it cost, whose fault a failure was, and each user error.
+    Empty for a trial without a simulated user, or a record that no longer reads."""
+    raw = getattr(trial, "user_sim_json", "") or ""
+    if not raw:
+        return []
+    try:
+        user = UserSimRecord.model_validate_json(raw)
+    except ValueError:
+        return ["the simulated user's record does not read in this version of the farm"]
+    lines = [
+        f"user: {user.identity.pool_key}, seed {user.identity.seed}",
+        f"messages {user.messages} ({user.cached} from the cache), ended by {user.ended}, "
+        f"{user.tokens.prompt} + {user.tokens.completion} tokens, {user.seconds:.1f} s",
+        f"whose fault: {getattr(trial, 'failure_source', None) or 'not recorded'}",
+    ]
+    lines += [f"user error, {error.describe()}: {error.said}" for error in user.errors]
+    return lines

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_farm.scheduler.view.html import e, frame, link, secs, table, url
 from mcp_farm.scheduler.view.pages import REFRESH_S
-from mcp_farm.scheduler.view.transcript import Entry, StepLine, Verdict, entries, pins, verdict
+from mcp_farm.scheduler.view.transcript import (
+    Entry,
+    StepLine,
+    Verdict,
+    entries,
+    pins,
+    user_lines,
+    verdict,
+)
 
 if TYPE_CHECKING:
     from mcp_farm.scheduler.view.queries import TrialRecord
@@ -157,6 +165,14 @@ def _pair(relation: str, other: str, this: str) -> dict[str, str]:
     return {"a": other, "b": this} if relation == "replays" else {"a": this, "b": other}
 
 
+def _user_html(trial: Any) -> str:
+    """The simulated user's part, when the trial had one: every line escaped."""
+    lines = user_lines(trial)
+    if not lines:
+        return ""
+    return "<h2>Simulated user</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul>"
+
+
 def trial_page(record: TrialRecord) -> str:
     """Everything stored about one trial."""
     t = record.trial
@@ -183,6 +199,7 @@ def trial_page(record: TrialRecord) -> str:
         summary
         + "<h2>Verdict</h2>"
         + _verdict_html(verdict(t, record.calls))
+        + _user_html(t)
         + "<h2>Transcript</h2>"
         + story
         + answer
