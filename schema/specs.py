@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from mcp_farm.schema.answer import (
     AnswerSpec,
@@ -960,7 +960,20 @@ class UserModel(Strict):
     """User seeds m per agent repetition: each simulated-user scenario runs repetitions ×
     seeds trials, every agent repetition against every user seed, so the scorecard can split
     the pass/fail variance into agent, user and interaction. Left out of the payload at 1, so
-    sweeps written before it keep their ids."""
+    sweeps written before it keep their ids. m ≥ 2 needs a temperature above 0."""
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_need_sampling(cls, seeds: int, info: ValidationInfo) -> int:
+        # At temperature 0 the user ignores its seed (and the cache of user turns keys it
+        # out), so m seeds would be m copies of one user: a user variance of 0 by construction.
+        if seeds > 1 and info.data.get("temperature") == 0:
+            raise ValueError(
+                f"{seeds} user seeds at `temperature: 0` are one user {seeds} times (a user at "
+                "temperature 0 ignores its seed), so the user's share of the variance would be "
+                "0 by construction: raise `user_model.temperature` (e.g. 0.7) or set `seeds: 1`"
+            )
+        return seeds
 
 
 class SweepSpec(Strict):

@@ -327,10 +327,11 @@ class UserSimRecord(BaseModel):
     tokens: TokenCounts = Field(default_factory=TokenCounts)
     """The user model's tokens, never counted in the trial's (the agent's) `tokens`."""
     seconds: float = 0.0
-    """Seconds spent waiting for the user model, taken out of the trial's `latency_s`."""
+    """Seconds spent on the user: waiting for the user model, and reading and writing the
+    cache of user turns; taken out of the trial's `latency_s`."""
     cached: int = 0
     """User messages taken from the cache of user turns (temperature 0 only): they cost no
-    user tokens or seconds."""
+    user tokens, only the cache read's seconds."""
     errors: list[UserError] = Field(default_factory=list)
     state_calls: list[ToolCallRecord] = Field(default_factory=list)
     """The scenario's `final_state` read calls, made by the farm after the conversation."""

@@ -1,6 +1,6 @@
 """A tiny OpenAI-compatible server on a loopback port, for tests of what the farm does with
-endpoints: it lists chosen model ids, answers chat completions (or fails them), may demand a key,
-and remembers the Authorization headers it saw."""
+endpoints: it lists chosen model ids, answers chat completions (in turn, or fails them), may
+demand a key, and remembers the Authorization headers it saw."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ class Behaviour:
     key: str | None = None
     """When set, requests without `Authorization: Bearer <key>` get 401."""
     answer: str = "I looked, but I cannot tell."
+    replies: list[str] = field(default_factory=list)
+    """Answers given in turn, one per chat completion, before `answer` (then every time)."""
     echo_auth: bool = False
     """Fail every chat completion with an error body that quotes the request's Authorization
     header, as some proxies do."""
@@ -91,7 +93,8 @@ def _handler(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
             elif behaviour.chat_status != 200:
                 self._send(behaviour.chat_status, {"error": {"message": "the model crashed"}})
             else:
-                message = {"role": "assistant", "content": behaviour.answer}
+                said = behaviour.replies.pop(0) if behaviour.replies else behaviour.answer
+                message = {"role": "assistant", "content": said}
                 self._send(
                     200,
                     {

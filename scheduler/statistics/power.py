@@ -1,5 +1,6 @@
-"""Power of the two-sided 95% t-test between two means of judge runs, with σ estimated from the
-runs themselves (Student's t, noncentral under a true difference), and what a plan needs.
+"""Power of the two-sided t-test between two means (95% unless another α is given), with σ
+estimated from the readings themselves (Student's t, noncentral under a true difference), and
+what a judge plan needs; `farm users plan` builds on the same functions (user_power.py).
 
 Judge noise only: two means of N readings each, every reading off by the judge's σ. The test
 estimates σ from the readings, so a plan by the normal distribution (σ known) promises more power
@@ -37,19 +38,20 @@ def _upper_normal(x: Floats) -> Floats:
 
 
 @functools.lru_cache(maxsize=4096)
-def critical(df: float) -> float:
-    """The two-sided 95% critical value of Student's t on `df` degrees of freedom."""
-    return student_quantile(df, ALPHA)
+def critical(df: float, alpha: float = ALPHA) -> float:
+    """The two-sided critical value of Student's t at level `alpha` on `df` degrees of
+    freedom."""
+    return student_quantile(df, alpha)
 
 
-def t_power(effect: float, n: float, df: float) -> float:
-    """The chance that a two-sided 95% t-test on two means of `n` readings each, σ estimated on
-    `df` degrees of freedom, finds a true difference of `effect`·σ: P(|T| > t_crit) for T
-    noncentral t with noncentrality `effect`·√(n/2). Zero without degrees of freedom."""
+def t_power(effect: float, n: float, df: float, alpha: float = ALPHA) -> float:
+    """The chance that a two-sided t-test at level `alpha` on two means of `n` readings each, σ
+    estimated on `df` degrees of freedom, finds a true difference of `effect`·σ: P(|T| > t_crit)
+    for T noncentral t with noncentrality `effect`·√(n/2). Zero without degrees of freedom."""
     if df <= 0 or n <= 0:
         return 0.0
     ncp = abs(effect) * math.sqrt(n / 2)
-    t = critical(df)
+    t = critical(df, alpha)
     # T = (Z + ncp) / √(V/df), V ~ χ²(df): integrate P(|T| > t | V) over V = e^w.
     k = df / 2
     low = math.log(df) - 70 / df - 12 * math.sqrt(2 / df)
@@ -62,42 +64,46 @@ def t_power(effect: float, n: float, df: float) -> float:
     return float(min(1.0, ((y[1:] + y[:-1]) / 2 * np.diff(w)).sum()))
 
 
-def detectable(sigma: float, n: float, df: float, power: float) -> float:
-    """The difference of two means of `n` readings each (judge SD `sigma`, estimated on `df`
-    degrees of freedom) that the test finds with probability `power`; at power 0.5, the 95%
-    threshold itself, t_crit·√2·σ/√n. Infinite without degrees of freedom."""
+def detectable(sigma: float, n: float, df: float, power: float, alpha: float = ALPHA) -> float:
+    """The difference of two means of `n` readings each (SD `sigma`, estimated on `df` degrees
+    of freedom) that the test at level `alpha` finds with probability `power`; at power 0.5,
+    the threshold itself, t_crit·√2·σ/√n. Infinite without degrees of freedom."""
     if df <= 0 or n <= 0:
         return math.inf
     if power == 0.5:
-        return critical(df) * math.sqrt(2) * sigma / math.sqrt(n)
+        return critical(df, alpha) * math.sqrt(2) * sigma / math.sqrt(n)
     low, high = 0.0, 1.0
-    while t_power(high, n, df) < power:
+    while t_power(high, n, df, alpha) < power:
         low, high = high, high * 2
     for _ in range(60):
         mid = (low + high) / 2
-        low, high = (mid, high) if t_power(mid, n, df) < power else (low, mid)
+        low, high = (mid, high) if t_power(mid, n, df, alpha) < power else (low, mid)
     return high * sigma
 
 
-def _reaches(sigma: float, difference: float, n: float, df: float, power: float) -> bool:
+def reaches(
+    sigma: float, difference: float, n: float, df: float, power: float, alpha: float = ALPHA
+) -> bool:
+    """Whether two means of `n` readings each (SD `sigma`, estimated on `df` degrees of
+    freedom) resolve `difference` at `power` (0.5: the threshold itself) and level `alpha`."""
     if power == 0.5:
-        return detectable(sigma, n, df, power) <= difference
-    return t_power(difference / sigma, n, df) >= power
+        return detectable(sigma, n, df, power, alpha) <= difference
+    return t_power(difference / sigma, n, df, alpha) >= power
 
 
-def _fewest(reaches: Callable[[int], bool], start: int) -> int | None:
-    """The smallest m ≥ `start` with `reaches(m)` (monotone), by doubling then bisection; None
+def fewest(ok: Callable[[int], bool], start: int) -> int | None:
+    """The smallest m ≥ `start` with `ok(m)` (monotone), by doubling then bisection; None
     past MOST."""
-    if reaches(start):
+    if ok(start):
         return start
     low, high = start, start * 2
-    while not reaches(high):
+    while not ok(high):
         if high > MOST:
             return None
         low, high = high, high * 2
     while high - low > 1:
         mid = (low + high) // 2
-        low, high = (low, mid) if reaches(mid) else (mid, high)
+        low, high = (low, mid) if ok(mid) else (mid, high)
     return high
 
 
@@ -107,7 +113,7 @@ def runs_needed(sigma: float, difference: float, power: float) -> int | None:
     The same as statsmodels' two-sample t-test power, rounded up."""
     if sigma <= 0:
         return 2
-    return _fewest(lambda n: _reaches(sigma, difference, n, 2 * n - 2, power), 2)
+    return fewest(lambda n: reaches(sigma, difference, n, 2 * n - 2, power), 2)
 
 
 def config_df(runs: int, scenarios: int) -> int:
@@ -142,13 +148,13 @@ def plan(sigma: float, runs: int, scenarios: int, difference: float, power: floa
     and the test estimates σ from the spread within each scenario's runs."""
 
     def over(r: int, s: int) -> bool:
-        return _reaches(sigma, difference, r * s, config_df(r, s), power)
+        return reaches(sigma, difference, r * s, config_df(r, s), power)
 
     now = detectable(sigma, runs * scenarios, config_df(runs, scenarios), power)
     return Plan(
         power=power,
         detectable_now=now if math.isfinite(now) else None,
         runs_one_scenario=runs_needed(sigma, difference, power),
-        runs_per_transcript=_fewest(lambda r: over(r, scenarios), 2),
-        scenarios=_fewest(lambda s: over(runs, s), 1) if runs >= 2 else None,
+        runs_per_transcript=fewest(lambda r: over(r, scenarios), 2),
+        scenarios=fewest(lambda s: over(runs, s), 1) if runs >= 2 else None,
     )

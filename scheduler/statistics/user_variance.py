@@ -14,7 +14,8 @@ scenarios (each scenario centred on its own mean, so scenario difficulty is no p
 component). A negative estimate is clamped to 0, and the result says which were.
 `user_icc` is σ²_user over the total: the share of one trial's outcome variance that is which
 user the agent met. `mean_se` is the standard error of a configuration's pass rate from these
-components with k × m cells per scenario and S scenarios.
+components with k × m cells per scenario and S scenarios; user_power.py plans a comparison of
+two configurations from them.
 
 Pure numpy: no database, no scipy at run time (the tests check against statsmodels).
 """
@@ -33,9 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 FIELDS = ("config", "scenario", "agent", "user", "outcome")
 """The columns of a crossed table: config, scenario, agent repetition, user seed, 0/1 outcome."""
 Z95 = 1.959963984540054
-"""The two-sided 95% normal quantile: a resolution is the half-width Z95 · SE."""
-MOST = 10**6
-"""Repetitions past which a plan says the resolution cannot be reached."""
+"""The two-sided 95% normal quantile: the scorecard's half-width of a pass rate is Z95 · SE."""
 
 Floats = NDArray[np.float64]
 
@@ -179,47 +178,3 @@ def mean_se(parts: Components, k: int, m: int, scenarios: int) -> float:
     scenarios are held fixed (two configurations compared on the same scenarios), so their
     spread in difficulty is no part of it."""
     return math.sqrt((parts.agent / k + parts.user / m + parts.rest / (k * m)) / scenarios)
-
-
-def fresh_user_se(parts: Components, n: int, scenarios: int) -> float:
-    """The same for n repetitions that each meet a new user (`seeds: 1`): every trial an
-    independent draw of agent and user, √(total / (n·S))."""
-    return math.sqrt(parts.total / (n * scenarios))
-
-
-@dataclass(frozen=True)
-class Design:
-    """How many agent repetitions k with m user seeds reach a resolution (None: out of reach,
-    the user's share alone is wider than it at this m)."""
-
-    m: int
-    k: int | None
-    trials_per_scenario: int | None
-    resolution: float | None
-    """The half-width Z95 · SE it gives (≤ the one asked for)."""
-
-
-def repetitions_for(parts: Components, m: int, scenarios: int, resolution: float) -> int | None:
-    """The fewest agent repetitions k that, with m user seeds per repetition, bring
-    Z95 · mean_se under `resolution`; None when no k does (σ²_user/m alone is too wide)."""
-    target = (resolution / Z95) ** 2 * scenarios
-    left = target - parts.user / m
-    if left <= 0:
-        return None
-    k = max(1, math.ceil((parts.agent + parts.rest / m) / left - 1e-12))
-    return k if k <= MOST else None
-
-
-def designs(parts: Components, scenarios: int, resolution: float, seeds: int = 8) -> list[Design]:
-    """For m = 1..`seeds` user seeds crossed with every repetition: the repetitions needed."""
-    found = []
-    for m in range(1, seeds + 1):
-        k = repetitions_for(parts, m, scenarios, resolution)
-        half = None if k is None else Z95 * mean_se(parts, k, m, scenarios)
-        found.append(Design(m, k, None if k is None else k * m, half))
-    return found
-
-
-def fresh_user_repetitions(parts: Components, scenarios: int, resolution: float) -> int:
-    """Repetitions that each meet a new user (`seeds: 1`) for the same resolution."""
-    return max(1, math.ceil(parts.total * (Z95 / resolution) ** 2 / scenarios - 1e-12))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import anyio
@@ -125,9 +127,21 @@ def visible_text(said: list[tuple[str, str]]) -> str:
     )
 
 
+@contextmanager
+def user_time(record: UserSimRecord) -> Iterator[None]:
+    """Count the block's seconds as the user's: the trial takes them out of the agent's
+    latency."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        record.seconds += time.perf_counter() - started
+
+
 async def user_reply(user: UserSide, said: list[tuple[str, str]], state: SessionState) -> str:
     """The user's next message: a frozen user's next recorded one, a cached one, or the user
-    model's (its tokens and seconds counted on the user's record, never a cached turn's)."""
+    model's (its tokens counted on the user's record, never a cached turn's). The model's
+    reply and the cache's reads and writes are the user's time, never the agent's."""
     if user.card.frozen is not None:
         sent = user.record.messages - 1  # the opening is not among the frozen messages
         return user.card.frozen[sent] if sent < len(user.card.frozen) else ""
@@ -135,7 +149,7 @@ async def user_reply(user: UserSide, said: list[tuple[str, str]], state: Session
     system, visible = user.prompt.system_prompt, visible_text(said)
     key = turn_key(user.record.identity, user.settings, system, visible)
     if user.cache is not None:
-        with clock_stopped(state.clock):
+        with clock_stopped(state.clock), user_time(user.record):
             hit = await user.cache.get(key)
         if hit is not None:
             user.record.cached += 1
@@ -144,15 +158,13 @@ async def user_reply(user: UserSide, said: list[tuple[str, str]], state: Session
     target = user.settings.model
     limit = target.reply_limit_s if target.reply_clock == "wall" else None
     seed = user.record.identity.seed * 1000 + user.record.messages
-    asked = time.perf_counter()
-    with clock_stopped(state.clock), anyio.move_on_after(limit) as waited:
+    with clock_stopped(state.clock), user_time(user.record), anyio.move_on_after(limit) as waited:
         reply = await user.client.complete(messages, [], user.prompt, seed)
-    user.record.seconds += time.perf_counter() - asked
     if waited.cancelled_caught or reply.stop is not None:
         raise InfraError(f"the simulated user ({target.id}) gave no reply: {reply.text or limit}")
     user.record.tokens = user.record.tokens.add(reply.tokens)
     if user.cache is not None:
-        with clock_stopped(state.clock):
+        with clock_stopped(state.clock), user_time(user.record):
             await user.cache.put(key, reply.text, target.id)
     return SPEAKER.sub("", reply.text).strip()
 

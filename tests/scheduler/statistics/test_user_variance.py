@@ -13,14 +13,10 @@ from statsmodels.formula.api import ols
 from statsmodels.stats.anova import anova_lm
 
 from mcp_farm.scheduler.statistics.user_variance import (
-    Z95,
     Components,
     components,
-    designs,
     estimates,
-    fresh_user_repetitions,
     mean_se,
-    repetitions_for,
     sums_of_squares,
     tables_of,
 )
@@ -127,23 +123,3 @@ def test_tables_keep_only_agent_repetitions_that_met_every_user() -> None:
     assert table.tolist() == [[0.0, 1.0], [1.0, 0.0]]
     with pytest.raises(ValueError, match="given twice"):
         tables_of([*rows, rows[0]])
-
-
-def test_the_planner_gives_the_fewest_repetitions_that_reach_the_resolution() -> None:
-    parts = Components(0.02, 0.05, 0.15, (), 10, 4, 4)
-    for m in (1, 2, 4, 8):
-        k = repetitions_for(parts, m, 10, 0.2)
-        assert k is not None
-        assert Z95 * mean_se(parts, k, m, 10) <= 0.2
-        assert k == 1 or Z95 * mean_se(parts, k - 1, m, 10) > 0.2
-    # One user for every repetition: its variance never averages out below this resolution.
-    assert repetitions_for(parts, 1, 10, 0.08) is None
-    rows = designs(parts, 10, 0.08, seeds=5)
-    assert [d.k for d in rows] == [None, None, None, 14, 8]
-    assert all(d.resolution <= 0.08 for d in rows[1:] if d.resolution is not None)
-    n = fresh_user_repetitions(parts, 10, 0.08)
-    assert (
-        Z95 * math.sqrt(parts.total / (n * 10))
-        <= 0.08
-        < Z95 * math.sqrt(parts.total / ((n - 1) * 10))
-    )

@@ -1,13 +1,17 @@
 """A sweep with simulated-user scenarios: the user model rides on their trials only, so
 other trials keep their ids, and a sweep without `user_model:` is refused naming it; the
-no-user arm runs each card again as a configuration of its own, with no user model."""
+no-user arm runs each card again as a configuration of its own, with no user model; user seeds
+at temperature 0 are refused at load, naming the file and the field."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from mcp_farm.scenarios import load_suite
-from mcp_farm.scheduler.submission.expand import expand
+from mcp_farm.scheduler.submission.expand import expand, load_sweep
 from mcp_farm.schema import ScenarioSelection, SpecError, SweepSpec, UserModel
 from tests.helpers import scripted
 
@@ -94,3 +98,38 @@ def test_the_no_user_arm_alone_needs_no_user_model() -> None:
     plan = expand(sweep(user_arms=["no_user"]), "sweep.yaml")
     assert all(t.user is None for t in plan.trials)
     assert {t.user_arm for t in plan.trials if t.scenario.suite == "usersim"} == {"no_user"}
+
+
+def test_user_seeds_at_temperature_zero_are_refused_naming_the_file_and_the_field(
+    tmp_path: Path,
+) -> None:
+    # At temperature 0 the user ignores its seed and the cache keys it out: m seeds would be
+    # one user m times, a user variance of 0 by construction.
+    spec = sweep(user_model=USER.model_dump()).model_dump(mode="json", exclude_defaults=True)
+    spec["user_model"] |= {"temperature": 0.0, "seeds": 4}
+    path = tmp_path / "crossed.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load_sweep(path)
+    said = str(caught.value)
+    assert said.startswith(f"{path}: user_model.seeds: 4 user seeds at `temperature: 0`")
+    assert "raise `user_model.temperature`" in said and "or set `seeds: 1`" in said
+    # Left out, the temperature is 0 too; one seed, or a temperature above 0, loads.
+    del spec["user_model"]["temperature"]
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    with pytest.raises(SpecError, match=r"user_model\.seeds: 4 user seeds"):
+        load_sweep(path)
+    for fix in ({"seeds": 1}, {"temperature": 0.7}):
+        path.write_text(yaml.safe_dump(spec | {"user_model": spec["user_model"] | fix}))
+        assert load_sweep(path).user_model is not None
+
+
+def test_the_bundled_sweeps_and_the_variance_benchmark_still_load() -> None:
+    from bench.usersim_variance import sweep_of
+
+    root = Path(__file__).resolve().parents[3] / "scenarios" / "sweeps"
+    loaded = [load_sweep(path) for path in sorted(root.glob("*.yaml"))]
+    assert any(s.user_model is not None for s in loaded)
+    crossed = sweep_of(repetitions=8, seeds=8)
+    assert crossed.user_model is not None and crossed.user_model.temperature > 0
+    assert SweepSpec.model_validate(crossed.model_dump()).user_model == crossed.user_model

@@ -61,11 +61,60 @@ def test_a_repeated_conversation_at_temperature_zero_meets_the_cached_user_at_no
     assert (first.outcome, second.outcome) == ("pass", "pass")
     assert first.user_sim is not None and second.user_sim is not None
     assert (first.user_sim.cached, first.user_sim.tokens.completion) == (0, 2 * 8)
-    # Both user turns came from the cache: no user tokens, no user seconds.
+    # Both user turns came from the cache: no user tokens; the reads are the user's time.
     assert (second.user_sim.cached, second.user_sim.tokens.completion) == (2, 0)
-    assert second.user_sim.seconds == 0.0
+    assert second.user_sim.seconds > 0.0
     assert [m.content for m in second.transcript] == [m.content for m in first.transcript]
     assert second.user_sim.ended == "user_stop"
+
+
+class FakeClock:
+    """A perf_counter that moves only when the slow cache says so."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+class SlowCache:
+    """A cache of user turns whose every read takes 2 s and every write 3 s of the fake clock."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock, self.kept = clock, dict[str, str]()
+
+    async def get(self, key: str) -> str | None:
+        self.clock.now += 2.0
+        return self.kept.get(key)
+
+    async def put(self, key: str, text: str, model_id: str) -> None:
+        self.clock.now += 3.0
+        self.kept[key] = text
+
+
+def test_the_cache_of_user_turns_is_the_users_time_never_the_agents_latency(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_farm.workers import trial as trial_module
+    from mcp_farm.workers.usersim import loop
+
+    # The trial's latency and the user's seconds both read this clock, and only the cache
+    # moves it: whatever of the cache's time is not the user's shows as the agent's latency.
+    clock = FakeClock()
+    cache = SlowCache(clock)
+    monkeypatch.setattr(trial_module, "time", clock)
+    monkeypatch.setattr(loop, "time", clock)
+    monkeypatch.setattr(trial_module, "DbTurnCache", lambda _url: cache)
+    agent, user = IDEAL[GROCERIES.id]
+    spec = spec_for(GROCERIES, agent, user)
+    first, second = (anyio.run(execute_trial, spec, settings) for _ in range(2))
+    assert first.user_sim is not None and second.user_sim is not None
+    # Two user turns: first two misses and two writes, then two hits.
+    assert (first.user_sim.cached, second.user_sim.cached) == (0, 2)
+    assert (first.user_sim.seconds, second.user_sim.seconds) == (2 * 2.0 + 2 * 3.0, 2 * 2.0)
+    assert (first.latency_s, second.latency_s) == (0.0, 0.0)
+    assert first.outcome == second.outcome == "pass"
 
 
 def test_above_temperature_zero_the_user_model_is_asked_every_time(settings: Settings) -> None:

@@ -24,6 +24,7 @@ from mcp_farm.schema import (
 from mcp_farm.workers.model import adapters
 from mcp_farm.workers.model.scripted import ScriptedClient
 from mcp_farm.workers.trial import execute_trial
+from tests.fake_openai import Behaviour, fake_openai
 from tests.helpers import scripted, trial
 
 pytestmark = pytest.mark.integration
@@ -273,6 +274,38 @@ def test_user_tokens_and_identity_are_recorded_apart_from_the_agents(settings: S
     assert (identity.temperature, identity.seed, identity.guideline) == (0.0, 5 + 2, "v1")
     assert identity.pins == {"adapter": "scripted"}
     assert identity.model_key == scripted(user, "user-script").key()
+
+
+def test_an_openai_compatible_endpoint_plays_the_user_and_its_tokens_are_the_users(
+    settings: Settings,
+) -> None:
+    groceries = find_scenario("usersim", "usersim.groceries-ask-item")
+    agent, _user = IDEAL[groceries.id]
+    behaviour = Behaviour(models=["user-llm"], replies=["Oat milk, please.", STOP["answer"]])
+    with fake_openai(behaviour) as endpoint:
+        target = ModelTarget(
+            id="endpoint-user", adapter="openai", model="user-llm", endpoint=endpoint.url
+        )
+        user = UserModel(model=target, temperature=0.7, seed=5)
+        spec = trial(groceries, agent, suite="usersim", repetition=2)
+        spec = TrialSpec.model_validate(
+            spec.model_dump(exclude={"trial_id"}) | {"user": user.model_dump()}
+        )
+        result = anyio.run(execute_trial, spec, settings)
+    assert (result.outcome, result.failure_source) == ("pass", "none")
+    assert result.user_sim is not None
+    identity = result.user_sim.identity
+    # The user's identity records the endpoint and the model it serves.
+    assert identity.model_id == "endpoint-user" and identity.model_key == target.key()
+    assert identity.pins == {"adapter": "openai", "endpoint": endpoint.url, "model": "user-llm"}
+    assert (identity.temperature, identity.seed) == (0.7, 5 + 2)
+    # The endpoint counts 12 prompt and 7 completion tokens a reply: two user replies, counted
+    # on the user; the scripted agent's 3 replies of 8 completion tokens each are the trial's.
+    assert (result.user_sim.tokens.prompt, result.user_sim.tokens.completion) == (24, 14)
+    assert result.tokens.completion == 3 * 8
+    assert len(behaviour.seen_systems) == 2
+    assert all(system.startswith(guideline()) for system in behaviour.seen_systems)
+    assert [m.content for m in result.transcript if m.role == "user"][1] == "Oat milk, please."
 
 
 def test_the_user_sees_only_what_the_agent_said_to_it(

@@ -1,7 +1,7 @@
 """A sweep with a simulated user, embedded: the user's errors, identity and the failure's
 source stored with each trial; the scorecard's pass rate over all trials and over those
-without a user error, side by side, in every medium; `farm rescore` grading them as the live
-run did."""
+without a user error, side by side, in every medium, and saying when a config's rates pool
+several simulated users; `farm rescore` grading them as the live run did."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from mcp_farm.schema import (
     ScenarioSelection,
     Settings,
     SweepSpec,
+    UserIdentity,
     UserModel,
     load_task,
 )
@@ -121,3 +122,45 @@ def test_a_user_that_left_early_is_stored_as_its_fault_and_rescored_as_it_ran(
         settings,
     )
     assert summary.outcome == outcome
+
+
+def test_a_config_that_met_two_simulated_users_says_its_rates_pool_them(
+    settings: Settings,
+) -> None:
+    agent, user = IDEAL[DENTIST]
+    sweep = SweepSpec(
+        name="pooled",
+        models=[scripted(agent, "dentist-agent")],
+        prompts=["native"],
+        scenarios=ScenarioSelection(suites=["usersim"], ids=[DENTIST]),
+        repetitions=2,
+        user_model=UserModel(model=scripted(user, "user-script"), temperature=0.5),
+    )
+    engine, plan = run_sweep_embedded(sweep, settings)
+    card = build_scorecard(engine=engine, sweep_id=plan.sweep_id)
+    [alone] = card.simulated_users
+    assert len(alone.users) == 1
+    assert "the rates pool" not in to_markdown(card)
+    # A second worker whose user model reported other pins: the same sweep, another user.
+    other = UserIdentity(
+        model_id="user-script",
+        model_key="elsewhere",
+        pins={"adapter": "scripted", "build": "b2"},
+        temperature=0.5,
+        seed=1,
+        guideline="v1",
+    ).pool_key
+    with engine.begin() as conn:
+        conn.execute(
+            text("update trial set user_identity = :u where sweep_id = :s and repetition = 1"),
+            {"u": other, "s": plan.sweep_id},
+        )
+    card = build_scorecard(engine=engine, sweep_id=plan.sweep_id)
+    [pooled] = card.simulated_users
+    assert sorted(pooled.users) == sorted([alone.users[0], other])
+    note = "dentist-agent × native: the rates pool 2 different simulated users: "
+    console = Console(record=True, width=400)
+    print_scorecard(card, console)
+    for shown in (to_markdown(card), to_html(card), console.export_text()):
+        assert note in shown
+        assert other in shown

@@ -1,6 +1,7 @@
 """Agent repetitions crossed with user seeds, embedded: each repetition meets the same m users
 (their seeds stored on the trials), and the scorecard's agent × user variance split agrees with
-statsmodels' two-way ANOVA of the stored outcomes, in every medium; `farm users plan` reads it."""
+statsmodels' two-way ANOVA of the stored outcomes, in every medium; `farm users plan` reads it
+and plans a comparison of two configurations by the t-test statsmodels computes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rich.console import Console
 from sqlalchemy import text
 from statsmodels.formula.api import ols
 from statsmodels.stats.anova import anova_lm
+from statsmodels.stats.power import TTestIndPower
 from typer.testing import CliRunner
 
 from bench.usersim_variance import sweep_of
@@ -21,6 +23,8 @@ from mcp_farm.scheduler.report.formats import to_markdown
 from mcp_farm.scheduler.report.html.page import to_html
 from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
 from mcp_farm.scheduler.scorecard.build import build_scorecard
+from mcp_farm.scheduler.statistics.user_power import table_df, table_variance
+from mcp_farm.scheduler.statistics.user_variance import Components
 from mcp_farm.scheduler.submission.embedded import run_embedded
 from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.schema import ModelTarget, PromptConfig, Settings
@@ -110,11 +114,16 @@ def test_the_scorecard_splits_a_crossed_sweeps_variance_as_statsmodels_does(
     db = settings.resolved_database_url()
     result = CliRunner().invoke(
         app,
-        ["users", "plan", plan.sweep_id, "--resolution", "0.3", "--db", db],
+        ["users", "plan", plan.sweep_id, "--difference", "0.3", "--db", db],
         env={"COLUMNS": "200"},
     )
     assert result.exit_code == 0, result.output
     assert "steady × native" in result.output and "sloppy × native" in result.output
+    said = " ".join(result.output.split())
+    assert "As measured, 7 agent repetitions × 4 user seeds over 1 scenario(s)" in said
+    steady = split["steady"]
+    assert steady is not None
+    assert f"pass rate ± {steady.resolution:.3f} (95% half-width" in said
 
 
 def test_one_user_seed_gives_no_split() -> None:
@@ -122,11 +131,11 @@ def test_one_user_seed_gives_no_split() -> None:
     assert all(t.user_seed is None for t in plan.trials)
 
 
-def test_the_planner_takes_given_deviations_without_a_sweep() -> None:
+def test_the_planner_takes_given_deviations_and_each_row_is_the_fewest_statsmodels_allows() -> None:
     args = ["users", "plan", "--sd-agent", "0.2", "--sd-user", "0.1", "--sd-rest", "0.3"]
     result = CliRunner().invoke(
         app,
-        [*args, "--scenarios", "10", "--resolution", "0.1", "--seeds", "3"],
+        [*args, "--scenarios", "10", "--difference", "0.1", "--seeds", "3", "--alpha", "0.05"],
         env={"COLUMNS": "200"},
     )
     assert result.exit_code == 0, result.output
@@ -135,9 +144,20 @@ def test_the_planner_takes_given_deviations_without_a_sweep() -> None:
         for line in result.output.splitlines()
         if line.startswith("│")
     ]
-    # k = ⌈(0.04 + 0.09/m) / ((0.1/1.96)²·10 − 0.01/m)⌉ = ⌈8.11⌉, ⌈4.04⌉, ⌈3.08⌉.
-    assert [row[:3] for row in rows] == [["1", "9", "9"], ["2", "5", "10"], ["3", "4", "12"]]
-    # A new user per repetition: ⌈0.14 / 0.026031⌉ = 6.
-    assert "needs 6 repetitions" in " ".join(result.output.split())
+    assert [row[0] for row in rows] == ["1 (a new user each)", "2", "3"]
+    parts = Components(0.04, 0.01, 0.09, (), 10, 0, 0)
+
+    def power(k: int, m: int) -> float:
+        # statsmodels' two-sample t power: two means of 10 scenario rates, each rate's
+        # variance and its degrees of freedom as the plan builds them.
+        effect = 0.1 / np.sqrt(table_variance(parts, k, m))
+        df = table_df(parts, k, m, 10)
+        return float(TTestIndPower().power(effect, nobs1=10, alpha=0.05, df=df))
+
+    for m, row in enumerate(rows, start=1):
+        k = int(row[1])
+        assert int(row[2]) == k * m
+        assert power(k, m) >= 0.8 > power(k - 1, m)
+    assert "with 80% power (two-sided t-test, α = 0.05), 10 scenarios" in result.output
     bad = CliRunner().invoke(app, ["users", "plan", "--sd-agent", "0.2"])
     assert bad.exit_code != 0
