@@ -46,7 +46,7 @@ pytestmark = pytest.mark.integration
 OWN_SUITES = "FARM_SELFCHECK_SUITES"
 """Suite files (or folders of them) to self-check instead of the bundled suites, separated
 like PATH: `FARM_SELFCHECK_SUITES=my/suite.yaml pytest tests/scenarios/test_selfcheck.py`
-(README, "Self-checking your own suite")."""
+(docs/adding-a-server.md, where it checks that scenarios are gradeable)."""
 
 
 def _suites() -> list[str]:
