@@ -29,7 +29,7 @@ from mcp_farm.schema.db import (
     init_db,
     make_engine,
 )
-from tests.workers.model.test_real_models import _needs_llama, one_run_judge_sweep
+from tests.workers.model.test_real_models import _needs_llama
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -40,7 +40,7 @@ def test_the_bundled_model_judges_a_real_run_twice_per_transcript(settings: Sett
     _needs_llama()
     sweep = load_sweep(SWEEP).model_copy(
         update={
-            "toolsets": ["symbols"],
+            "toolsets": ["baseline", "symbols"],
             "scenarios": ScenarioSelection(suites=["code"], ids=["code.where.sentinels"]),
         }
     )
@@ -52,7 +52,7 @@ def test_the_bundled_model_judges_a_real_run_twice_per_transcript(settings: Sett
         rows = conn.execute(text("select judge_model, rubric_hash, score from judgement")).all()
         outcomes = conn.execute(text("select outcome from trial")).scalars().all()
     assert "infra_error" not in outcomes
-    assert len(rows) == 1 * 2 * 6  # trials × runs × criteria
+    assert len(rows) == 2 * 2 * 6  # trials × runs × criteria
     assert {r.judge_model for r in rows} == {"gemma3-270m-judge"}
     # Grammar-constrained decoding: the small judge's replies are readable.
     assert sum(r.score is not None for r in rows) >= len(rows) // 2
@@ -60,18 +60,17 @@ def test_the_bundled_model_judges_a_real_run_twice_per_transcript(settings: Sett
     assert answers is not None
     (judge,) = answers.judges
     assert judge.runs == 2 and judge.sigma_criterion is not None and judge.sigma_criterion >= 0
-    assert {r.prompt for r in answers.of("config")} == {"code+symbols"}
+    assert {r.prompt for r in answers.of("config")} == {"code+baseline", "code+symbols"}
     assert all(r.judge_s and r.judge_s > 0 for r in answers.of("config"))
 
 
 def test_the_anchor_gate_runs_the_bundled_judge_and_records_its_verdict(
-    settings: Settings, tmp_path: Path
+    settings: Settings,
 ) -> None:
     _needs_llama()
     db = settings.resolved_database_url()
-    sweep = one_run_judge_sweep(tmp_path)
     result = CliRunner().invoke(
-        app, ["anchors", "verify", "code", "--judge-from", str(sweep), "--db", db]
+        app, ["anchors", "verify", "code", "--judge-from", str(SWEEP), "--db", db]
     )
     assert result.exit_code in (0, 1), result.output
     assert "ρ =" in result.output
