@@ -38,6 +38,7 @@ from mcp_farm.workers.grading.elicited import confirmed_calls, ignored_decline
 from mcp_farm.workers.grading.grade import Graded, grade, steps_of
 from mcp_farm.workers.grading.matchers import check, forbidden, located
 from mcp_farm.workers.grading.steps import accepts, find
+from mcp_farm.workers.grading.typed import Typed
 
 ENDS: tuple[Outcome, ...] = ("harness_error", "infra_error", "timeout")
 """Outcomes that end a conversation whatever its `on_turn_failure`: the session cannot go on
@@ -90,16 +91,22 @@ def turn_calls(turn: TurnResult, calls: list[ToolCallRecord]) -> list[ToolCallRe
 
 
 def _step_calls(
-    scenario: Scenario, done: list[TurnResult], calls: list[ToolCallRecord], t: int, k: int
+    scenario: Scenario,
+    done: list[TurnResult],
+    calls: list[ToolCallRecord],
+    t: int,
+    k: int,
+    schemas: dict[str, dict[str, Any]],
 ) -> list[ToolCallRecord]:
-    """The calls that did step k of turn t: the model's when the turn passed, else the farm's."""
+    """The calls that did step k of turn t: the model's when the turn passed (found as its
+    grade found them, numbers typed by `schemas`), else the farm's."""
     if t >= len(done):
         return []
     turn = done[t]
     if turn.outcome != "pass":
         return turn.farm_calls[k : k + 1]
     way = _way(plain_view(scenario, t), turn.route)
-    found = find(way, turn_calls(turn, calls), lambda _c, _d: None)
+    found = find(way, turn_calls(turn, calls), lambda _c, _d: None, schemas)
     return found.met.get(k, [])
 
 
@@ -110,8 +117,10 @@ def _cross_problem(
     own: list[ToolCallRecord],
     done: list[TurnResult],
     calls: list[ToolCallRecord],
+    schemas: dict[str, dict[str, Any]],
 ) -> str | None:
-    """Why no call of a step takes its earlier turn's value, for the first such step."""
+    """Why no call of a step takes its earlier turn's value, for the first such step (numbers
+    compared as the tools' input schemas, `schemas`, type them)."""
     way = _way(scenario.turn_scenario(i), route)
     for j, step in enumerate(way.expect):
         problems: list[str] = []
@@ -125,8 +134,9 @@ def _cross_problem(
                 }
                 if not sources or arg not in c.arguments:
                     continue
-                results = {k: _step_calls(scenario, done, calls, t, k) for t, k in sources}
-                reason = check(matcher, c.arguments[arg], Chain(results))
+                results = {k: _step_calls(scenario, done, calls, t, k, schemas) for t, k in sources}
+                typed = Typed.argument(schemas.get(c.tool), arg)
+                reason = check(matcher, c.arguments[arg], Chain(results), typed)
                 if reason:
                     problem = located(f"{c.tool}.{arg}", reason)
                     break
@@ -234,7 +244,7 @@ def _turn_verdict(
     graded = _graded_turn(scenario, i, turn, own, done, calls, schemas, problem)
     if OUTCOMES.index(graded.outcome) > OUTCOMES.index("forbidden_call"):
         made = (
-            forbidden(scenario.turn_scenario(i).never, own)
+            forbidden(scenario.turn_scenario(i).never, own, schemas)
             or _unconfirmed(scenario, i, own, destructive, elicited)
             or ignored_decline(own, elicited)
         )
@@ -257,7 +267,7 @@ def _graded_turn(
         return _asked(scenario, i, turn, own, schemas=schemas, problem=problem)
     graded = grade(plain_view(scenario, i), own, turn.answer, turn.stop_reason, schemas, problem)
     if OUTCOMES.index(graded.outcome) > OUTCOMES.index("wrong_params"):
-        wrong = _cross_problem(scenario, i, graded.route, own, done, calls)
+        wrong = _cross_problem(scenario, i, graded.route, own, done, calls, schemas)
         if wrong:
             return Graded("wrong_params", wrong, route=graded.route)
     return graded
