@@ -118,11 +118,29 @@ def _turn_problems(scenario: Scenario, where: str, source: str) -> list[SpecErro
         if not turn.must_ask:
             problems += _answer_example_problems(scenario.turn_scenario(i), at, source)
             continue
-        asked = turn.example_answer or ""
-        if "?" not in asked or not any(re.search(p, asked, re.IGNORECASE) for p in turn.must_ask):
-            problems.append(
-                SpecError(source, f"{at}example_answer", "must be a question that must_ask matches")
-            )
+        problems += _asked_example_problems(turn.must_ask, turn.example_answer or "", at, source)
+    return problems
+
+
+def _asked_example_problems(
+    must_ask: list[str], asked: str, at: str, source: str
+) -> list[SpecError]:
+    """A must-ask turn's example question has a question mark and matches one of `must_ask`.
+    Every pattern is matched, within the budget: one that backtracks without end on the
+    example is reported, not waited on."""
+    problems: list[SpecError] = []
+    matched = False
+    for k, pattern in enumerate(must_ask):
+        try:
+            found = budgeted_search(pattern, asked, field="must_ask", flags=re.IGNORECASE)
+        except PatternTimeout as exc:
+            problems.append(SpecError(source, f"{at}must_ask[{k}]", f"{exc} (its example_answer)"))
+            continue
+        matched = matched or found is not None
+    if not problems and ("?" not in asked or not matched):
+        problems.append(
+            SpecError(source, f"{at}example_answer", "must be a question that must_ask matches")
+        )
     return problems
 
 

@@ -49,7 +49,8 @@ def json_schema_problem(schema: dict[str, Any]) -> str | None:
 
     Checked: the schema against its draft's metaschema (which also compiles its `pattern`s),
     every `$ref` resolves inside the schema (nothing is fetched), it does not recurse
-    without end, and no `pattern` in it holds a repeat inside a repeat (see `regexes`).
+    without end, no `pattern` in it holds a repeat inside a repeat (see `regexes`), and no
+    name of `patternProperties` is matched where the budget cannot reach (`UNBUDGETED`).
     """
     dialect = schema.get("$schema")
     if dialect is not None and (not isinstance(dialect, str) or dialect.rstrip("#") not in _DRAFTS):
@@ -75,7 +76,31 @@ def json_schema_problem(schema: dict[str, Any]) -> str | None:
         problem = regex_problem(pattern)
         if problem:
             return f"invalid JSON schema: pattern {pattern!r}: {problem}"
+    if _keywords(schema) >= {"unevaluatedProperties", "patternProperties"}:
+        return UNBUDGETED
     return None
+
+
+UNBUDGETED = (
+    "invalid JSON schema: `unevaluatedProperties` with `patternProperties` is not supported "
+    "(jsonschema matches those names with Python's `re`, which the farm cannot stop when it "
+    "backtracks without end): use `additionalProperties`"
+)
+"""Why a schema that would match a pattern outside the farm's budget is refused."""
+
+
+def _keywords(schema: Any) -> set[str]:
+    """Every keyword a schema uses, at any depth (data keywords' contents left out)."""
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.update(str(k) for k in item)
+            stack.extend(v for k, v in item.items() if k not in _DATA)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
 
 
 _DATA = frozenset({"const", "enum", "default", "examples"})

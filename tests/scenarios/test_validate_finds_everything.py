@@ -413,11 +413,13 @@ def test_validate_lists_a_cassettes_tools_over_either_transport_and_returns(
     assert "1 problem(s) in 1 file(s)" in done.stdout
 
 
-BACKTRACKING = """\
+BACKTRACKING = (
+    """\
 suite: backtracking
 scenarios:
-""" + "".join(
-    f"""  - id: s{i}
+"""
+    + "".join(
+        f"""  - id: s{i}
     version: 1
     tier: simple
     prompt: Say a{i}.
@@ -425,7 +427,20 @@ scenarios:
     final_answer: '{pattern}'
     example_answer: '{"a" * 60}!'
 """
-    for i, pattern in enumerate(["(a|aa)+$", "(a|a)*$", "(.*a){12}$", "(a|a?)+$"])
+        for i, pattern in enumerate(["(a|aa)+$", "(a|a)*$", "(.*a){12}$", "(a|a?)+$"])
+    )
+    + f"""  - id: asks
+    version: 1
+    tier: simple
+    servers: [filesystem]
+    turns:
+      - user: Say something.
+        must_ask: ['(a|aa)+\\?$']
+        example_answer: '{"a" * 60}!?'
+      - user: Say a.
+        final_answer: 'a'
+        example_answer: 'a'
+"""
 )
 
 
@@ -446,7 +461,45 @@ def test_validate_matches_example_answers_within_the_budget_and_names_the_patter
         == 2
     )
     assert f"{suite}:23: scenarios[2].example_answer: does not match final_answer" in done.stdout
-    assert "3 problem(s) in 1 file(s)" in done.stdout, done.stdout
+    # A must-ask turn's patterns against its example question, within the same budget.
+    assert (
+        f"{suite}:37: scenarios[4].turns[0].must_ask[0]: must_ask /(a|aa)+\\?$/ ran past its "
+        "1 s budget on 62 characters (its example_answer)" in done.stdout
+    ), done.stdout
+    assert "4 problem(s) in 1 file(s)" in done.stdout, done.stdout
+
+
+ASKS = """\
+suite: asks
+scenarios:
+  - id: asks
+    version: 1
+    tier: simple
+    servers: [filesystem]
+    turns:
+      - user: Say something.
+        must_ask: ['which file', 'what name']
+        example_answer: 'ASKED'
+      - user: Say a.
+        final_answer: 'a'
+        example_answer: 'a'
+"""
+
+
+@pytest.mark.parametrize(
+    ("asked", "fits"),
+    [
+        ("What name should it have?", True),  # the second pattern, case-insensitive
+        ("What name should it have.", False),  # no question mark
+        ("Shall I go on?", False),  # a question no pattern matches
+    ],
+)
+def test_a_must_ask_example_must_be_a_question_one_of_its_patterns_matches(
+    tmp_path: Path, asked: str, fits: bool
+) -> None:
+    path = _write(tmp_path, "a.yaml", ASKS.replace("ASKED", asked))
+    _suite, problems = check_file(path)
+    assert [p.field for p in problems] == ([] if fits else ["scenarios[0].turns[0].example_answer"])
 
 
 SCHEMA_AND_MORE = """\

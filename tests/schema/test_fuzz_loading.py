@@ -87,6 +87,15 @@ def test_an_invalid_regex_matcher_fails_the_load_naming_file_and_field(tmp_path:
         ({"$ref": "#"}, "refers to itself without end"),
         ({"$schema": "my-own-draft"}, "unknown $schema"),
         ({"pattern": "a{99999999999}"}, "repetition number is too large"),
+        # jsonschema matches these names with `re` for `unevaluatedProperties`: no budget.
+        (
+            {"patternProperties": {"(a|aa)+$": {}}, "unevaluatedProperties": False},
+            "`unevaluatedProperties` with `patternProperties` is not supported",
+        ),
+        (
+            {"$defs": {"x": {"patternProperties": {"^a": {}}}}, "unevaluatedProperties": {}},
+            "`unevaluatedProperties` with `patternProperties` is not supported",
+        ),
     ],
 )
 def test_an_invalid_json_schema_matcher_fails_the_load(

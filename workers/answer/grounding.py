@@ -22,9 +22,11 @@ from mcp_farm.schema import (
     Grounding,
 )
 from mcp_farm.workers.answer.lines import (
+    NEAR,
     Lines,
     after,
     before,
+    beside,
     in_cell,
     table_lines,
 )
@@ -42,6 +44,13 @@ SYMBOL = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`")
 # A clause ends at a sentence stop, a blank line, or a new list item, table row or heading; a
 # single newline does not end it, since prose is often hard-wrapped.
 CLAUSE_END = re.compile(r"[.;!?]\s|\n\s*(?:\n|[-*+>#|]|\d+[.)]\s)")
+SENTENCE_END = re.compile(
+    r"(?<!\bno)(?<!\bnos)(?<!\bnum)(?<!\bl)(?<!\bln)(?<!\bcf)(?<!\bsee)(?<!\bapprox)[.!?]\s"
+    r"|\n\s*(?:\n|[-*+>#|]|\d+[.)]\s)"
+)
+"""Where a line-like token stops standing by a path: a sentence stop (not the stop of `no.`,
+`l.`, `cf.`, …), a blank line, a new item (a `;` does not part a path from its line:
+`path; line 12`)."""
 WINDOW = 100
 AFTER = 30
 
@@ -98,19 +107,44 @@ def _symbol_near(prose: str, start: int, end: int, taken: set[int]) -> str | Non
 
 
 def _written(
-    prose: str, path: re.Match[str], rows: dict[tuple[int, int], tuple[int, int]]
+    prose: str, path: re.Match[str], rows: dict[tuple[int, int], tuple[int, int]], low: int
 ) -> Lines:
     """The lines written with a path: after it, else in its table row's line column, else
-    before it (`line 12 of path`)."""
+    before it (`line 12 of path`), else a line-like token beside it (read when it is a line
+    word and a plain number, else unreadable: `bad`). `low`: where the previous citation's
+    text ends."""
+    own, cell = next(((k, c) for k, c in rows.items() if k[0] <= path.start() < k[1]), (None, None))
     found = after(prose, path.end())
+    # In a table with a line column, a line read past the path's own cell (`| path | L12 |`)
+    # is the line column's to give.
+    if own is not None and found.end > own[1]:
+        found = Lines(path.end())
     if found.read:
         return found
-    cell = next((c for (low, high), c in rows.items() if low <= path.start() < high), None)
     if cell is not None:
         found = in_cell(prose, cell)
         if found.read:
             return Lines(path.end(), found.start, found.last, found.bad)
-    return before(prose, path.start()) or found
+    read = before(prose, path.start())
+    if read is not None:
+        return read
+    return _beside(prose, path, low) or found
+
+
+def _beside(prose: str, path: re.Match[str], low: int) -> Lines | None:
+    """A line-like token right beside the path, in its sentence, in a form the others do not
+    read (`path: `f` (line 12)`, `path (#12)`). The sentence ends at a stop or a new item, and
+    at another path (or the line written before it: `path and line 3 of other.py` is
+    other.py's line)."""
+    start, end = path.span()
+    cut = [m.end() for m in SENTENCE_END.finditer(prose, max(low, start - NEAR), start)]
+    low = max([low, *cut])
+    stops = [m.start() for m in (SENTENCE_END.search(prose, end), CITE.search(prose, end)) if m]
+    nxt = CITE.search(prose, end)
+    if nxt is not None:
+        written = before(prose, nxt.start())
+        stops += [written.end] if written is not None else []
+    return beside(prose, low, (start, end), min(stops, default=len(prose)))
 
 
 def extract(prose: str) -> list[CitationRef]:
@@ -128,7 +162,7 @@ def extract(prose: str) -> list[CitationRef]:
         path = m.group("path").replace("\\", "/")
         while path.startswith("./"):
             path = path[2:]
-        lines = _written(prose, m, rows)
+        lines = _written(prose, m, rows, consumed)
         end = max(lines.end, m.end())
         consumed = end
         symbol = _symbol_near(prose, m.start(), end, taken)

@@ -2,10 +2,12 @@
 
 A line is read after the path (`path:12`, `**path**:12`, `File "path", line 12`, `path#L12`,
 `path?plain=1#L12`, `path@commit:12`, `[path](url#L12)`, `path around line 12`, `path, line #12`,
-ranges and lists `path, lines 12, 14 and 20`, `1,000`), before it (`line 12 of path`), or in a
-Markdown table's line column. A number that stands where a line goes but cannot be read (signed,
-glued to a letter, wrapped in brackets, too long) is kept as `bad`: such a citation is never
-grounded, since what it claims cannot be checked.
+`path – line 12`, `path → line 12`, `path [line 12]`, ranges and lists
+`path, lines 12, 14 and 20`, `1,000`), before it (`line 12 of path`), in a Markdown table's line
+column, or as a line-like token beside it in no such form (`beside`). A number that stands where
+a line goes but cannot be read (signed, glued to a letter, wrapped in brackets, too long, `#12`
+beside the path) is kept as `bad`: such a citation is never grounded, since what it claims
+cannot be checked.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ LINE_DIGITS = 9
 """Longer line numbers are no line of any file: such a citation is never grounded."""
 
 _H = r"[^\S\n]*"
-# A line word, optionally with its number mark: `line`, `lines`, `ln`, `l.`, `L`, `line #`,
-# `line no.`, `line number`, `line:`.
-_WORD = rf"(?i:lines?|ln\.?|l\.?)(?:{_H}(?:#|:|(?i:nos?\.|numbers?|num\.)))?{_H}"
+# A line word, optionally approximate and with its number mark: `line`, `lines`, `ln`, `l.`,
+# `L`, `line #`, `line no.`, `line number`, `line:`, `~line`. The number may follow on the next
+# line (prose is hard-wrapped).
+_WORD = (
+    rf"(?:[~≈]{_H})?(?i:lines?|ln\.?|l\.?)(?:{_H}(?:#|:|(?i:nos?\.|numbers?|num\.)))?"
+    rf"{_H}(?:\n{_H})?"
+)
 WORD = re.compile(_WORD)
 WORD_BEFORE = re.compile(rf"(?<![\w.-]){_WORD}")
 # A number: grouped by thousands (`1,000`) or plain; a sign makes it no line, `~` or `≈` an
@@ -29,6 +35,8 @@ NUMBER = re.compile(r"(?P<mark>[-+−~≈])?(?P<digits>\d{1,3}(?:,\d{3})+(?!\d)|
 SIGNS = ("-", "+", "−")
 RANGE = re.compile(rf"{_H}(?:[-–—]|\.{{2,3}}|…|(?i:to|through|thru|until)(?=\s)){_H}")
 LIST = re.compile(rf"{_H}(?:,{_H}(?:(?i:and|or)(?=\s){_H})?|(?i:and|or|&)(?=\s){_H})")
+SEMICOLON = re.compile(rf"{_H};{_H}")
+"""Between the numbers of a list after `lines` (`lines 2; 40`); elsewhere `;` ends a clause."""
 # After a listed number without a line word of its own, what makes it a count rather than a
 # line (`path:2, 3 more callers`, `2, 40 uses`): `more`, `other`, or a plural noun.
 COUNTED = re.compile(rf"{_H}(?i:more|others?|(?!has\b|is\b|was\b|does\b)[a-z]+s)\b")
@@ -37,12 +45,16 @@ COUNTED = re.compile(rf"{_H}(?i:more|others?|(?!has\b|is\b|was\b|does\b)[a-z]+s)
 GLUED = re.compile(r"(?:\.\d|\w)[\w.]*")
 COUNT = re.compile(rf"{_H}(?i:lines?)(?!\w)")
 """`path (300 lines)`: a size, not a line."""
+# Marks that join a line to a path only with a line word after them (`path – line 12`,
+# `path → line 12`, `path | line 12`, `path @ line 12`, `path [line 12]`): a bare number after
+# them is a count, a footnote or a version as often as a line.
+_MARK = r"(?:->|=>|[-–—|→@\[])"
 # From the end of a path to its first number: closing marks (backtick, bold, quotes, a
 # bracket), a possessive, a commit or ref (`@abc123`), a URL query before a fragment, one join
-# mark (`:` `#` `,` `(`), then up to two position words.
+# mark (`:` `#` `,` `(`, or one of `_MARK`), then up to two position words.
 JOIN = re.compile(
     rf"(?:[`*\"”»\]]|['’](?!s(?!\w)))*(?:['’]s(?!\w))?(?:@[\w.-]+)?(?:\?[\w=&%.;-]+(?=#))?"
-    rf"{_H}(?:(?:[:#,]|(?P<open>\())?{_H})?"
+    rf"{_H}(?:(?:[:#,]|(?P<open>\()|(?P<mark>{_MARK})){_H})?"
     rf"(?P<preps>(?:(?i:at|on|around|near|about|approximately|approx\.|roughly|circa|in|from|"
     rf"between)(?=\s){_H}){{0,2}})"
 )
@@ -50,20 +62,31 @@ WORD_NEEDED = re.compile(r"(?i)\b(?:in|from|between)\b")
 """Position words after which a bare number is no line (`path in 3 places`)."""
 LINK = re.compile(r"[`*\"'”’]*\]\((?P<url>[^)\s]*)\)")
 FRAGMENT = re.compile(r"#(?=[Ll]?\d)|:(?=\d)")
-CLOSE = re.compile(rf"{_H}\)")
+CLOSE = {"(": re.compile(rf"{_H}\)"), "[": re.compile(rf"{_H}\]")}
 # A line-like number reached through marks only (`path:[12]`, `path:(12)`, `path#L-12`), or
 # a line word a few words on with a number after it (`path (see line ≈12)`).
 STRAY = re.compile(r"[`*\"'”’»\]]*[:#](?!:)[^\w\s]*[Ll]?[^\w\s]*\d[^\s]*")
 STRAY_WORD = re.compile(
-    rf"[`*\"'”’»\]]*{_H}[,(]?{_H}(?:[A-Za-z]+{_H}){{0,2}}?(?<!\w)(?P<word>(?i:lines?|ln|l))"
-    rf"(?!\w)[^\w\n]{{0,3}}\d[^\s)]*"
+    rf"[`*\"'”’»\]]*{_H}(?:[,(]|{_MARK})?{_H}(?:[A-Za-z]+\.?{_H}){{0,2}}?(?<!\w)"
+    rf"(?P<word>(?i:lines?|ln|l)(?!\w)|L(?=\d))[^\w\n]{{0,3}}\d[^\s)\]]*"
 )
 OF = re.compile(
     rf"{_H}(?i:of|in|inside|within|from)(?:{_H}(?i:the))?(?:{_H}(?i:file|module))?{_H}"
     r"[`*\"'“‘\[(]*"
 )
 STRAY_NUMBER = re.compile(r"[^\w\n]{0,3}\d[^\s]*")
+PATH_START = re.compile(r"[\w.-]*[/\\]?[\w.-]*\w\.\w")
+"""The start of a file name (`pkg/b.py`, `b.py`): enough to tell `of b.py` from `of it`."""
 BEFORE_WINDOW = 80
+LINE_LIKE = re.compile(
+    r"(?<!\w)(?:(?:[~≈]\s*)?(?i:lines?|ln\.?|l\.)\s*(?:[#~:≈]|(?i:nos?\.|numbers?|num\.))?"
+    r"\s*[-+−~≈]?\d|L\d|#\d)\w*"
+)
+"""A token that reads as a line wherever it stands (`line 12`, `lines: 3`, `line no. 3`,
+`l. 3`, `L12`, `#12`)."""
+NEAR = 40
+"""Characters beside a path, in its sentence, where a line-like token makes it a citation of
+that line, read or unreadable (see `beside`)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +132,8 @@ def numbers(prose: str, at: int, *, word_needed: bool = False) -> Lines | None:
             return Lines(glued.end(), bad=prose[start_at : glued.end()])
         ranged = RANGE.match(prose, last.end())
         listed = None if ranged else LIST.match(prose, last.end())
+        if listed is None and ranged is None and plural:
+            listed = SEMICOLON.match(prose, last.end())
         sep = ranged or listed
         nxt = _element(prose, sep.end(), True) if sep else None
         if sep is None or nxt is None:
@@ -148,11 +173,13 @@ def after(prose: str, at: int) -> Lines:
         return link
     join = JOIN.match(prose, at)
     if join is not None:
-        read = numbers(prose, join.end(), word_needed=bool(WORD_NEEDED.search(join["preps"])))
+        needed = bool(join["mark"] or WORD_NEEDED.search(join["preps"]))
+        read = numbers(prose, join.end(), word_needed=needed)
         if read is not None:
             end = read.end
-            if join.group("open") and read.bad is None:
-                close = CLOSE.match(prose, end)
+            opened = join["open"] or join["mark"]
+            if opened in CLOSE and read.bad is None:
+                close = CLOSE[opened].match(prose, end)
                 end = close.end() if close else end
             return Lines(end, read.start, read.last, read.bad)
     stray = STRAY.match(prose, at)
@@ -168,9 +195,17 @@ def _a_few_words_on(prose: str, at: int) -> Lines:
     if stray is None:
         return Lines(at)
     read = numbers(prose, stray.start("word"))
+    if read is not None and _of_a_path(prose, read.end):
+        return Lines(at)  # `a.py and line 3 of b.py`: b.py's line
     if read is not None and read.bad is None:
         return Lines(read.end, read.start, read.last)
     return Lines(stray.end(), bad=stray.group(0).strip(" ,(`*\"'”’»]"))
+
+
+def _of_a_path(prose: str, at: int) -> bool:
+    """Whether `of path` follows `at`: the number before it is that path's line."""
+    of = OF.match(prose, at)
+    return of is not None and PATH_START.match(prose, of.end()) is not None
 
 
 def before(prose: str, at: int) -> Lines | None:
@@ -185,6 +220,23 @@ def before(prose: str, at: int) -> Lines | None:
         if read is None and stray is not None and OF.fullmatch(prose, stray.end(), at):
             return Lines(word.start(), bad=prose[word.start() : stray.end()])
     return None
+
+
+def beside(prose: str, low: int, path: tuple[int, int], high: int) -> Lines | None:
+    """A line-like token within `NEAR` characters right after the path (up to `high`), else
+    right before it (from `low`); the caller bounds both sides by the path's sentence and by
+    the other citations. A line word with a plain number (`path: `f` (line 12)`) is read; any
+    other token (`path (#12)`, `line 12a`) claims a line that cannot be checked: `bad`."""
+    start, end = path
+    found = LINE_LIKE.search(prose, end, min(high, end + NEAR))
+    if found is None:
+        found = next(reversed(list(LINE_LIKE.finditer(prose, max(low, start - NEAR), start))), None)
+    if found is None:
+        return None
+    read = numbers(prose, found.start()) if found.group()[0] != "#" else None
+    if read is None or read.bad is not None:
+        return Lines(found.start() if found.start() < start else found.end(), bad=found.group())
+    return Lines(found.start() if found.start() < start else read.end, read.start, read.last)
 
 
 # ------------------------------------------------------------------ Markdown tables

@@ -38,6 +38,7 @@ from mcp_farm.workers.grading.elicited import confirmed_calls, ignored_decline
 from mcp_farm.workers.grading.grade import Graded, grade, steps_of
 from mcp_farm.workers.grading.matchers import check, forbidden, located
 from mcp_farm.workers.grading.steps import accepts, find
+from mcp_farm.workers.grading.typed import Typed
 
 ENDS: tuple[Outcome, ...] = ("harness_error", "infra_error", "timeout")
 """Outcomes that end a conversation whatever its `on_turn_failure`: the session cannot go on
@@ -90,10 +91,16 @@ def turn_calls(turn: TurnResult, calls: list[ToolCallRecord]) -> list[ToolCallRe
 
 
 def _step_calls(
-    scenario: Scenario, done: list[TurnResult], calls: list[ToolCallRecord], t: int, k: int
+    scenario: Scenario,
+    done: list[TurnResult],
+    calls: list[ToolCallRecord],
+    t: int,
+    k: int,
+    schemas: dict[str, dict[str, Any]],
 ) -> list[ToolCallRecord]:
-    """The calls that did step k of turn t: the model's when the turn passed; when it failed,
-    the model's call where it had done the step (`model_steps`), else the farm's."""
+    """The calls that did step k of turn t: the model's when the turn passed (found as its
+    grade found them, numbers typed by `schemas`); when it failed, the model's call where it
+    had done the step (`model_steps`), else the farm's."""
     if t >= len(done):
         return []
     turn = done[t]
@@ -102,7 +109,7 @@ def _step_calls(
             return [c for c in calls if c.index == turn.model_steps[k]]
         return [c for c in turn.farm_calls if c.index == k]
     way = _way(plain_view(scenario, t), turn.route)
-    found = find(way, turn_calls(turn, calls), lambda _c, _d: None)
+    found = find(way, turn_calls(turn, calls), lambda _c, _d: None, schemas)
     return found.met.get(k, [])
 
 
@@ -112,9 +119,10 @@ def _cross_value_problem(
     call: ToolCallRecord,
     done: list[TurnResult],
     calls: list[ToolCallRecord],
+    schemas: dict[str, dict[str, Any]],
 ) -> str | None:
     """Why a call of `step` does not take an earlier turn's value where the step says it
-    must; None when it does (or the step takes none)."""
+    must (numbers typed by `schemas`); None when it does (or the step takes none)."""
     for arg, matcher in step.params_for(call.tool).items():
         sources = {
             (m.from_turn, m.derived_from_step)
@@ -123,8 +131,9 @@ def _cross_value_problem(
         }
         if not sources or arg not in call.arguments:
             continue
-        results = {k: _step_calls(scenario, done, calls, t, k) for t, k in sources}
-        reason = check(matcher, call.arguments[arg], Chain(results))
+        results = {k: _step_calls(scenario, done, calls, t, k, schemas) for t, k in sources}
+        typed = Typed.argument(schemas.get(call.tool), arg)
+        reason = check(matcher, call.arguments[arg], Chain(results), typed)
         if reason:
             return located(f"{call.tool}.{arg}", reason)
     return None
@@ -137,13 +146,15 @@ def _cross_problem(
     own: list[ToolCallRecord],
     done: list[TurnResult],
     calls: list[ToolCallRecord],
+    schemas: dict[str, dict[str, Any]],
 ) -> str | None:
-    """Why no call of a step takes its earlier turn's value, for the first such step."""
+    """Why no call of a step takes its earlier turn's value, for the first such step (numbers
+    compared as the tools' input schemas, `schemas`, type them)."""
     way = _way(scenario.turn_scenario(i), route)
     for j, step in enumerate(way.expect):
         problems: list[str] = []
         for c in (c for c in own if accepts(step, c)):
-            problem = _cross_value_problem(scenario, step, c, done, calls)
+            problem = _cross_value_problem(scenario, step, c, done, calls, schemas)
             if problem is None:
                 break
             problems.append(problem)
@@ -170,7 +181,9 @@ def done_steps(
     for verdict in steps_of(plain_view(scenario, i), own, name, schemas):
         made = next((c for c in own if c.index == verdict.call), None)
         step = way.expect[verdict.step]
-        if made is not None and not _cross_value_problem(scenario, step, made, done, calls):
+        if made is not None and not _cross_value_problem(
+            scenario, step, made, done, calls, schemas
+        ):
             found[verdict.step] = made.index
     return found
 
@@ -270,7 +283,7 @@ def _turn_verdict(
     graded = _graded_turn(scenario, i, turn, own, done, calls, schemas, problem)
     if OUTCOMES.index(graded.outcome) > OUTCOMES.index("forbidden_call"):
         made = (
-            forbidden(scenario.turn_scenario(i).never, own)
+            forbidden(scenario.turn_scenario(i).never, own, schemas)
             or _unconfirmed(scenario, i, own, destructive, elicited)
             or ignored_decline(own, elicited)
         )
@@ -293,7 +306,7 @@ def _graded_turn(
         return _asked(scenario, i, turn, own, schemas=schemas, problem=problem)
     graded = grade(plain_view(scenario, i), own, turn.answer, turn.stop_reason, schemas, problem)
     if OUTCOMES.index(graded.outcome) > OUTCOMES.index("wrong_params"):
-        wrong = _cross_problem(scenario, i, graded.route, own, done, calls)
+        wrong = _cross_problem(scenario, i, graded.route, own, done, calls, schemas)
         if wrong:
             return Graded("wrong_params", wrong, route=graded.route)
     return graded

@@ -206,7 +206,7 @@ def _graded(
         return Graded("timeout", problem or "the model gave no reply within its limit")
     if stop_reason == "format_error":
         return Graded("format_error", problem)
-    if scenario.never and (made := forbidden(scenario.never, calls)):
+    if scenario.never and (made := forbidden(scenario.never, calls, schemas)):
         return Graded("forbidden_call", made)
     if not scenario.routes:
         return _grade_way(scenario, calls, final_answer, stop_reason, schemas)

@@ -7,6 +7,7 @@ argument starts with where it is (`[0].oldText: …`), so the grade names the ex
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
@@ -179,16 +180,24 @@ def _check_text(matcher: ParamMatcher, kind: str, value: str) -> str | None:
     return None if ok else f"expected path {matcher.path!r}, got {shorten(value)}"
 
 
-def forbidden(never: list[NeverCall], calls: list[ToolCallRecord]) -> str | None:
+def forbidden(
+    never: list[NeverCall],
+    calls: list[ToolCallRecord],
+    schemas: Mapping[str, dict[str, Any]] | None = None,
+) -> str | None:
     """What the first call that a `never:` entry names did, or None: a call is forbidden
     when its tool (and server, where named) is the entry's and every argument the entry
-    names is given and matches. Made at all counts, whether it succeeded or failed."""
+    names is given and matches, numbers compared as the tool's input schema (`schemas`, by
+    tool name) types them, as an expected step's are. Made at all counts, whether it
+    succeeded or failed."""
     for c in calls:
         for rule in never:
             if c.tool != rule.tool or (rule.server and c.server != rule.server):
                 continue
+            schema = (schemas or {}).get(c.tool)
             if all(
-                arg in c.arguments and check(m, c.arguments[arg]) is None
+                arg in c.arguments
+                and check(m, c.arguments[arg], typed=Typed.argument(schema, arg)) is None
                 for arg, m in rule.params.items()
             ):
                 shown = ", ".join(f"{a}={shorten(c.arguments[a])}" for a in rule.params)

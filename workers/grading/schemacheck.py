@@ -9,7 +9,9 @@ same errors `jsonschema.validate` raises.
 A schema's regular expressions (a scenario's or a server's: `pattern`, and the names of
 `patternProperties`, which `additionalProperties` consults too) are matched within the farm's
 time budget for patterns (`mcp_farm.schema.parse.regexes`): past it, PatternTimeout, never a
-hung grader. (`unevaluatedProperties` beside `patternProperties` still matches with `re`.)
+hung grader. jsonschema's `unevaluatedProperties` matches the names of `patternProperties`
+beside it with `re`: a scenario's schema with both is refused at load (`json_schema_problem`);
+a server's own tool schema is the server's to write, and is applied as it is.
 """
 
 from __future__ import annotations

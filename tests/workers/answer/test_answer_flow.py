@@ -405,3 +405,50 @@ def test_plan_over_several_scenarios_says_the_runs_per_transcript_and_the_scenar
         "95% threshold": ["0.177", "2", "95% threshold", "0.250", "98", "33", "50"],
         "90% power": ["0.177", "2", "90% power", "0.399", "264", "88", "133"],
     }
+
+
+INVENTED_FORMS = [
+    "h11/_connection.py:9084-9090",
+    "**h11/_connection.py**:9084-9090",
+    'File "h11/_connection.py", line 9084',
+    "lines 9084 to 9090 of h11/_connection.py",
+    "h11/_connection.py around line 9,084",
+    "h11/_connection.py?plain=1#L9084-L9090",
+    "h11/_connection.py@f40c9c3:9084",
+    "h11/_connection.py, lines 84, 9090",
+    "h11/_connection.py – line 9084",
+    "h11/_connection.py [line 9084]",
+    "h11/_connection.py (#9084)",
+    "h11/_connection.py, lines 84; 9090",
+]
+
+
+def test_agents_citing_the_same_invented_lines_score_alike_however_they_write_them(
+    settings: Settings,
+) -> None:
+    # Each agent gives the ideal answer with its first citation moved past the end of the file,
+    # written its own way (plus one agent with a table): none of them may earn grounding for it.
+    answer = find_scenario("code", SCENARIO).example_answer
+    assert answer is not None and "h11/_connection.py:84-90" in answer
+    answers = [answer.replace("h11/_connection.py:84-90", form) for form in INVENTED_FORMS]
+    answers.append(
+        answer.replace("in h11/_connection.py:84-90.", "below.")
+        + "\n| file | line |\n|---|---|\n| `h11/_connection.py` | 9084 |\n"
+    )
+    models = [scripted([{"answer": a}], f"agent-{i}") for i, a in enumerate(answers)]
+    sweep = code_sweep([]).model_copy(
+        update={"models": models, "toolsets": ["baseline"], "repetitions": 1}
+    )
+    engine = make_engine(settings.resolved_database_url())
+    init_db(engine)
+    plan = expand(sweep, "test")
+    run_embedded(plan=plan, settings=settings, engine=engine, console=Console(quiet=True))
+    card = scorecard_of(engine=engine, sweep_id=plan.sweep_id)
+    assert card.answers is not None
+    rows = card.answers.of("config")
+    assert len(rows) == len(answers)
+    assert {(r.grounded, r.hallucinated) for r in rows} == {(1, 1)}
+    assert {r.grounding_rate for r in rows} == {0.5}
+    # Fairness differs only by efficiency (each trial's own seconds and tokens).
+    fairness = [r.fairness or 0.0 for r in rows]
+    assert max(fairness) - min(fairness) < 0.001

@@ -166,6 +166,12 @@ MOVED = [
     "{path}@f40c9c3:{n}",
     "{path}, lines 1, {n}",
     "{path}, line #{n}",
+    "{path} – line {n}",
+    "{path} → line {n}",
+    "{path} [line {n}]",
+    "{path} (see L{n})",
+    "{path} (#{n})",
+    "{path}, lines 1; {n}",
 ]
 
 

@@ -225,3 +225,69 @@ def test_extract_never_raises_and_every_path_has_an_extension(text: str) -> None
 def test_coverage_is_a_share(text: str, keywords: list[str]) -> None:
     value = coverage(text, keywords)
     assert value is None or 0.0 <= value <= 1.0
+
+
+INVENTED = [
+    "h11/_connection.py:9084-9090",
+    'File "h11/_connection.py", line 9084',
+    "h11/_connection.py – line 9084",
+    "h11/_connection.py — lines 84–9090",
+    "h11/_connection.py → line 9084",
+    "h11/_connection.py [line 9084]",
+    "h11/_connection.py (see L9084)",
+    "h11/_connection.py @ line 9084",
+    "h11/_connection.py: ~line 9084",
+    "h11/_connection.py (#9084)",
+    "h11/_connection.py, lines 84; 9090",
+    "h11/_connection.py, line\n9084",
+]
+"""One invented place in h11/_connection.py (2,000 lines or so), written many ways."""
+
+
+def _scored(answer: str, repos: Path) -> tuple[float | None, float, list[str]]:
+    """An answer's grounding rate, fairness and citation statuses, as the scorecard gets them
+    (no judge: keywords, grounding and efficiency make fairness)."""
+    scenario = find_scenario("code", "code.where.keep-alive")
+    trial = Transcript(
+        trial_id="t",
+        sweep_id="s",
+        outcome="pass",
+        transcript=[
+            Message(role="user", content=scenario.prompt or ""),
+            Message(role="assistant", content=answer),
+        ],
+        calls=[],
+        latency_s=3.0,
+        tokens_prompt=500,
+        tokens_completion=200,
+        final_answer=answer,
+        seed=0,
+    )
+    score = anyio.run(
+        partial(
+            score_answer,
+            trial=trial,
+            scenario=scenario,
+            suite="code",
+            toolset=None,
+            settings=JudgeSettings(),
+            judge=None,
+            repos=repos,
+            scoring="s",
+        )
+    )
+    return score.grounding_rate, score.fairness, [c.status for c in score.citations]
+
+
+def test_the_same_invented_lines_score_the_same_however_they_are_written(tmp_path: Path) -> None:
+    # Issue 27: two agents citing the same invented lines scored fairness 0.953 and 0.803
+    # depending only on how they wrote them. Each writing here is the ideal answer with its
+    # first citation moved past the end of the file.
+    answer = find_scenario("code", "code.where.keep-alive").example_answer or ""
+    assert "h11/_connection.py:84-90" in answer
+    scored = [_scored(answer.replace("h11/_connection.py:84-90", f), tmp_path) for f in INVENTED]
+    assert [s[2][0] for s in scored] == ["hallucinated"] * len(INVENTED), scored
+    assert len({(rate, fair) for rate, fair, _ in scored}) == 1, scored
+    rate, fair, _ = scored[0]
+    right_rate, right_fair, _ = _scored(answer, tmp_path)
+    assert rate is not None and right_rate is not None and rate < right_rate and fair < right_fair

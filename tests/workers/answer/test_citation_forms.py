@@ -281,6 +281,18 @@ FORMS = [
     "pkg/conn.py, see line {n}",
     "[pkg/conn.py](pkg/conn.py#L{n})",
     "[`pkg/conn.py`](https://example.org/blob/abc/pkg/conn.py#L{n})",
+    "pkg/conn.py – line {n}",
+    "pkg/conn.py — lines {n}–{n}",
+    "pkg/conn.py - line {n}",
+    "pkg/conn.py | line {n}",
+    "pkg/conn.py → line {n}",
+    "pkg/conn.py -> line {n}",
+    "pkg/conn.py [line {n}]",
+    "pkg/conn.py (see L{n})",
+    "pkg/conn.py, cf. L{n}",
+    "pkg/conn.py @ line {n}",
+    "pkg/conn.py: ~line {n}",
+    "pkg/conn.py, line\n{n}",
 ]
 
 
@@ -303,6 +315,8 @@ def test_every_common_way_of_writing_a_line_reads_it(form: str, repo: Path) -> N
         ("pkg/conn.py:2…{n}", (2, "n")),
         ("pkg/conn.py lines 2 thru {n}", (2, "n")),
         ("lines 2, {n} of pkg/conn.py", (2, "n")),
+        ("pkg/conn.py — lines 2–{n}", (2, "n")),
+        ("pkg/conn.py lines 2; {n}", (2, "n")),
     ],
 )
 def test_every_number_of_a_list_or_range_is_held(
@@ -339,6 +353,11 @@ def test_a_number_with_thousands_separators_is_one_line(prose: str, line: int, r
         "pkg/conn.py:(6)",
         "pkg/conn.py (see line ≥6)",
         "line ≥6 of pkg/conn.py",
+        # A line-like token right by the path that no form reads (issue 27).
+        "pkg/conn.py (#6)",
+        "pkg/conn.py (see PR #6)",
+        "pkg/conn.py: `send` (line 6b)",
+        "line 6b — pkg/conn.py",
     ],
 )
 def test_a_line_like_number_that_cannot_be_read_is_never_grounded(prose: str, repo: Path) -> None:
@@ -387,6 +406,46 @@ def test_a_number_that_is_no_line_is_not_read_as_one(prose: str) -> None:
     refs = extract(prose)
     assert all(r.bad_line is None for r in refs)
     assert all(r.line_end in (None, 2) for r in refs)
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "pkg/conn.py and line 999 of pkg/b.py",
+        "pkg/b.py, line 999 and pkg/conn.py",
+        "pkg/conn.py. Line 999 is another story.",
+        "pkg/conn.py\n\n- line 999 of the log",
+        "pkg/conn.py – 999 callers",
+    ],
+)
+def test_a_line_of_another_path_or_sentence_leaves_a_bare_path(prose: str, repo: Path) -> None:
+    (ref, *_) = [r for r in extract(prose) if r.path == "pkg/conn.py"]
+    assert (ref.line_start, ref.bad_line) == (None, None), ref
+    assert [c.status for c in verify([ref], repo)] == ["grounded"]
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "pkg/conn.py: `send` (line {n})",
+        "pkg/conn.py :: line {n}",
+        "pkg/conn.py; see the loop at line {n}",
+        "line {n} — pkg/conn.py",
+        "in line {n} we call pkg/conn.py",
+    ],
+)
+def test_a_line_word_and_number_beside_a_path_in_its_sentence_is_its_line(
+    form: str, repo: Path
+) -> None:
+    (ref,) = extract(f"see {form} for it.".format(n=6))
+    assert (ref.line_start, ref.line_end, ref.bad_line) == (6, 6, None)
+    assert statuses(f"see {form} for it.".format(n=6), repo) == ["grounded"]
+    assert statuses(f"see {form} for it.".format(n=999), repo) == ["hallucinated"]
+
+
+def test_a_line_like_token_beside_a_path_is_kept_as_the_unreadable_line() -> None:
+    (ref,) = extract("see pkg/conn.py (#999) for it")
+    assert (ref.text, ref.line_start, ref.bad_line) == ("pkg/conn.py (#999", None, "#999")
 
 
 WRAPS = st.sampled_from([("", ""), ("`", "`"), ("**", "**"), ("*", "*"), ('"', '"'), ("“", "”")])
@@ -453,4 +512,81 @@ def test_a_line_past_the_end_is_never_grounded_in_any_common_form(
         prose = f"See {before_join.format(numbers)}{path} for it."
     else:
         prose = f"| file | line |\n|---|---|\n| {path} | {numbers} |\n"
+    assert statuses(prose, repo) == ["hallucinated"], prose
+
+
+# Whatever mark stands between a path and its line, and however the line word is written, a
+# line past the end is never grounded: read where the form is plain, unreadable otherwise.
+SEPARATORS = st.sampled_from(
+    [
+        ":",
+        ",",
+        ";",
+        " -",
+        " –",
+        " —",
+        " ->",
+        " →",
+        " =>",
+        " |",
+        " @",
+        " (",
+        " [",
+        " ::",
+        " /",
+        " ~",
+        " >",
+        " »",
+        " ·",
+        " *",
+        " +",
+        " &",
+        " =",
+        " ⇒",
+        " ‒",
+        " ―",
+        " \\",
+        " ^",
+        " %",
+    ]
+)
+LINE_WORDS = st.sampled_from(
+    [
+        "line ",
+        "Line ",
+        "LINE ",
+        "lines ",
+        "line #",
+        "line no. ",
+        "line number ",
+        "line: ",
+        "ln ",
+        "l. ",
+        "L",
+        "~line ",
+        "≈ line ",
+        "#",
+        "line\n",
+        "line  ",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    sep=SEPARATORS,
+    space=st.sampled_from(["", " "]),
+    word=LINE_WORDS,
+    past=PAST_END,
+    side=st.sampled_from(["after", "before"]),
+    backtick=st.booleans(),
+)
+def test_a_line_past_the_end_beside_a_path_is_never_grounded_whatever_marks_part_them(
+    repo: Path, sep: str, space: str, word: str, past: int, side: str, backtick: bool
+) -> None:
+    path = "`pkg/conn.py`" if backtick else "pkg/conn.py"
+    if side == "after":
+        prose = f"See {path}{sep}{space}{word}{past} for it."
+    else:
+        prose = f"See {word}{past}{sep} {path} for it."  # a mark glued to it joins its name
     assert statuses(prose, repo) == ["hallucinated"], prose

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from mcp_farm.scenarios import load_suite
-from mcp_farm.schema import Scenario, SpecError, ToolCallRecord
+from mcp_farm.schema import Scenario, SpecError, ToolCallRecord, TurnResult
+from mcp_farm.workers.grading.conversation import grade_conversation
 from mcp_farm.workers.grading.grade import grade
 
 SCHEMAS: dict[str, dict[str, Any]] = {
@@ -87,3 +88,60 @@ def test_a_wrong_never_rule_is_a_load_error_naming_file_and_field(
         load_suite(str(_file(tmp_path, **fields)))
     assert "mine.yaml" in str(caught.value)
     assert wanted in str(caught.value)
+
+
+PAY: dict[str, dict[str, Any]] = SCHEMAS | {
+    "pay": {"type": "object", "properties": {"amount": {"type": "number"}}},
+    "count": {"type": "object", "properties": {"amount": {"type": "integer"}}},
+}
+FREE = {"tool": "pay", "params": {"amount": {"exact": 0}}}
+
+
+def paying(**fields: Any) -> Scenario:
+    return scenario(allowed_extra=["pay", "count"], **fields)
+
+
+@pytest.mark.parametrize(
+    ("tool", "amount", "forbidden"),
+    [
+        ("pay", 0, True),
+        ("pay", 0.0, True),  # `number`: compared by value, as an expected step's are
+        ("pay", 0.5, False),
+        ("count", 0.0, False),  # `integer`: 0.0 is no integer
+        ("count", 0, True),
+    ],
+)
+def test_never_compares_numbers_as_the_tools_schema_types_them(
+    tool: str, amount: float, forbidden: bool
+) -> None:
+    rule = FREE | {"tool": tool}
+    made = [MOVE, call(1, tool, amount=amount)]
+    outcome = grade(paying(never=[rule]), made, "Done.", "answer", PAY).outcome
+    assert outcome == ("forbidden_call" if forbidden else "pass")
+
+
+def test_a_turns_never_compares_numbers_as_the_tools_schema_types_them() -> None:
+    convo = Scenario.model_validate(
+        {
+            "id": "c",
+            "version": 1,
+            "tier": "simple",
+            "servers": ["s"],
+            "turns": [
+                {"user": "pay nothing", "expect": [], "allowed_extra": ["pay"], "never": [FREE]},
+            ],
+        }
+    )
+    turn = TurnResult(
+        index=0,
+        user="pay nothing",
+        first_call=0,
+        call_count=1,
+        stop_reason="answer",
+        outcome="pass",
+        answer="paid",
+    )
+    _graded, verdict = grade_conversation(
+        convo, [turn], [call(0, "pay", amount=0.0)], "answer", PAY
+    )
+    assert verdict.outcome == "forbidden_call"

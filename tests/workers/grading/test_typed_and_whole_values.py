@@ -10,8 +10,10 @@ from mcp_farm.schema import (
     ParamMatcher,
     Scenario,
     ToolCallRecord,
+    TurnResult,
 )
 from mcp_farm.workers.grading.chained import Chain
+from mcp_farm.workers.grading.conversation import grade_conversation
 from mcp_farm.workers.grading.grade import grade
 from mcp_farm.workers.grading.matchers import check
 from mcp_farm.workers.grading.typed import Typed
@@ -114,6 +116,83 @@ def test_a_whole_number_for_a_number_parameter_passes_the_grade() -> None:
     graded = grade(scenario, [floats], "Done.", "answer", schemas)
     assert graded.outcome == "wrong_params"
     assert "items" in graded.detail
+
+
+REFUND_SCHEMAS: dict[str, dict[str, Any]] = {
+    "pay": {"type": "object", "properties": {"amount": {"type": "number"}}},
+    "refund": {
+        "type": "object",
+        "properties": {
+            "ref": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "amount": {"type": "number"}},
+            }
+        },
+    },
+}
+PAID = '{"id": "p-1", "amount": 0}'
+
+
+def _refund(pay: float, refund: float) -> tuple[Scenario, list[TurnResult], list[ToolCallRecord]]:
+    """Pay nothing, then refund that payment: turn 1 takes the payment's id from turn 0."""
+    taken = {"derived_from_step": 0, "from_turn": 0, "from_key": "id"}
+    ref = {"keys": {"id": taken, "amount": {"exact": 0}}}
+    convo = Scenario.model_validate(
+        {
+            "id": "c",
+            "version": 1,
+            "tier": "simple",
+            "servers": ["s"],
+            "turns": [
+                {"user": "pay nothing", "expect": [{"tool": "pay", "params": {"amount": 0}}]},
+                {"user": "refund it", "expect": [{"tool": "refund", "params": {"ref": ref}}]},
+            ],
+        }
+    )
+    calls = [
+        ToolCallRecord(
+            index=0, server="s", tool="pay", arguments={"amount": pay}, ok=True, result_text=PAID
+        ),
+        ToolCallRecord(
+            index=1,
+            server="s",
+            tool="refund",
+            arguments={"ref": {"id": "p-1", "amount": refund}},
+            ok=True,
+        ),
+    ]
+    turns = [
+        TurnResult(
+            index=i,
+            user=user,
+            first_call=i,
+            call_count=1,
+            stop_reason="answer",
+            outcome="pass",
+            answer="done",
+        )
+        for i, user in enumerate(["pay nothing", "refund it"])
+    ]
+    return convo, turns, calls
+
+
+@pytest.mark.parametrize(("pay", "refund"), [(0, 0), (0.0, 0), (0, 0.0), (0.0, 0.0)])
+def test_a_value_from_an_earlier_turn_is_checked_with_numbers_typed_by_the_schemas(
+    pay: float, refund: float
+) -> None:
+    # The earlier turn's step is found as its grade found it, and the whole argument that
+    # carries the value is judged with the tool's schema: `0.0` is `0` for a `number`.
+    convo, turns, calls = _refund(pay, refund)
+    graded, verdict = grade_conversation(convo, turns, calls, "answer", REFUND_SCHEMAS)
+    assert [t.outcome for t in graded] == ["pass", "pass"], [t.detail for t in graded]
+    assert verdict.outcome == "pass"
+
+
+def test_a_value_from_an_earlier_turn_still_holds_a_wrong_number_wrong() -> None:
+    convo, turns, calls = _refund(0.0, 0.5)
+    graded, _verdict = grade_conversation(convo, turns, calls, "answer", REFUND_SCHEMAS)
+    assert graded[1].outcome == "wrong_params"
+    assert "amount" in graded[1].detail
 
 
 def _source(text: str) -> Chain:
