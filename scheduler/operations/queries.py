@@ -258,3 +258,39 @@ def finished_of(*, engine: Engine, trial_ids: Iterable[Any]) -> set[str]:
                 )
             ).scalars()
         )
+
+
+def pending_counts(*, engine: Engine, created_before: datetime) -> dict[str, int]:
+    """Per queue: the pending trials of active sweeps submitted before `created_before` (a
+    sweep still being published has pending rows whose messages are on their way)."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(col(TrialRow.queue), func.count())
+            .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id))
+            .where(
+                col(TrialRow.status) == "pending",
+                col(SweepRow.status) == "active",
+                col(SweepRow.created_at) < created_before,
+                col(TrialRow.queue) != EMBEDDED_QUEUE,
+            )
+            .group_by(col(TrialRow.queue))
+        ).all()
+    return {queue: int(n) for queue, n in rows}
+
+
+def pending_payloads(
+    *, engine: Engine, queues: Iterable[str], created_before: datetime
+) -> list[tuple[str, str, str]]:
+    """(trial id, payload, queue) of the pending trials `pending_counts` counted, in `queues`."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(col(TrialRow.trial_id), col(TrialRow.payload_json), col(TrialRow.queue))
+            .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id))
+            .where(
+                col(TrialRow.status) == "pending",
+                col(SweepRow.status) == "active",
+                col(SweepRow.created_at) < created_before,
+                col(TrialRow.queue).in_(set(queues)),
+            )
+        ).all()
+    return [(trial_id, payload, queue) for trial_id, payload, queue in rows]

@@ -7,7 +7,9 @@ Two questions decide what may be published again without running work twice:
 
 A lapsed trial whose message is still unacknowledged gets that very message put back at the
 head of its queue (as kombu itself would after the visibility timeout, only sooner); one whose
-message is gone is published afresh. Pending trials with a message anywhere are left alone.
+message is gone is published afresh. Pending trials with a message anywhere are left alone;
+one whose message is nowhere (a worker killed the instant Redis handed it the message, before
+kombu recorded the delivery as unacknowledged) is published afresh too.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from mcp_farm.scheduler.operations.queries import (
     Lapsed,
     finished_of,
     lapsed_trials,
+    pending_counts,
     pending_of_active_sweeps,
+    pending_payloads,
     release_lapsed,
 )
 from mcp_farm.scheduler.submission.publish import publish_trials
@@ -105,7 +109,7 @@ def _task_id(raw: Any) -> str | None:
 
 def broker_holdings(client: redis.Redis, queues: Iterable[str]) -> Held:
     """Every task id in `queues` (all priority levels) and in the unacknowledged hash."""
-    keys = [k for q in queues for k in (q, *(f"{q}{PRIORITY_SEP}{p}" for p in PRIORITY_STEPS))]
+    keys = [k for q in queues for k in _queue_keys(q)]
     queued = client.eval(_QUEUED_IDS, len(keys), *keys) if keys else []
     unacked: dict[str, list[bytes | str]] = {}
     for tag, raw in client.hgetall(UNACKED).items():
@@ -197,6 +201,59 @@ def stranded_pending(*, engine: Engine, client: redis.Redis, older_than: float) 
     return sum(restore(client, tag) for tag, task_id in ids.items() if task_id in pending)
 
 
+def _unacked_pending(engine: Engine, client: redis.Redis) -> dict[str, int]:
+    """Per queue: the pending trials whose message waits unacknowledged (a worker took it
+    and has not claimed the trial yet)."""
+    routes: dict[str, str] = {}
+    for raw in client.hvals(UNACKED):
+        try:
+            message, _exchange, routing_key = json.loads(raw)
+            routes[message["headers"]["id"]] = routing_key
+        except (ValueError, TypeError, KeyError):
+            continue  # not a Celery message of ours
+    counts: dict[str, int] = {}
+    for trial_id in pending_of_active_sweeps(engine=engine, trial_ids=routes):
+        counts[routes[trial_id]] = counts.get(routes[trial_id], 0) + 1
+    return counts
+
+
+def lost_pending(*, engine: Engine, app: Celery, client: redis.Redis, older_than: float) -> int:
+    """Publish again the pending trials of active sweeps (submitted `older_than` seconds ago
+    or more) whose message the broker holds nowhere: not in a queue, not unacknowledged.
+    Redis pops a message before kombu records it as delivered, so a worker killed in between
+    loses it, and its trial would wait forever. Cheap when nothing is lost: a queue is read
+    message by message only when it and the unacknowledged hash hold fewer of its pending
+    trials than the database counts. A message found missing in a race (being handed over at
+    that instant) is only a second copy: a claim never runs a trial twice."""
+    before = datetime.now(UTC) - timedelta(seconds=older_than)
+    counts = pending_counts(engine=engine, created_before=before)
+    if not counts:
+        return 0
+    unacked = _unacked_pending(engine, client)
+    short = [
+        queue
+        for queue, n in counts.items()
+        if sum(client.llen(key) for key in _queue_keys(queue)) + unacked.get(queue, 0) < n
+    ]
+    if not short:
+        return 0
+    held = broker_holdings(client, short)
+    rows = pending_payloads(engine=engine, queues=short, created_before=before)
+    todo = [
+        (TrialSpec.model_validate_json(payload), queue)
+        for trial_id, payload, queue in rows
+        if not held.has(trial_id)
+    ]
+    published = publish_trials(app, todo)
+    to_front(client, todo)
+    return published
+
+
+def _queue_keys(queue: str) -> list[str]:
+    """The Redis lists of a queue: its own and one per priority step."""
+    return [queue, *(f"{queue}{PRIORITY_SEP}{p}" for p in PRIORITY_STEPS)]
+
+
 def requeue_orphans(
     payload: RequeueRequest | dict[str, Any], settings: Settings, **_options: Any
 ) -> RequeueResult:
@@ -217,6 +274,9 @@ def requeue_orphans(
         try:
             restored = stranded_pending(
                 engine=engine, client=client, older_than=2 * settings.stale_after_s()
+            )
+            restored += lost_pending(
+                engine=engine, app=app, client=client, older_than=2 * settings.stale_after_s()
             )
         finally:
             client.close()
