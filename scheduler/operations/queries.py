@@ -260,6 +260,16 @@ def finished_of(*, engine: Engine, trial_ids: Iterable[Any]) -> set[str]:
         )
 
 
+def _old_pending(created_before: datetime) -> tuple[Any, ...]:
+    """Pending trials of active sweeps submitted before `created_before` (a trial joined to
+    its sweep)."""
+    return (
+        col(TrialRow.status) == "pending",
+        col(SweepRow.status) == "active",
+        col(SweepRow.created_at) < created_before,
+    )
+
+
 def pending_counts(*, engine: Engine, created_before: datetime) -> dict[str, int]:
     """Per queue: the pending trials of active sweeps submitted before `created_before` (a
     sweep still being published has pending rows whose messages are on their way)."""
@@ -267,12 +277,7 @@ def pending_counts(*, engine: Engine, created_before: datetime) -> dict[str, int
         rows = conn.execute(
             select(col(TrialRow.queue), func.count())
             .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id))
-            .where(
-                col(TrialRow.status) == "pending",
-                col(SweepRow.status) == "active",
-                col(SweepRow.created_at) < created_before,
-                col(TrialRow.queue) != EMBEDDED_QUEUE,
-            )
+            .where(*_old_pending(created_before), col(TrialRow.queue) != EMBEDDED_QUEUE)
             .group_by(col(TrialRow.queue))
         ).all()
     return {queue: int(n) for queue, n in rows}
@@ -286,11 +291,6 @@ def pending_payloads(
         rows = conn.execute(
             select(col(TrialRow.trial_id), col(TrialRow.payload_json), col(TrialRow.queue))
             .join(SweepRow, col(SweepRow.sweep_id) == col(TrialRow.sweep_id))
-            .where(
-                col(TrialRow.status) == "pending",
-                col(SweepRow.status) == "active",
-                col(SweepRow.created_at) < created_before,
-                col(TrialRow.queue).in_(set(queues)),
-            )
+            .where(*_old_pending(created_before), col(TrialRow.queue).in_(set(queues)))
         ).all()
     return [(trial_id, payload, queue) for trial_id, payload, queue in rows]

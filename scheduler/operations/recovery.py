@@ -98,13 +98,19 @@ class Held:
         return trial_id in self.queued or trial_id in self.unacked
 
 
-def _task_id(raw: Any) -> str | None:
+def _delivery(raw: Any) -> tuple[str, str] | None:
+    """An unacknowledged delivery's task id and the queue it came from (its routing key)."""
     try:
-        message, _exchange, _routing_key = json.loads(raw)
+        message, _exchange, routing_key = json.loads(raw)
         found = message["headers"]["id"]
     except (ValueError, TypeError, KeyError):
         return None  # not a Celery message of ours: none of our business
-    return found if isinstance(found, str) else None
+    return (found, routing_key) if isinstance(found, str) else None
+
+
+def _task_id(raw: Any) -> str | None:
+    delivery = _delivery(raw)
+    return delivery[0] if delivery else None
 
 
 def broker_holdings(client: redis.Redis, queues: Iterable[str]) -> Held:
@@ -204,13 +210,7 @@ def stranded_pending(*, engine: Engine, client: redis.Redis, older_than: float) 
 def _unacked_pending(engine: Engine, client: redis.Redis) -> dict[str, int]:
     """Per queue: the pending trials whose message waits unacknowledged (a worker took it
     and has not claimed the trial yet)."""
-    routes: dict[str, str] = {}
-    for raw in client.hvals(UNACKED):
-        try:
-            message, _exchange, routing_key = json.loads(raw)
-            routes[message["headers"]["id"]] = routing_key
-        except (ValueError, TypeError, KeyError):
-            continue  # not a Celery message of ours
+    routes = dict(d for d in map(_delivery, client.hvals(UNACKED)) if d is not None)
     counts: dict[str, int] = {}
     for trial_id in pending_of_active_sweeps(engine=engine, trial_ids=routes):
         counts[routes[trial_id]] = counts.get(routes[trial_id], 0) + 1
