@@ -6,6 +6,7 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 
+from mcp_farm.scenarios.cassette.launch import probe_refusal
 from mcp_farm.scenarios.cassette.tape import load_cassette
 from mcp_farm.schema import (
     PromptConfig,
@@ -57,14 +58,27 @@ def load_suite(name: str) -> Suite:
     path = suite_path(name)
     try:
         stamp = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        if path.is_absolute() or path.parent == SUITES_DIR:
+            stamp = -1  # let the loader report the missing file with its path
+        else:
+            # A sweep's `suites:` path is not read beside the sweep file, unlike `sandbox: ./…`:
+            # say from where it was read, so the fix is plain.
+            raise ScenarioError(
+                name,
+                "",
+                f"file not found: a suite path is read from the working folder ({Path.cwd()}), "
+                "not from the sweep file's folder; give it from the working folder or as an "
+                "absolute path",
+            ) from None
     except (OSError, ValueError):
-        stamp = -1  # let the loader report the missing file (or unusable path) with its path
+        stamp = -1  # let the loader report the unusable path with its path
     return _load_suite(path, stamp)
 
 
 @lru_cache(maxsize=32)
 def _load_suite(path: Path, _stamp: int) -> Suite:
-    suite = with_sandbox_paths(load_yaml_model(Suite, path), path)
+    suite = with_suite_grading(with_sandbox_paths(load_yaml_model(Suite, path), path))
     problems = structural_problems(suite, str(path))
     if problems:
         raise problems[0]
@@ -89,6 +103,51 @@ def with_sandbox_paths(suite: Suite, path: Path) -> Suite:
     suite file's folder, so a worker finds it whatever its working folder."""
     base = path.resolve().parent
     return suite.model_copy(update={"servers": [_resolved(s, base) for s in suite.servers]})
+
+
+def with_suite_grading(suite: Suite) -> Suite:
+    """The suite with its `grade_by` given to each scenario that has probes and no
+    `grade_by` of its own (a scenario without probes is graded by its calls)."""
+    if suite.grade_by is None:
+        return suite
+    scenarios = [
+        s.model_copy(update={"grade_by": suite.grade_by}) if s.probes and s.grade_by is None else s
+        for s in suite.scenarios
+    ]
+    return suite.model_copy(update={"scenarios": scenarios})
+
+
+def _probe_problems(
+    i: int, scenario: Scenario, servers: dict[str, ServerDef], source: str
+) -> list[SpecError]:
+    """Probes that name a server the scenario does not attach, leave the server out where it
+    attaches several (a read call may: one server lists the tool), look in a sandbox the
+    server does not have, or look at a server served from its cassette (`replay:`)."""
+    problems: list[SpecError] = []
+    places = [(f"turns[{t}].state", turn.state) for t, turn in enumerate(scenario.turns)]
+    for at, probes in [*places, ("state", scenario.state)]:
+        for k, probe in enumerate(probes):
+            field = f"scenarios[{i}].{at}[{k}]"
+            name_ = probe.server
+            if name_ is None and len(scenario.servers) == 1:
+                name_ = scenario.servers[0]
+            if name_ is None:
+                if probe.kind != "call":
+                    problems.append(ScenarioError(source, field, "name the `server` to look at"))
+                continue
+            if name_ not in scenario.servers:
+                problems.append(
+                    ScenarioError(source, f"{field}.server", f"{name_!r} is not attached")
+                )
+                continue
+            found = servers.get(name_)
+            if found is not None and found.replay is not None:
+                problems.append(ScenarioError(source, field, probe_refusal(name_, probe.kind)))
+            elif probe.kind in ("file", "sqlite") and found is not None and found.sandbox is None:
+                problems.append(
+                    ScenarioError(source, field, f"server {name_!r} has no sandbox to look in")
+                )
+    return problems
 
 
 def sandbox_source(server: ServerDef) -> Path | None:
@@ -207,6 +266,7 @@ def structural_problems(suite: Suite, source: str) -> list[SpecError]:
                 )
         problems += _answer_problems(suite, i, scenario, source)
         problems += _setup_problems(i, scenario, servers, source)
+        problems += _probe_problems(i, scenario, servers, source)
         for at, steps in scenario.step_lists():
             for field, problem in order_problems(steps, at):
                 problems.append(ScenarioError(source, f"scenarios[{i}].{field}", problem))

@@ -1,5 +1,6 @@
 """Check a suite against the tools its servers list: every tool a scenario names must be one
-its servers offer, and an array or object matcher must judge an argument the tool takes as one.
+its servers offer (a conversation's first tool-list `trigger:` too), and an array or object
+matcher must judge an argument the tool takes as one.
 
 Pure: the tool lists come in (`farm scenarios validate` starts the servers to get them);
 a server whose list is missing is not judged here.
@@ -34,7 +35,11 @@ def tool_problems(suite: Suite, source: str, tools: ToolSchemas) -> list[SpecErr
         if scenario.open_tools:  # its servers change with the tool set; no tool is named
             continue
         if any(turn.event for turn in scenario.turns):
-            continue  # its tool list changes mid-session: the list at start is not the rule
+            # Its tool list changes mid-session: the list at start is not the rule, except
+            # for the first trigger, which is called on that list.
+            found = _setup_problems(scenario, tools) + _trigger_problems(scenario, tools)
+            problems += [SpecError(source, f"scenarios[{i}].{f}", p) for f, p in found]
+            continue
         found = _setup_problems(scenario, tools) + _step_problems(scenario, tools)
         found += _extra_problems(scenario, tools)
         problems += [SpecError(source, f"scenarios[{i}].{f}", p) for f, p in found]
@@ -64,6 +69,20 @@ def _setup_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, s
         if problem:
             found.append((f"setup[{k}].tool", problem))
     return found
+
+
+def _trigger_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, str]]:
+    """The first turn trigger's tool, when no attached server lists it at the start (a later
+    trigger may call a tool an earlier change brought, so it is judged at run time only)."""
+    for t, turn in enumerate(scenario.turns):
+        if turn.trigger is None:
+            continue
+        call = turn.trigger
+        if call.server is None and len(scenario.servers) > 1:
+            return []  # which server it calls is a structural problem of its own
+        problem = _unlisted(call.tool, [call.server or scenario.servers[0]], tools)
+        return [(f"turns[{t}].trigger.tool", problem)] if problem else []
+    return []
 
 
 def _step_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, str]]:

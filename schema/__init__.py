@@ -35,7 +35,11 @@ if TYPE_CHECKING:
         StoreError,
     )
     from mcp_farm.schema.expect import (
+        GradeBy,
+        ProbeResult,
         Route,
+        StateProbe,
+        StateVerdict,
         ToolChoice,
         ToolOption,
         order_problems,
@@ -135,7 +139,10 @@ if TYPE_CHECKING:
         UserCard,
     )
     from mcp_farm.schema.vocab import (
+        CONTROL_META,
         OUTCOMES,
+        RESTORE_TOOL,
+        SNAPSHOT_TOOL,
         UNGRADED,
         AdapterName,
         ElicitAction,
@@ -244,6 +251,13 @@ _HOMES: dict[str, str] = {
     "UserArm": "mcp_farm.schema.usercard",
     "FailureSource": "mcp_farm.schema.usercard",
     "StateCheck": "mcp_farm.schema.usercard",
+    "CONTROL_META": "mcp_farm.schema.vocab",
+    "RESTORE_TOOL": "mcp_farm.schema.vocab",
+    "SNAPSHOT_TOOL": "mcp_farm.schema.vocab",
+    "GradeBy": "mcp_farm.schema.expect",
+    "ProbeResult": "mcp_farm.schema.expect",
+    "StateProbe": "mcp_farm.schema.expect",
+    "StateVerdict": "mcp_farm.schema.expect",
     "UserCard": "mcp_farm.schema.usercard",
     "AdapterName": "mcp_farm.schema.vocab",
     "OUTCOMES": "mcp_farm.schema.vocab",
@@ -258,6 +272,7 @@ _HOMES: dict[str, str] = {
 """Where each name of this face lives."""
 
 __all__ = [
+    "CONTROL_META",
     "DEFAULT_RESULT_CHARS",
     "ENV_PLACEHOLDER",
     "FILLED_BY_FIELD",
@@ -268,6 +283,8 @@ __all__ = [
     "MATCH_BUDGET_S",
     "NO_USER_SUFFIX",
     "OUTCOMES",
+    "RESTORE_TOOL",
+    "SNAPSHOT_TOOL",
     "STOP_MARKER",
     "UNGRADED",
     "AdapterName",
@@ -287,6 +304,7 @@ __all__ = [
     "FewShot",
     "Gate",
     "GenerationParams",
+    "GradeBy",
     "Grounding",
     "IgnoreRules",
     "JudgeScore",
@@ -298,6 +316,7 @@ __all__ = [
     "Outcome",
     "ParamMatcher",
     "PatternTimeout",
+    "ProbeResult",
     "PromptConfig",
     "ResetCall",
     "Route",
@@ -313,6 +332,8 @@ __all__ = [
     "SharedLaunch",
     "SpecError",
     "StateCheck",
+    "StateProbe",
+    "StateVerdict",
     "StepVerdict",
     "StopReason",
     "StoreError",

@@ -18,6 +18,8 @@ recorded as `harness_error` with its traceback, never retried, and shown in red.
         ├── InfraError               not the model's fault: recorded as `infra_error`, retried
         │   └── SlotBusy             mcp_farm.workers.node.slots: every endpoint slot stayed taken
         ├── AdapterError             a model target this worker cannot serve
+        ├── GrammarDeadEnd           mcp_farm.workers.model.constrain.sampler: a grammar
+        │                            allowed no token (llama.cpp's own path aborts)
         └── UnreadableJson           mcp_farm.workers.model.safejson: a reply is not JSON
 """
 

@@ -1,4 +1,5 @@
-"""What a scenario expects of the agent's calls: the steps, the tools each accepts, the matchers.
+"""What a scenario expects of the agent's calls (the steps, the tools each accepts, the
+matchers) and of the world afterwards (`state:` probes, `grade_by`; docs/state.md).
 
 Matchers nest: `items`, `contains`, `keys` and `optional` hold matchers of their own, so an
 argument that is an array or an object is judged piece by piece. Every nested matcher is
@@ -7,10 +8,11 @@ validated like a top-level one (a bad regular expression three levels down still
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BaseModel, Discriminator, Field, Tag, field_validator, model_validator
 
 from mcp_farm.schema.parse.patterns import json_schema_problem
 from mcp_farm.schema.parse.regexes import checked_regex
@@ -151,7 +153,11 @@ class ParamMatcher(Strict):
         if len(selectors) > 1:
             raise ValueError("give one of `from_key` and `from_regex`, not both")
         if "from_turn" in self.model_fields_set and given != ("derived_from_step",):
-            raise ValueError("`from_turn` only goes with `derived_from_step`")
+            raise ValueError(
+                "`from_turn` only goes with `derived_from_step`: it names the turn, "
+                "`derived_from_step` the step of that turn whose result holds the value, as in "
+                "{derived_from_step: 0, from_turn: 0, from_key: id}"
+            )
         for name in NO_OPTIONAL_INSIDE:
             if any(child.kind == "optional" for child in self._children(name)):
                 raise ValueError(
@@ -279,8 +285,17 @@ class ExpectedCall(Strict):
     On a `one_of` step, the block shared by the alternatives that have no `params` of their own."""
     after: list[int] | None = None
     """Steps (0-based, earlier in the list) whose calls must all come before this step's call.
-    Left out: the previous step in an `ordered` scenario, no step in an `unordered` one.
-    `after: [0]` on two steps lets them run in either order once step 0 is done."""
+    Left out: the previous step in an `ordered` scenario, no step in an `unordered` one, and
+    in either the steps its chained values come from (in this turn). `after: [0]` on two
+    steps lets them run in either order once step 0 is done, under any call counting."""
+    idempotent: bool = False
+    """Doing this step again changes nothing (a lookup, setting a value to what it already
+    is): under `calls: strict` a further call that also meets it is no mistake, nor is a copy
+    of one. A tool its server marks `readOnlyHint: true` is treated so without this."""
+    known_from_earlier: bool = False
+    """In a conversation: an earlier turn's call that met this step (the same call, with a
+    result that was no error) may do it, when this turn makes no call of its tools ("I
+    already looked that up")."""
     expect_error: bool = False
     """The call must come back as an error (a step that tests how the agent copes with one).
     Otherwise a call that returned an error does not count as this step."""
@@ -323,7 +338,19 @@ class ExpectedCall(Strict):
         """The steps that must come before this one, step `index` of a scenario in `order`."""
         if self.after is not None:
             return self.after
-        return [index - 1] if order == "ordered" and index > 0 else []
+        listed = [index - 1] if order == "ordered" and index > 0 else []
+        return sorted(set(listed) | self.own_sources())
+
+    def own_sources(self) -> set[int]:
+        """The steps of this step's own list its chained values come from (those taken from an
+        earlier turn, `from_turn`, aside)."""
+        return {
+            m.derived_from_step
+            for _at, block in self.param_blocks()
+            for top in block.values()
+            for _where, m in top.nested()
+            if m.derived_from_step is not None and m.from_turn is None
+        }
 
     def sources(self) -> set[int]:
         """The steps this step's chained values come from."""
@@ -383,3 +410,160 @@ class Route(Strict):
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
         return checked_regex(pattern)
+
+
+# State probes (`state:`): what the world became after a trial or a turn (docs/state.md).
+
+GradeBy = Literal["calls", "state", "both"]
+"""What decides a trial's outcome: its calls (the steps), its `state:` probes, or both. Left
+out: `calls` where no probe is written, `both` where one is."""
+
+ProbeRead = Literal["text", "json", "structured"]
+"""How a read call's result becomes the value a probe judges: its text, its text decoded as
+JSON, or its `structuredContent`."""
+
+ProbeKind = Literal["call", "snapshot", "file", "sqlite"]
+
+_SELECT = re.compile(r"^\s*(select|with)\b", re.IGNORECASE)
+
+
+class StateProbe(Strict):
+    """One look at a server's state, and what must be found there (`state:` of a scenario or
+    a turn). Give exactly one of `tool` (a read call), `snapshot: true` (the fixture server's
+    hidden snapshot document), `file` (a file or folder in the server's sandbox) or `sqlite`
+    (a SQLite file in the sandbox, with `query`)."""
+
+    server: str | None = None
+    """The attached server to look at; may be left out when the scenario attaches one server
+    (or, for `tool`, when one attached server lists it)."""
+    tool: str | None = None
+    """A read call the farm makes: the tool's name as the server lists it."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """The read call's arguments."""
+    read: ProbeRead = "text"
+    """How the read call's result is judged: `text`, `json` (the text decoded) or
+    `structured` (its `structuredContent`)."""
+    snapshot: bool = False
+    """The fixture server's state as a document, from its hidden `farm_snapshot` tool."""
+    file: str | None = None
+    """A path inside the server's sandbox: a file gives its text, a folder the sorted names
+    of its entries (a sub-folder's with a trailing `/`), a missing path `null`."""
+    sqlite: str | None = None
+    """A SQLite file inside the server's sandbox, opened read-only."""
+    query: str | None = None
+    """With `sqlite`: one SELECT; its rows, each a list of column values."""
+    at: str | None = None
+    """A JSON path (`notes[0].body`, `rows[1]`) to the part of the value that is judged;
+    a path that leads nowhere finds `null`."""
+    expect: ParamMatcher
+    """What the value (or the part `at` names) must be: any matcher a step's argument takes
+    (a bare value is `exact`)."""
+    label: str = ""
+    """How the probe is named in verdicts; left out, one is made from what it looks at."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_expect(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "expect" in data and not isinstance(data["expect"], dict):
+            return data | {"expect": {"exact": data["expect"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> StateProbe:
+        given = [k for k, on in (("tool", self.tool), ("snapshot", self.snapshot)) if on] + [
+            k for k in ("file", "sqlite") if getattr(self, k) is not None
+        ]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of `tool`, `snapshot: true`, `file` and `sqlite` "
+                f"(got {', '.join(given) or 'none'})"
+            )
+        if self.tool is None and (self.arguments or self.read != "text"):
+            raise ValueError("`arguments` and `read` are for a `tool` probe (a read call)")
+        if (self.sqlite is None) != (self.query is None):
+            raise ValueError("`sqlite` and `query` go together")
+        if self.query is not None and (
+            not _SELECT.match(self.query) or ";" in self.query.strip().rstrip(";")
+        ):
+            raise ValueError("`query` must be one SELECT (the file is opened read-only)")
+        for where, path in (("file", self.file), ("sqlite", self.sqlite)):
+            if path is not None and (path.startswith("/") or ".." in path.split("/")):
+                raise ValueError(f"`{where}` is a path inside the sandbox: relative, no `..`")
+        for below, m in self.expect.nested():
+            if m.derived_from_step is not None or m.from_turn is not None:
+                raise ValueError(f"expect{below}: a probe cannot take a value from a step")
+        return self
+
+    @property
+    def kind(self) -> ProbeKind:
+        if self.tool is not None:
+            return "call"
+        if self.snapshot:
+            return "snapshot"
+        return "file" if self.file is not None else "sqlite"
+
+    @property
+    def name(self) -> str:
+        """The label, or one made from what the probe looks at."""
+        if self.label:
+            return self.label
+        where = f"{self.server}." if self.server else ""
+        if self.tool is not None:
+            args = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
+            shown = f"{where}{self.tool}({args})"
+        elif self.snapshot:
+            shown = f"{where}snapshot"
+        elif self.file is not None:
+            shown = f"{where}file {self.file}"
+        else:
+            shown = f"{where}sqlite {self.sqlite}: {self.query}"
+        return f"{shown} at {self.at}" if self.at else shown
+
+
+class ProbeResult(BaseModel):
+    """One probe as the farm ran it: what it expected, what it found, and whether that fits."""
+
+    version: int = 1
+    """Version of this record's shape."""
+    turn: int | None = None
+    """The turn (0-based) after which it ran; None: at the end of the trial."""
+    label: str
+    """The probe's name (StateProbe.name)."""
+    kind: ProbeKind
+    expected: str
+    """The matcher, as JSON."""
+    found: str
+    """The value found (JSON, cut to a few thousand characters); empty when it could not be
+    read."""
+    problem: str | None = None
+    """None: the value fits; else why not, in words."""
+
+    @property
+    def passed(self) -> bool:
+        return self.problem is None
+
+
+class StateVerdict(BaseModel):
+    """How a trial's state and calls compared (None on a trial with no probes)."""
+
+    version: int = 1
+    """Version of this record's shape."""
+    grade_by: GradeBy
+    """What decided the outcome."""
+    passed: bool
+    """Every probe fit."""
+    calls_passed: bool
+    """The calls alone passed (the outcome a calls-only grade would give was `pass`, or
+    `output_mismatch`: the tools were right)."""
+    calls_outcome: str
+    """The outcome the calls alone gave."""
+    other_path: bool = False
+    """The state passed and the calls did not: another path reached the expected state
+    (recorded beside the outcome, which `grade_by` decides; docs/state.md)."""
+    diverged: list[int] = Field(default_factory=list)
+    """Turns (0-based) that started from a state the probes found diverged, because a failed
+    turn before them could not be set back (no reset for its server)."""
+    restored: list[int] = Field(default_factory=list)
+    """Failed turns (0-based) whose state the farm set back before `continue` went on."""
+    probes: list[ProbeResult] = Field(default_factory=list)
+    """Every probe run, after each turn and at the end."""

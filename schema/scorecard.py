@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 12
+SCORECARD_VERSION = 15
 ANCHOR_THRESHOLD = 0.85
 """The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
 set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
@@ -74,6 +74,16 @@ class Row(Frozen):
     did a step: the model recovered instead of giving up."""
     recovery_rate: float | None = None
     """recovered / errored: the recovery rate; null when no call failed."""
+    probed: int = 0
+    """Graded trials with `state:` probes (docs/state.md)."""
+    state_passes: int = 0
+    """Of those, the trials whose probes all fit."""
+    state_rate: float | None = None
+    """state_passes / probed: the state pass rate, beside the pass rate; null without probes.
+    Disagreement: `outcomes["wrong_state"]` (calls passed, state did not) and `other_path`."""
+    other_path: int = 0
+    """Trials whose state passed while their calls did not (another path to the same state);
+    their outcome is the calls' own."""
 
 
 class ConfigExtras(Frozen):
@@ -352,6 +362,100 @@ class AnswerQuality(Frozen):
         return [r for r in self.rows if r.dimension == dimension]
 
 
+class LevelPoint(Frozen):
+    """One tool-list level of one configuration: its rates, and the fitted curve there."""
+
+    tool_count: int
+    label: str
+    """The configuration label of the level (prompt id + `@tools=…,desc=…,names=…`)."""
+    n: int
+    passes: int
+    rate: float | None
+    low: float
+    high: float
+    """Wilson 95% interval of the pass rate."""
+    first_rate: float | None
+    """First-try pass rate (null where not known)."""
+    wrong_tool: int
+    """Graded trials whose outcome was `wrong_tool` (a distractor called, among others)."""
+    wrong_rate: float | None
+    wrong_low: float
+    wrong_high: float
+    """The wrong-tool rate and its Wilson 95% interval."""
+    fitted: float | None
+    fitted_low: float | None
+    fitted_high: float | None
+    """The fitted curve's pass rate at this tool count, with its 95% band."""
+
+
+class Curve(Frozen):
+    """Pass rate against tool count for one model × prompt × descriptions × names: a logistic
+    curve in log2(1 + tool count), its slope with an interval, and where it crosses a threshold
+    (docs/robustness.md)."""
+
+    model: str
+    prompt: str
+    """The prompt config's id, without the level."""
+    descriptions: str
+    names: str
+    points: list[LevelPoint]
+    slope: float | None
+    """Change of the log-odds of a pass per doubling of (1 + tool count); null with one level."""
+    slope_low: float | None
+    slope_high: float | None
+    """95% Wald interval of the slope."""
+    threshold: float
+    """The sweep's `tool_list.threshold`."""
+    below_at: int | None
+    """The smallest tool count whose observed pass rate is below the threshold; null if none."""
+    crossing: float | None
+    """The tool count at which the fitted curve falls to the threshold; null when it does not
+    within the levels measured."""
+
+
+class SelectionRecall(Frozen):
+    """Tool selection before the model (a prompt config's `select:`) in one model × prompt
+    config: how often the selection held the tools the user's messages called for, and whose
+    failure each failed trial was (docs/robustness.md, "Tool selection")."""
+
+    model: str
+    prompt: str
+    method: str
+    """The selection's method (`bm25`, `embedding`) and, for an embedding, its model."""
+    k: int
+    """How many tools each selection showed."""
+    trials: int
+    """Graded trials with at least one user message that called for a tool."""
+    held: int
+    """Of them, those in which every message's selection held all the tools it called for."""
+    rate: float | None
+    low: float | None
+    high: float | None
+    """held / trials with its Wilson 95% interval; null without trials."""
+    messages: int
+    """User messages that called for a tool (a scripted turn's expected tools; for a
+    simulated user's message, the scenario's expected tools not called yet)."""
+    messages_held: int
+    """Of them, those whose selection held all of those tools."""
+    message_rate: float | None
+    message_low: float | None
+    message_high: float | None
+    """messages_held / messages with its Wilson 95% interval (messages of one trial are not
+    independent: read it as a description, the trial share as the measure)."""
+    failures: int
+    """Graded trials that did not pass."""
+    selector_missed: int
+    """Failed trials in which some message's selection lacked a tool it called for: the
+    selector's failure (the model could not call what it was not shown)."""
+    model_failed: int
+    """Failed trials in which every selection held its tools: the model's failure, with the
+    tools shown."""
+    held_passes: int
+    """Passed trials among `held`."""
+    held_pass_rate: float | None
+    """held_passes / held: the pass rate when the selector did its part; null without any."""
+
+
 class Scorecard(Frozen):
     schema_version: int = SCORECARD_VERSION
     sweep_id: str
@@ -375,6 +479,12 @@ class Scorecard(Frozen):
     simulated_users: list[SimulatedUsers] = Field(default_factory=list)
     """Per config with simulated-user scenarios: pass rates with and without user errors, and
     failures by source; empty for a sweep without a simulated user."""
+    robustness: list[Curve] = Field(default_factory=list)
+    """Per configuration run at several tool counts (a sweep's `tool_list`): the curve of pass
+    rate against tool count; empty for a sweep without the axis."""
+    selection: list[SelectionRecall] = Field(default_factory=list)
+    """Per configuration whose prompt selects tools before the model: selection recall and
+    failures split between selector and model; empty for a sweep without selection."""
     left_cassette: Literal["count", "exclude"] = "count"
     """How trials that left their cassette are counted (the sweep's `left_cassette`): `count`
     like any trial, or `exclude`d from every row's rates, outcomes and latency; how many there

@@ -28,7 +28,16 @@ class Settings(BaseSettings):
     """Where bundled GGUF files are assembled on first use (FARM_MODEL_CACHE_DIR)."""
 
     server_start_timeout_s: float = 30.0
-    """How long an MCP server may take to start and list its tools (FARM_SERVER_START_TIMEOUT_S)."""
+    """CPU seconds an MCP server's processes may use to start and list their tools
+    (FARM_SERVER_START_TIMEOUT_S); a start-up that gets no CPU time for this long (30 s at
+    least) is hung; a server at a URL, with no process here, gets this many wall seconds. Never
+    charged to a scenario's `time_limit_s`."""
+
+    server_fork: bool = True
+    """Start Python MCP servers run by the farm's own interpreter (`python -m …`, `python
+    script.py`) as forks of a warm interpreter that has the MCP SDK imported, saving most of
+    each start's CPU (FARM_SERVER_FORK; workers/mcp/launch/). Any other server starts as a
+    fresh process either way."""
 
     worker_tag: str = "cpu"
     """The hardware tag of this process when it runs trials (FARM_WORKER_TAG); a distributed
@@ -44,6 +53,11 @@ class Settings(BaseSettings):
     """Before a sweep starts, ask every `openai` model's endpoint for its model list and stop
     when it is unreachable or does not serve the model (FARM_PREFLIGHT; `--no-preflight`). Turn
     it off when only the workers can reach an endpoint."""
+
+    user_check: bool = True
+    """Before a sweep with a simulated user starts, ask its user model the calibration's canned
+    agent questions and stop when a reply does not play the user (FARM_USER_CHECK;
+    `--no-user-check`; docs/simulated-user.md, "Calibration")."""
 
     preflight_timeout_s: float = 5.0
     """How long that check waits for an endpoint to answer (FARM_PREFLIGHT_TIMEOUT_S)."""

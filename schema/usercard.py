@@ -27,6 +27,13 @@ NO_USER_SUFFIX = "-nouser"
 """Added to the prompt config's id on the trials of the `no_user` arm, so every scorecard and
 comparison shows them as a configuration of their own."""
 
+MAX_USER_MESSAGES = 40
+"""User messages one conversation may hold, the opening included: a scripted conversation's
+`turns` and a simulated user's `max_turns` alike. Each message is at least one model reply
+(and for a simulated user one user-model reply), so the limit keeps one trial's cost bounded
+and the transcript readable; 40 is well above any conversation a person has with an
+assistant about one task."""
+
 STOP_MARKER = "###STOP###"
 """What the simulated user writes, as the guideline tells it, when the conversation is over."""
 
@@ -47,9 +54,9 @@ class UserCard(Strict):
     """Things the user does not know: asked about them, it answers "I don't know"."""
     satisfied_when: str = Field(min_length=1)
     """When the user's goal is met and it ends the conversation (with the stop marker)."""
-    max_turns: int = Field(default=6, ge=1, le=40)
-    """User messages at most, the opening included; the conversation ends after the agent's
-    reply to the last one."""
+    max_turns: int = Field(default=6, ge=1, le=MAX_USER_MESSAGES)
+    """User messages at most, the opening included (at most MAX_USER_MESSAGES, as a scripted
+    conversation's turns); the conversation ends after the agent's reply to the last one."""
     frozen: list[str] | None = None
     """A frozen user (`farm users freeze`): the messages after the opening that a recorded
     simulated user sent, replayed in order whatever the agent says; no user model is asked.

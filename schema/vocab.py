@@ -38,6 +38,7 @@ Outcome = Literal[
     "wrong_params",
     "wrong_sequence",
     "tool_loop",
+    "wrong_state",
     "output_mismatch",
     "pass",
 ]
@@ -45,7 +46,9 @@ Outcome = Literal[
 conversation's turn that must ask the user for a missing detail, a tool was called instead.
 `forbidden_call` (before it: a forbidden call is the graver mistake): a call the scenario's `never:` names was made, or a destructive tool was
 called before the user confirmed (`confirm_destructive`), or a tool was called again after the
-user declined or cancelled its elicitation in the same turn."""
+user declined or cancelled its elicitation in the same turn. `wrong_state`: graded by state
+(`grade_by: state` or `both`), a `state:` probe did not find what it expects (e.g. an effect
+doubled) while the calls alone passed, or, by state alone, whatever the calls were."""
 
 ElicitAction = Literal["accept", "decline", "cancel"]
 """How the user answers a server's elicitation request (MCP `ElicitResult.action`)."""
@@ -67,3 +70,16 @@ StopReason = Literal[
     "harness_error",
 ]
 """Why the agent session ended."""
+
+# The fixture servers' control tools (docs/state.md). Kept here, in a module with no imports
+# of its own, because every fixture server process reads them at start-up.
+
+CONTROL_META = "mcp-farm/control"
+"""The `_meta` key a fixture server sets (true) on a tool only the farm may call: a snapshot
+of its state, a restore, a server-side trigger. The farm never shows such a tool to a model."""
+
+SNAPSHOT_TOOL = "farm_snapshot"
+"""The control tool a fixture server answers with its state as a JSON document."""
+
+RESTORE_TOOL = "farm_restore"
+"""The control tool that puts a fixture server back to a document `farm_snapshot` gave."""

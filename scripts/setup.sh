@@ -23,7 +23,7 @@ if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
 fi
 
 extras=local
-[ "${1:-}" = "--dev" ] && extras=local,server,dev
+[ "${1:-}" = "--dev" ] && extras=local,server,embed,dev
 # pip runs with -qq: errors only. A machine's own pip configuration may name index folders
 # that do not exist, and pip warns about each on every install; none of that is the farm's.
 # PYTHONWARNINGS: setuptools warns, in a ten-line banner, that an editable install may be

@@ -17,15 +17,34 @@ from mcp_farm.schema.db import make_engine
 PG_ADMIN = os.environ.get(
     "FARM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
-REDIS_TEST = os.environ.get("FARM_TEST_REDIS", "redis://127.0.0.1:6379/11")
+
+
+def _redis_for_this_process(base: str) -> str:
+    """The test Redis database of this pytest process: the base database from FARM_TEST_REDIS
+    when pytest runs alone, the base plus one plus the worker's index under pytest-xdist, so
+    parallel workers never flush each other's keys and the base stays free for a serial lane."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... under xdist
+    if not worker:
+        return base
+    prefix, _, db = base.rpartition("/")
+    return f"{prefix}/{int(db or 0) + 1 + int(worker.removeprefix('gw'))}"
+
+
+REDIS_TEST = _redis_for_this_process(os.environ.get("FARM_TEST_REDIS", "redis://127.0.0.1:6379/11"))
 SERVICE_FIXTURES = {"pg_engine", "redis_url"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that needs the test PostgreSQL or Redis, so `--fast` can leave it out."""
+    """Mark every test that needs the test PostgreSQL or Redis, so `--fast` can leave it out.
+
+    scripts/test.sh's fault lane collects tests/faults only: a fault test elsewhere would run
+    in no lane, so it stops the run."""
+    faults = Path(__file__).parent / "faults"
     for item in items:
         if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.services)
+        if item.get_closest_marker("faults") and faults not in item.path.parents:
+            raise pytest.UsageError(f"{item.nodeid}: fault tests live in tests/faults")
 
 
 def _unavailable(what: str, where: str, problem: object) -> None:

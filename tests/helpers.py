@@ -105,7 +105,10 @@ def ideal_call_problems(scenario: Scenario, result: TrialResult) -> list[str]:
     and must have worked (or failed, for a step with `expect_error`). A misconfigured server (a
     wrong sandbox, missing data) shows up here whatever the grade says. On a scenario with
     routes, the steps are those of the route the trial took; in a conversation, those of every
-    turn's first route."""
+    turn's first route. In a scenario that scripts any `elicit` answer, a request no entry
+    answered (a typo in `field:` or `message:`) is a problem too: it was declined unscripted,
+    which the ideal agent's pass would otherwise hide."""
+    unscripted = _unscripted(scenario, result)
     if scenario.turns:
         views = [scenario.turn_scenario(i).ways()[0][1] for i in range(len(scenario.turns))]
         scenario = views[0].model_copy(update={"expect": [s for v in views for s in v.expect]})
@@ -117,7 +120,19 @@ def ideal_call_problems(scenario: Scenario, result: TrialResult) -> list[str]:
     ]
     if len(result.tool_calls) != len(scenario.expect):
         problems.append(f"{len(result.tool_calls)} call(s) for {len(scenario.expect)} step(s)")
-    return problems
+    return problems + unscripted
+
+
+def _unscripted(scenario: Scenario, result: TrialResult) -> list[str]:
+    """Elicitations declined as unscripted, in a scenario that scripts any answer."""
+    if not (scenario.elicit or any(turn.elicit for turn in scenario.turns)):
+        return []
+    return [
+        f"{e.server} asked {e.message!r} (turn {e.turn + 1}) and no `elicit` entry answered it: "
+        "check its `field:` and `message:` against the request"
+        for e in result.elicitations
+        if not e.scripted
+    ]
 
 
 def scripted(script: list[dict[str, Any]], model_id: str = "scripted") -> ModelTarget:
@@ -160,6 +175,18 @@ def wait_until_serving(
             pass
         time.sleep(0.3)
     pytest.fail(f"{name} did not answer at {url} within {seconds:g} s")
+
+
+def stop_server(proc: subprocess.Popen[Any]) -> None:
+    """Stop a server started by hand: asked first, killed if it is still there after 10 s. A
+    server at 2026-07-28 waits on SIGTERM for open `subscriptions/listen` streams, and a test
+    module's warm pool (which holds them) closes after the module's server fixtures."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 def run_ideal_first(folder: Path, suite: Path, **settings: Any) -> TrialResult:

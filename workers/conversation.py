@@ -1,10 +1,12 @@
-"""A conversation: the user's turns sent one after another on the same MCP sessions and the
-same message history, each turn graded as it ends so that `continue` can carry on from the
-expected state after a failed one (docs/conversations.md)."""
+"""A trial's turns sent one after another on the same MCP sessions and the same message history,
+each turn graded as it ends so that `continue` can carry on from the expected state after a
+failed one (docs/conversations.md). A one-prompt scenario runs here too, as one turn
+(`Scenario.dialogue`): this is the one place a turn is run and graded as it ends."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from mcp import MCPError
 
@@ -21,7 +23,8 @@ from mcp_farm.schema import (
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.conversation import ENDS, NOT_GRADED, done_steps, grade_turn
-from mcp_farm.workers.mcp.connections import Connected, elicit_problem, refusal
+from mcp_farm.workers.mcp.connections import Connected, elicit_problem, refusal, reselect
+from mcp_farm.workers.mcp.probes import Saved, run_probes
 from mcp_farm.workers.mcp.relist import trigger_change
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
@@ -31,7 +34,9 @@ from mcp_farm.workers.session import (
     recorded,
     reply_loop,
     setup_owner,
+    show_tools,
 )
+from mcp_farm.workers.state import turn_by_state
 
 
 async def run_conversation(
@@ -45,76 +50,137 @@ async def run_conversation(
     reply_limit_s: float | None,
     on_failure: OnTurnFailure,
 ) -> None:
-    """Send every turn of `scenario` in order; stop after a failed turn, or (`continue`) make
-    its expected calls and show the model the expected turn before the next one. Each turn is
-    recorded in `state.turn_results`; the history the model sees is kept apart from the stored
-    transcript, which also holds the model's own replies to a failed turn."""
-    tools = list(conn.tools.values())
-    schemas = {t.tool: t.input_schema for t in tools}
-    history = opening_messages(prompt, scenario.user_for(0, variant), tools, conn.instructions)
-    state.transcript = list(history)
-    for i in range(len(scenario.turns)):
-        if i:
-            said = Message(role="user", content=scenario.user_for(i, variant))
-            history.append(said)
-            state.transcript.append(said)
-        start = len(history)
-        state.stop_reason, state.final_answer, state.format_error = None, None, None
-        turn = TurnResult(
-            index=i,
-            user=scenario.user_for(i, variant),
-            first_call=len(state.calls),
-            stop_reason="harness_error",  # until the model's part of the turn ends
-            outcome="harness_error",  # graded below, and again with the whole trial
-            detail=NOT_GRADED,
+    """Send every turn of `scenario` (a one-prompt scenario's one) in order; stop after a failed
+    turn, or (`continue`) make its expected calls and show the model the expected turn before
+    the next one. Each turn is recorded in `state.turn_results`; the history the model sees is
+    kept apart from the stored transcript, which also holds the model's own replies to a failed
+    turn."""
+    # Graded by state, a failed turn is set back before `continue` goes on (docs/state.md); the
+    # kept states are scratch folders, removed however the conversation ends.
+    saves = Saved() if on_failure == "continue" and scenario.grading != "calls" else None
+    try:
+        await reselect(
+            conn, scenario.user_for(0, variant), scenario.turn_scenario(0).expected_tools
         )
-        state.turn_results.append(turn)
-        added, removed = set(conn.added), dict(conn.removed)
-        try:
-            view = scenario.turn_scenario(i)
-            conn.asked.turn, conn.asked.script = i, list(view.elicit)
-            await _event(scenario, i, conn)
-            await reply_loop(state, history, view, prompt, client, conn, seed, reply_limit_s)
-        finally:
-            state.transcript.extend(history[start:])
-            turn.call_count = len(state.calls) - turn.first_call
-            turn.answer = state.final_answer
-            turn.stop_reason = state.stop_reason or "turn_limit"
-            turn.tools_added = sorted(conn.added - added)
-            turn.tools_removed = sorted(set(conn.removed) - set(removed))
-        schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
-        detail = state.format_error or state.limit_detail or ""
-        done = state.turn_results[:i]
-        verdict = grade_turn(
-            scenario,
-            i,
-            turn,
-            done,
-            state.calls,
-            schemas,
-            detail,
-            state.destructive,
-            conn.asked.exchanges,
-        )
-        turn.outcome, turn.detail = verdict.outcome, verdict.detail
-        if verdict.outcome == "pass" or i == len(scenario.turns) - 1:
-            continue
-        if verdict.outcome in ENDS or on_failure == "stop":
-            return
-        turn.model_steps = done_steps(scenario, i, turn, done, state.calls, schemas)
-        expected = await _expected_turn(scenario, i, conn, turn, state.calls)
-        if turn.farm_problem:
-            # Later turns would start from a state the scenario did not plan for: they are not
-            # sent, as under `stop`, and the trial's detail says why (docs/conversations.md).
-            return
-        del history[start:]
-        history.extend(expected)
-        state.transcript.extend(expected)
+        tools = list(conn.tools.values())
+        schemas = {t.tool: t.input_schema for t in tools}
+        diverged = False
+        history = opening_messages(prompt, scenario.user_for(0, variant), tools, conn.instructions)
+        state.transcript = list(history)
+        last = len(scenario.dialogue()) - 1
+        for i in range(last + 1):
+            if i:
+                asked = scenario.user_for(i, variant)
+                if await reselect(conn, asked, scenario.turn_scenario(i).expected_tools):
+                    show_tools(state, history, prompt, conn)
+                said = Message(role="user", content=asked)
+                history.append(said)
+                state.transcript.append(said)
+            start = len(history)
+            turn = _open_turn(state, scenario, i, variant)
+            added, removed = set(conn.added), dict(conn.removed)
+            try:
+                view = scenario.turn_scenario(i)
+                conn.asked.turn, conn.asked.script = i, list(view.elicit)
+                conn.asked.turn_entries = len(view.elicit) - len(scenario.elicit)
+                await _event(scenario, i, conn)
+                turn.diverged, diverged = diverged, False
+                if saves is not None:
+                    await saves.save(conn)
+                await reply_loop(state, history, view, prompt, client, conn, seed, reply_limit_s)
+            finally:
+                state.transcript.extend(history[start:])
+                turn.call_count = len(state.calls) - turn.first_call
+                turn.answer = state.final_answer
+                turn.stop_reason = state.stop_reason or "turn_limit"
+                turn.tools_added = sorted(conn.added - added)
+                turn.tools_removed = sorted(set(conn.removed) - set(removed))
+            schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
+            await _grade(state, scenario, i, turn, schemas, conn)
+            outcome, _ = turn_by_state(scenario, turn)
+            if outcome == "pass" or i == last:
+                continue
+            if outcome in ENDS or on_failure == "stop":
+                return
+            done = state.turn_results[:i]
+            turn.model_steps = done_steps(scenario, i, turn, done, state.calls, schemas)
+            if saves is not None:
+                turn.restored = not await saves.put_back(conn)
+                if turn.restored:
+                    # The model's calls were undone: the farm makes every step.
+                    turn.model_steps = {}
+            expected = await _expected_turn(scenario, i, conn, turn, state.calls)
+            if saves is not None and not turn.farm_problem:
+                diverged = await _diverged(scenario, i, conn, turn)
+            if turn.farm_problem:
+                # Later turns would start from a state the scenario did not plan for: they are
+                # not sent, as under `stop`, and the trial's detail says why
+                # (docs/conversations.md).
+                return
+            del history[start:]
+            history.extend(expected)
+            state.transcript.extend(expected)
+    finally:
+        if saves is not None:
+            saves.close()
+
+
+def _open_turn(state: SessionState, scenario: Scenario, i: int, variant: int) -> TurnResult:
+    """Turn i's result, recorded in `state.turn_results` before the model's part of the turn
+    (so a turn cut short is still there), with the per-turn parts of `state` cleared."""
+    state.stop_reason, state.final_answer, state.format_error = None, None, None
+    turn = TurnResult(
+        index=i,
+        user=scenario.user_for(i, variant),
+        first_call=len(state.calls),
+        stop_reason="harness_error",  # until the model's part of the turn ends
+        outcome="harness_error",  # graded below, and again with the whole trial
+        detail=NOT_GRADED,
+    )
+    state.turn_results.append(turn)
+    return turn
+
+
+async def _grade(
+    state: SessionState,
+    scenario: Scenario,
+    i: int,
+    turn: TurnResult,
+    schemas: dict[str, dict[str, Any]],
+    conn: Connected,
+) -> None:
+    """Grade turn i as it ends (its calls against the turns before it), then run its probes."""
+    detail = state.format_error or state.limit_detail or ""
+    verdict = grade_turn(
+        scenario,
+        i,
+        turn,
+        state.turn_results[:i],
+        state.calls,
+        schemas,
+        detail,
+        state.destructive,
+        conn.asked.exchanges,
+        state.read_only,
+    )
+    turn.outcome, turn.detail = verdict.outcome, verdict.detail
+    turn.probes = await run_probes(scenario.dialogue()[i].state, conn, i)
+
+
+async def _diverged(scenario: Scenario, i: int, conn: Connected, turn: TurnResult) -> bool:
+    """Whether the next turn starts from a state other than the expected one after failed turn
+    i was continued: its probes, run again, do not all fit; or, with no probe to measure it,
+    some server could not be set back."""
+    probes = scenario.dialogue()[i].state
+    if not probes:
+        return not turn.restored
+    settled = await run_probes(probes, conn, i)
+    return not all(p.passed for p in settled)
 
 
 async def _event(scenario: Scenario, i: int, conn: Connected) -> None:
     """What happens before turn i's message: its `trigger` call, for `event: tools_changed`."""
-    said = scenario.turns[i]
+    said = scenario.dialogue()[i]
     if said.event == "tools_changed" and said.trigger is not None:
         server = setup_owner(said.trigger, conn)
         await trigger_change(conn, server, said.trigger, f"turn {i + 1}'s trigger")

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +13,7 @@ from mcp import MCPError
 from mcp_farm.schema import (
     Elicitation,
     Message,
+    ProbeResult,
     PromptConfig,
     ResetCall,
     Scenario,
@@ -27,6 +25,7 @@ from mcp_farm.schema import (
     TurnResult,
     canonical_json,
 )
+from mcp_farm.workers.clock import clock_stopped
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.counting import repeats_allowed
 from mcp_farm.workers.mcp.capture import left_cassette
@@ -78,27 +77,20 @@ class SessionState:
     left_cassette: bool = False
     """A call got a cassette server's answer for a call it never recorded."""
     server_tools: dict[str, dict[str, str]] = field(default_factory=dict)
+    selection_recall: list[float | None] | None = None
+    """Under tool selection, the recall of each user message's selection (workers/selection/)."""
     """What the attached servers listed (Connected.listed), for the trial's provenance."""
     turn_results: list[TurnResult] = field(default_factory=list)
     """A conversation's turns as they ran (workers/conversation.py); graded at the end."""
     destructive: frozenset[str] = frozenset()
     """The attached tools their servers mark `destructiveHint: true` (`confirm_destructive`)."""
+    read_only: frozenset[str] = frozenset()
+    """The attached tools their servers mark `readOnlyHint: true`: `calls: strict` lets their
+    copies be."""
     elicitations: list[Elicitation] = field(default_factory=list)
     """The servers' elicitation requests and the scripted answers, as they came."""
-
-
-@contextmanager
-def clock_stopped(clock: anyio.CancelScope | None) -> Iterator[None]:
-    """Hold the scenario's clock while the model replies: a slow machine is not a hung tool."""
-    if clock is None:
-        yield
-        return
-    left = clock.deadline - anyio.current_time()
-    clock.deadline = math.inf
-    try:
-        yield
-    finally:
-        clock.deadline = anyio.current_time() + left
+    probes: list[ProbeResult] = field(default_factory=list)
+    """The scenario's own `state:` probes, run after the last turn (docs/state.md)."""
 
 
 def _call_key(call: ParsedCall) -> str:
@@ -229,10 +221,9 @@ def whole_record(text: str, shown: str, failed: bool, result: Any) -> str:
 
 def setup_owner(call: SetupCall, conn: Connected) -> str:
     """The attached server a setup call goes to; InfraError when there is no single one."""
-    owners = sorted(
-        {t.server for t in conn.tools.values() if t.tool == call.tool}
-        & ({call.server} if call.server else set(conn.sessions))
-    )
+    listed = {t.server for t in conn.tools.values() if t.tool == call.tool}
+    hidden = {server for server, tools in conn.control.items() if call.tool in tools}
+    owners = sorted((listed | hidden) & ({call.server} if call.server else set(conn.sessions)))
     if len(owners) == 1:
         return owners[0]
     if call.server and call.server not in conn.sessions:
@@ -291,27 +282,18 @@ async def run_setup(
             )
 
 
-async def run_session(
-    state: SessionState,
-    scenario: Scenario,
-    prompt: PromptConfig,
-    client: ModelClient,
-    conn: Connected,
-    seed: int,
-    variant: int = 0,
-    reply_limit_s: float | None = None,
+def show_tools(
+    state: SessionState, messages: list[Message], prompt: PromptConfig, conn: Connected
 ) -> None:
-    """Drive one session to an answer or a limit, recording into `state` as it goes.
-
-    `variant` picks the user's wording: 0 the scenario's prompt, k its k-th paraphrase.
-    `reply_limit_s`: the longest one model reply may take (None: no limit of its own).
-    """
-    tools = list(conn.tools.values())
-    state.transcript = opening_messages(
-        prompt, scenario.prompt_for(variant), tools, conn.instructions
-    )
-    conn.asked.script = list(scenario.elicit)
-    await reply_loop(state, state.transcript, scenario, prompt, client, conn, seed, reply_limit_s)
+    """After the tools offered changed (a server's new list, a new selection): text modes list
+    the tools in the system message, so show the current list there (native mode sends them
+    with every request)."""
+    if prompt.mode == "native" or not messages or messages[0].role != "system":
+        return
+    system = opening_messages(prompt, "", list(conn.tools.values()), conn.instructions)
+    messages[0] = system[0]
+    if state.transcript is not messages:  # a conversation keeps its own record
+        state.transcript.append(system[0])
 
 
 async def reply_loop(
@@ -330,12 +312,8 @@ async def reply_loop(
     seen: dict[str, int] = {}
     first = state.turns
     for _reply in range(scenario.max_turns):
-        if await relist(conn) and prompt.mode != "native" and messages[0].role == "system":
-            # Text modes list the tools in the system message: show the new list there.
-            system = opening_messages(prompt, "", list(conn.tools.values()), conn.instructions)
-            messages[0] = system[0]
-            if state.transcript is not messages:  # a conversation keeps its own record
-                state.transcript.append(system[0])
+        if await relist(conn):
+            show_tools(state, messages, prompt, conn)
         tools = list(conn.tools.values())
         turn = state.turns
         asked = time.perf_counter()
@@ -383,7 +361,7 @@ async def reply_loop(
                 Message(role="tool", content=content, tool_call_id=call.call_id, name=call.name)
             )
             seen[_call_key(call)] = seen.get(_call_key(call), 0) + 1
-            if seen[_call_key(call)] > repeats_allowed(scenario, record.tool):
+            if seen[_call_key(call)] > repeats_allowed(scenario, record.tool, state.read_only):
                 state.stop_reason = "tool_loop"
                 return
     state.stop_reason = "turn_limit"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 
-from mcp_farm.scenarios import servers_for
+from mcp_farm.scenarios import server_catalog, servers_for
 from mcp_farm.schema import (
     UNGRADED,
     AnswerScore,
@@ -19,11 +20,13 @@ from mcp_farm.schema import (
     Scenario,
     ServerDef,
     Settings,
+    StateVerdict,
     StepVerdict,
     StopReason,
     TrialResult,
     TrialSpec,
 )
+from mcp_farm.schema.specs import DISTRACTOR_SERVER
 from mcp_farm.workers.answer.judge import (
     Judge,
     make_judge,
@@ -34,28 +37,28 @@ from mcp_farm.workers.answer.scoring import (
 )
 from mcp_farm.workers.conversation import run_conversation
 from mcp_farm.workers.errors import InfraError, harness_detail
-from mcp_farm.workers.grading.conversation import NOT_GRADED, grade_conversation, recovered
-from mcp_farm.workers.grading.elicited import with_declines
-from mcp_farm.workers.grading.grade import (
-    Graded,
-    grade,
-    scenario_of,
-    steps_of,
+from mcp_farm.workers.grading.conversation import (
+    NOT_GRADED,
+    grade_conversation,
+    recorded_turns,
+    recovered,
+    trial_steps,
 )
+from mcp_farm.workers.grading.grade import Graded, scenario_of
 from mcp_farm.workers.mcp.capture import Capture
 from mcp_farm.workers.mcp.connections import connect
 from mcp_farm.workers.mcp.pool import ServerPool
+from mcp_farm.workers.mcp.probes import run_probes
+from mcp_farm.workers.mcp.toollist import needs_distractors, shape_tools
 from mcp_farm.workers.model.adapters import (
     ModelClient,
     make_client,
 )
 from mcp_farm.workers.model.encode import with_annotations
 from mcp_farm.workers.node.provenance import provenance
-from mcp_farm.workers.session import (
-    SessionState,
-    run_session,
-    run_setup,
-)
+from mcp_farm.workers.selection import Selector
+from mcp_farm.workers.session import SessionState, run_setup
+from mcp_farm.workers.state import CALLS_RIGHT, graded_by_state
 from mcp_farm.workers.usersim.cache import DbTurnCache
 from mcp_farm.workers.usersim.grade import failure_source, grade_simulated, left_early
 from mcp_farm.workers.usersim.loop import (
@@ -85,7 +88,10 @@ def attached(spec: TrialSpec, scenario: Scenario) -> list[ServerDef]:
     """The servers a trial attaches: its tool set's, or the scenario's own."""
     catalog = servers_for(spec.scenario.suite)
     names = spec.toolset.servers if spec.toolset else scenario.servers
-    return [catalog[name] for name in names]
+    servers = [catalog[name] for name in names]
+    if spec.tool_list is not None and needs_distractors(spec.tool_list):
+        servers.append(server_catalog()[DISTRACTOR_SERVER])
+    return servers
 
 
 async def _converse(
@@ -101,32 +107,39 @@ async def _converse(
     servers = attached(spec, scenario)
     naming, chars = spec.prompt.tool_naming, spec.result_chars
     try:
-        async with connect(servers, pool, naming, chars, capture) as conn:
+        async with connect(servers, pool, naming, chars, capture, state.clock) as conn:
             try:
+                if spec.tool_list is not None:
+                    shape_tools(conn, spec.tool_list, spec.seed, scenario.id)
                 schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
                 state.destructive = frozenset(t.tool for t in conn.tools.values() if t.destructive)
+                state.read_only = frozenset(t.tool for t in conn.tools.values() if t.read_only)
                 if spec.prompt.show_annotations:
                     conn.tools.update({k: with_annotations(t) for k, t in conn.tools.items()})
+                if spec.prompt.select is not None:
+                    # After the annotations: the tools a selection shows carry them too.
+                    conn.selector = Selector(spec.prompt.select, dict(conn.tools))
                 await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
                 # A model in this process bounds its own replies by CPU time (model/guard.py).
                 wall = spec.model.reply_clock == "wall"
                 limit_s = spec.model.reply_limit_s if wall else None
                 prompt, seed, variant = spec.prompt, spec.seed, spec.variant
-                if scenario.turns:
+                if user is not None:
+                    await run_simulated(state, scenario, prompt, client, conn, seed, limit_s, user)
+                    await read_final_state(scenario, conn, user.record)
+                else:  # a conversation, or a one-prompt scenario as a conversation of one turn
                     policy = spec.on_turn_failure or scenario.on_turn_failure
                     await run_conversation(
                         state, scenario, prompt, client, conn, seed, variant, limit_s, policy
                     )
-                elif user is not None:
-                    await run_simulated(state, scenario, prompt, client, conn, seed, limit_s, user)
-                    await read_final_state(scenario, conn, user.record)
-                else:
-                    await run_session(state, scenario, prompt, client, conn, seed, variant, limit_s)
+                # What the world became, read where the model never sees it (docs/state.md).
+                state.probes = await run_probes(scenario.state, conn, None)
             finally:
                 # Tools listed mid-session (a tool-list change) are graded by their schemas too.
                 schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
                 state.left_cassette = conn.left_cassette
                 state.server_tools = conn.listed
+                state.selection_recall = conn.selector.recalls if conn.selector else None
                 state.elicitations = conn.asked.exchanges
     finally:
         if capture is not None:
@@ -145,7 +158,7 @@ async def execute_trial(
     root = settings.data_dir / "trials" / spec.trial_id[:16]
     try:
         async with anyio.create_task_group() as tg:
-            own = ServerPool(tg, root, settings.server_start_timeout_s)
+            own = ServerPool(tg, root, settings.server_start_timeout_s, fork=settings.server_fork)
             try:
                 result = await _execute(spec, settings, own)
             finally:
@@ -195,9 +208,21 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     stop: StopReason = state.stop_reason or "turn_limit"
     turns = state.turn_results
     recovery: bool | None = None
+    state_verdict: StateVerdict | None = None
     try:
         why = problem or state.format_error or state.limit_detail or ""
-        if scenario.turns:
+        if user is not None:
+            verdict = grade_simulated(
+                scenario,
+                user.record,
+                state.calls,
+                state.final_answer,
+                state.transcript,
+                stop,
+                schemas,
+                why,
+            )
+        else:
             if turns and turns[-1].detail == NOT_GRADED:
                 # The session ended inside this turn (a limit, a failure): it ended as the trial.
                 turns[-1].stop_reason = stop
@@ -210,21 +235,20 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
                 why,
                 state.destructive,
                 state.elicitations,
+                state.read_only,
             )
-        elif user is not None:
-            verdict = grade_simulated(
-                scenario,
-                user.record,
-                state.calls,
-                state.final_answer,
-                state.transcript,
-                stop,
-                schemas,
-                why,
+        if verdict.outcome not in UNGRADED:
+            turns, outcome, detail, state_verdict = graded_by_state(
+                scenario, turns, verdict.outcome, verdict.detail, state.probes
             )
-        else:
-            verdict = grade(scenario, state.calls, state.final_answer, stop, schemas, why)
-            verdict = with_declines(verdict, state.calls, state.elicitations)
+            verdict = replace(
+                verdict,
+                outcome=outcome,
+                detail=detail,
+                first_try=verdict.first_try and outcome == "pass",
+            )
+    except InfraError as exc:  # the grader's own, which says it could not grade
+        stop, verdict = "infra_error", Graded("infra_error", str(exc))
     except FarmError as exc:
         # A pattern or schema that cannot be applied (the scenario's or a server's), not the
         # model's doing: the trial is recorded as an infrastructure error naming it.
@@ -232,6 +256,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     except Exception as exc:  # a bug in the grader: the farm's, never the model's
         logger.exception("trial %s: grading hit a bug in the farm", spec.trial_id[:12])
         stop, verdict = "harness_error", Graded("harness_error", harness_detail(exc))
+    verdict = _after_grading(verdict, stop, problem, scenario, state)
     steps: list[StepVerdict] = []
     source = None
     if user is not None:
@@ -245,8 +270,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     if verdict.outcome not in UNGRADED:
         try:
             recovery = recovered(scenario, state.calls, verdict.route, turns)
-            if not scenario.turns:
-                steps = steps_of(scenario, state.calls, verdict.route, schemas)
+            steps = trial_steps(scenario, turns, state.calls, verdict.route, schemas)
         except FarmError:  # a pattern past its budget: the verdict stands, these unknown
             logger.warning("trial %s: recovery left unknown", spec.trial_id[:12], exc_info=True)
     result = TrialResult(
@@ -278,19 +302,45 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         tool_calls=state.calls,
         setup_calls=state.setup_calls,
         left_cassette=state.left_cassette,
-        turn_results=turns,
+        turn_results=recorded_turns(scenario, turns),
         steps=steps,
         elicitations=state.elicitations,
+        state=state_verdict,
         user_sim=user.record if user else None,
         failure_source=source,
         provenance=provenance(spec, settings, client.pins if client else {}).model_copy(
-            update={"server_tools": state.server_tools}
+            update={
+                "server_tools": state.server_tools,
+                "selection_recall": state.selection_recall,
+            }
         ),
     )
     if spec.judge is not None and scenario.answer is not None and verdict.outcome not in UNGRADED:
         # Judged after the clock stopped: judging is never part of the trial's latency.
         result.answer = await _scored(result, spec, scenario, settings)
     return result
+
+
+def _after_grading(
+    verdict: Graded, stop: StopReason, problem: str, scenario: Scenario, state: SessionState
+) -> Graded:
+    """The verdict, unless the session failed after its last turn was graded: a state probe
+    that could not look, a cassette that could not be written, the clock running out while
+    the probes ran. The turns' grades cannot say so (each passed before it happened), and a
+    pass would then claim a state nobody read: the failure is the trial's outcome. A trial
+    whose calls already failed keeps that verdict (the failure came after it was decided)."""
+    if verdict.outcome not in CALLS_RIGHT:
+        return verdict
+    if stop == "infra_error":
+        return Graded("infra_error", problem or "an infrastructure failure after the last turn")
+    if stop == "harness_error":
+        return Graded("harness_error", problem or "a bug in the farm after the last turn")
+    if stop == "time_limit" and scenario.state and not state.probes:
+        return Graded(
+            "timeout",
+            f"the scenario's {scenario.time_limit_s:g} s ran out before its state probes ran",
+        )
+    return verdict
 
 
 def _user_of(spec: TrialSpec, scenario: Scenario, settings: Settings) -> UserSide | None:

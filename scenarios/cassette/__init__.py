@@ -1,6 +1,6 @@
 """Cassettes: recorded MCP exchanges of a server that cannot run here, served in its place."""
 
-from mcp_farm.scenarios.cassette.launch import replay_definition
+from mcp_farm.scenarios.cassette.launch import probe_refusal, replay_definition
 from mcp_farm.scenarios.cassette.tape import (
     MISS_META,
     Answer,
@@ -40,6 +40,7 @@ __all__ = [
     "locked",
     "masked",
     "merged",
+    "probe_refusal",
     "recorded_answer",
     "recorded_tool",
     "replay_definition",

@@ -27,3 +27,21 @@ def replay_definition(server: ServerDef) -> ServerDef:
         return server.model_copy(update=update)
     shared = SharedLaunch(command=[*command, "--transport", "http", "--shared", "--port", "{port}"])
     return server.model_copy(update={"command": command, "shared": shared, "reset": "session"})
+
+
+def probe_refusal(server: str, kind: str) -> str:
+    """Why a `state:` probe of any kind cannot look at a server served from its cassette.
+
+    A cassette keeps no state: it gives the n-th identical call the n-th answer recorded for
+    it, whatever the trial did before, so even a read call it recorded would judge the
+    recording, not this trial (a write made twice would pass). The rest cannot be answered at
+    all: control tools are never recorded, and a replayed server has no sandbox."""
+    held = {
+        "call": "keeps no state (its answer to the read is the recording's, whatever this "
+        "trial wrote)",
+        "snapshot": "holds no hidden snapshot (control tools are never recorded)",
+    }.get(kind, "has no sandbox to look in")
+    return (
+        f"server {server!r} is served from its cassette, which {held}: probe the live "
+        "server, or leave this scenario out of sweeps that replay it"
+    )

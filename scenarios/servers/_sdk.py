@@ -20,7 +20,10 @@ from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
+from mcp_farm.schema.vocab import CONTROL_META, RESTORE_TOOL, SNAPSHOT_TOOL
+
 __all__ = [
+    "CONTROL",
     "FIXTURES",
     "ROOT_HEADER",
     "Context",
@@ -29,6 +32,7 @@ __all__ = [
     "MCPServer",
     "Resolve",
     "ToolError",
+    "add_control",
     "add_root",
     "serve",
     "session_root",
@@ -75,6 +79,32 @@ class SessionRoots:
             return await call_next(ctx)
         finally:
             _session_root.reset(token)
+
+
+CONTROL = {CONTROL_META: True}
+"""The `_meta` of a tool only the farm calls; the farm never lists it to a model."""
+
+
+def add_control(
+    server: MCPServer,
+    snapshot: Callable[[], dict[str, Any]],
+    restore: Callable[[dict[str, Any]], None],
+) -> None:
+    """Give a fixture server its hidden control channel (docs/state.md): `farm_snapshot`, its
+    state as a JSON document for `state:` probes, and `farm_restore`, which puts back a
+    document `farm_snapshot` gave (how `continue` sets a failed turn's state back)."""
+
+    def farm_snapshot() -> dict[str, Any]:
+        """The server's state as a document (for the farm's state probes, never a model)."""
+        return snapshot()
+
+    def farm_restore(state: dict[str, Any]) -> str:
+        """Put back a state `farm_snapshot` gave (for the farm, never a model)."""
+        restore(state)
+        return "restored"
+
+    server.add_tool(farm_snapshot, name=SNAPSHOT_TOOL, meta=CONTROL)
+    server.add_tool(farm_restore, name=RESTORE_TOOL, meta=CONTROL)
 
 
 def add_root(parser: argparse.ArgumentParser, fixture: str, help: str) -> None:

@@ -2,7 +2,8 @@
 
 A note file opens with a front matter block (title, tags, created, updated) and its file name
 is the note's id. Every call reads the folder afresh, so the farm's per-trial reset of the
-folder keeps one trial's notes out of the next.
+folder keeps one trial's notes out of the next. The hidden `farm_snapshot` and `farm_restore`
+tools (docs/state.md) give and put back every note as a document, for the farm only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mcp.types import ToolAnnotations
 from mcp_farm.scenarios.servers._sdk import (
     MCPServer,
     ToolError,
+    add_control,
     add_root,
     serve,
     session_root,
@@ -158,7 +160,31 @@ def build(root: Path) -> MCPServer:
         book.save(note)
         return f"replaced the content of {note.id}"
 
+    def snapshot() -> dict[str, object]:
+        return {"notes": {n.id: _fields(n) for n in sorted(book.all(), key=lambda n: n.id)}}
+
+    def restore(state: dict[str, object]) -> None:
+        notes = state.get("notes")
+        if not isinstance(notes, dict):
+            raise ToolError("a snapshot holds `notes`, by id")
+        for path in book.root.glob("*.md"):
+            path.unlink()
+        for note_id, f in notes.items():
+            book.save(Note(note_id, f["title"], f["tags"], f["created"], f["updated"], f["body"]))
+
+    add_control(server, snapshot, restore)
     return server
+
+
+def _fields(note: Note) -> dict[str, object]:
+    """A note as its snapshot holds it."""
+    return {
+        "title": note.title,
+        "tags": note.tags,
+        "created": note.created,
+        "updated": note.updated,
+        "body": note.body,
+    }
 
 
 def _args(parser: argparse.ArgumentParser) -> None:

@@ -4,7 +4,8 @@ through MCP elicitation (docs/conversations.md, "Servers that ask the user").
 `delete_file` asks "Delete <name>? This cannot be undone." (a boolean `confirm`) before it
 deletes anything; `book_room` asks for the number of people when the call does not give it.
 On decline or cancel the tool returns a plain result saying so, and nothing changes. The farm
-calls `reset_office` before every trial (the definition's `reset:`).
+calls `reset_office` before every trial (the definition's `reset:`); its hidden
+`farm_snapshot` and `farm_restore` tools (docs/state.md) are for the farm only.
 
 The questions are the SDK's resolvers (`Resolve`, `Elicit`), which ask the way the session
 speaks: `elicitation/create` during the call on a handshake session, the `input_required`
@@ -25,6 +26,7 @@ from mcp_farm.scenarios.servers._sdk import (
     MCPServer,
     Resolve,
     ToolError,
+    add_control,
     serve,
 )
 
@@ -116,6 +118,16 @@ def build() -> MCPServer:
         kept.files, kept.bookings = fresh.files, fresh.bookings
         return "the office is reset"
 
+    def snapshot() -> dict[str, object]:
+        return {"files": dict(sorted(kept.files.items())), "bookings": list(kept.bookings)}
+
+    def restore(state: dict[str, object]) -> None:
+        files, bookings = state.get("files"), state.get("bookings")
+        if not isinstance(files, dict) or not isinstance(bookings, list):
+            raise ToolError("a snapshot holds `files` and `bookings`")
+        kept.files, kept.bookings = dict(files), list(bookings)
+
+    add_control(server, snapshot, restore)
     return server
 
 

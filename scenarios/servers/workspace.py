@@ -2,9 +2,12 @@
 
 The free plan offers `export_tasks_csv`; the pro plan takes it away and offers
 `archive_task`, `assign_task` and `export_tasks` instead. `set_plan` is the workspace admin's
-switch: it changes the tool list and sends `notifications/tools/list_changed`, which is how a
+switch: it changes the tool list and sends `notifications/tools/list_changed` (at protocol
+2026-07-28, an event on the client's `subscriptions/listen` stream), which is how a
 conversation scenario's `event: tools_changed` happens (docs/conversations.md). The farm calls
-`reset_workspace` before every trial (the definition's `reset:`).
+`reset_workspace` before every trial (the definition's `reset:`). `farm_set_plan`,
+`farm_snapshot` and `farm_restore` are hidden control tools, for the farm only (docs/state.md):
+a trigger the model does not see, and the board as a document.
 
 `add_task` answers in words and gives the new task's id in its structured content too, as
 servers with an output schema do, so chained values can be read from `structuredContent`.
@@ -22,9 +25,11 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 from mcp_farm.scenarios.servers._sdk import (
+    CONTROL,
     Context,
     MCPServer,
     ToolError,
+    add_control,
     serve,
 )
 
@@ -58,6 +63,15 @@ class State:
                 return task
         known = ", ".join(t.id for t in self.tasks)
         raise ToolError(f"no task {task_id!r} (known: {known})")
+
+
+async def _announce(ctx: Context) -> None:
+    """Tell the client the tool list changed, in both protocol eras: a handshake-era session
+    gets `notifications/tools/list_changed` on its channel; a 2026-07-28 client gets the event
+    on the `subscriptions/listen` stream it opened. Each era's SDK drops the other's copy, so
+    a client hears it once."""
+    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
 
 
 def build() -> MCPServer:
@@ -130,7 +144,7 @@ def build() -> MCPServer:
         """Switch the workspace's plan (an admin action); the tools on offer change with it."""
         if plan != kept.plan:
             offer(plan)
-            await ctx.session.send_tool_list_changed()
+            await _announce(ctx)
         return f"the workspace is on the {plan} plan"
 
     @server.tool()
@@ -141,9 +155,25 @@ def build() -> MCPServer:
         kept.tasks, kept.next = fresh.tasks, fresh.next
         offer("free")
         if was != "free":
-            await ctx.session.send_tool_list_changed()
+            await _announce(ctx)
         return "the workspace is reset"
 
+    @server.tool(name="farm_set_plan", meta=CONTROL)
+    async def farm_set_plan(plan: Literal["free", "pro"], ctx: Context) -> str:
+        """`set_plan` for the farm only: a tool-list change the model never sees the cause
+        of (a turn's hidden `trigger`, docs/state.md)."""
+        return await set_plan(plan, ctx)
+
+    def snapshot() -> dict[str, Any]:
+        return {"plan": kept.plan, "tasks": [t.model_dump() for t in kept.tasks]}
+
+    def restore(state: dict[str, Any]) -> None:
+        # The plan is left as it is: changing it would change the tool list, which a restore
+        # between turns must not do behind the model's back.
+        kept.tasks = [Task.model_validate(t) for t in state.get("tasks", [])]
+        kept.next = 1 + max((int(t.id[1:]) for t in kept.tasks if t.id[1:].isdigit()), default=0)
+
+    add_control(server, snapshot, restore)
     offer("free")
     return server
 

@@ -26,10 +26,13 @@ from mcp_farm.scheduler.cli.common import (
     DataDirOption,
     DbOption,
     PreflightOption,
+    UserCheckOption,
+    calibrate_user_model,
     console,
     engine_from,
     fit_output,
     preflight,
+    reflow_help,
     settings_from,
 )
 from mcp_farm.scheduler.cli.replay import replay
@@ -86,6 +89,7 @@ def run(
     endpoint_model: Annotated[str, typer.Option(help="Model name at --endpoint")] = "default",
     rerun: Annotated[bool, typer.Option(help="Run trials again even if already recorded")] = False,
     check: PreflightOption = None,
+    user_check: UserCheckOption = None,
     capture: Annotated[
         Path | None,
         typer.Option(
@@ -121,6 +125,7 @@ def run(
     if missing:  # local models load in this process: one that cannot would fail every trial
         raise PreflightError("; ".join(missing))
     preflight(plan.sweep, settings, check)
+    calibrate_user_model(plan.sweep, settings, user_check)
     engine = engine_from(settings)
     plan = resolve_replays(plan, engine)  # a replay target's turns, or the error, come first
     console.print(f"[bold]{plan.sweep_id}[/bold]: {plan_summary(plan)}")
@@ -158,25 +163,37 @@ def _fail_on_infra_only(engine: Engine, sweep_id: str) -> None:
 def db_init(db: DbOption = None, data_dir: DataDirOption = None) -> None:
     """Create the results tables, or migrate them to this version (safe to run again)."""
     from mcp_farm.schema import mask_url
+    from mcp_farm.schema.db import text_search_ready
 
     settings = settings_from(db, data_dir)
-    engine_from(settings)
+    engine = engine_from(settings)
     console.print(f"tables ready in {mask_url(settings.resolved_database_url())}")
+    note = text_search_ready(engine)
+    if note is not None:
+        console.print(f"[yellow]{escape(note)}[/yellow]", highlight=False, soft_wrap=True)
 
 
 def main() -> None:
     """Entry point: deliberate errors print one line and exit 2, with no traceback."""
+    from mcp_farm.scheduler.report.visible import visible
     from mcp_farm.schema import FarmError, mask_secrets
 
     try:
         app()
     except FarmError as exc:
-        # Escaped: a message quotes the user's values (a pattern like `a[/]b`), never markup.
+        # Escaped: a message quotes the user's values (a pattern like `a[/]b`), never markup,
+        # and what they hide is shown. One line however narrow the terminal or the pipe: a
+        # reader's terminal wraps it at words, a script greps it whole.
         Console(stderr=True).print(
-            f"[bold red]error:[/bold red] {escape(mask_secrets(str(exc)))}", highlight=False
+            f"[bold red]error:[/bold red] {escape(visible(mask_secrets(str(exc))))}",
+            highlight=False,
+            soft_wrap=True,
         )
         sys.exit(2)
 
+
+# Last, once every command is registered: help reads as paragraphs at any width.
+reflow_help(app)
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -67,6 +69,17 @@ PreflightOption = Annotated[
 ]
 
 
+UserCheckOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--user-check/--no-user-check",
+        help="Ask a simulated user's model a few canned agent questions first and stop when it "
+        "does not play the user [env: FARM_USER_CHECK; default: on]",
+        show_default=False,
+    ),
+]
+
+
 def settings_from(
     db: str | None = None, data_dir: Path | None = None, broker: str | None = None
 ) -> Settings:
@@ -110,6 +123,31 @@ def preflight(sweep: SweepSpec, settings: Settings, enabled: bool | None) -> Non
         console.print(f"[yellow]warning:[/yellow] {escape(note)}", highlight=False)
 
 
+def calibrate_user_model(sweep: SweepSpec, settings: Settings, enabled: bool | None) -> None:
+    """Ask the sweep's user model the calibration's questions (unless turned off), before
+    anything is recorded; one line either way. Raises PreflightError when it fails."""
+    from mcp_farm.scheduler.submission.preflight import PreflightError
+    from mcp_farm.schema import load_task
+    from mcp_farm.schema.tasks.messages import (
+        UserCalibrationRequest,
+        UserCalibrationResult,
+        read_result,
+    )
+
+    if sweep.user_model is None or not (settings.user_check if enabled is None else enabled):
+        return
+    request = UserCalibrationRequest(user=sweep.user_model)
+    with console.status(f"calibrating the simulated user ({sweep.user_model.model.id})…"):
+        found = load_task("farm.calibrate_user")(request, settings)
+    result = read_result("farm.calibrate_user", found, UserCalibrationResult)
+    if not result.passed:
+        raise PreflightError(
+            f"{result.line()}: pick another user model, or pass --no-user-check "
+            "(FARM_USER_CHECK=false) to run it anyway"
+        )
+    console.print(f"[dim]{escape(result.line())}[/dim]", highlight=False)
+
+
 def print_replay_note(engine: Engine, sweep_id: str, out: Console) -> None:
     """Say which sweep a replay replays, and that it measures the servers; nothing for a sweep
     that replays nothing."""
@@ -120,3 +158,52 @@ def print_replay_note(engine: Engine, sweep_id: str, out: Console) -> None:
     note = None if stored is None else replay_note(stored)
     if note:
         out.print(f"[cyan]{escape(note)}[/cyan]", highlight=False)
+
+
+# Help that reads as paragraphs at any terminal width: the commands' docstrings are wrapped at
+# 100 columns in the source, and typer keeps those breaks in every paragraph after the first,
+# so an 80-column terminal wrapped them again mid-sentence. Every line break inside a
+# paragraph is joined before typer reads the help; blank lines, list items and indented
+# blocks keep theirs.
+KEPT = re.compile("^(?:\\s|[-*•]\\s|\\d+[.)]\\s|\x08)")
+"""A line that starts a list item or an indented block, or typer's `\\b` (no rewrap): its
+break before it is kept."""
+
+
+def reflowed(text: str) -> str:
+    """The text with each paragraph on one line (list items and indented lines apart)."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    out = []
+    for paragraph in paragraphs:
+        lines = paragraph.split("\n")
+        joined = [lines[0]]
+        for line in lines[1:]:
+            if KEPT.match(line) or joined[-1].startswith("\x08"):
+                joined.append(line)
+            else:
+                joined[-1] = f"{joined[-1].rstrip()} {line.strip()}"
+        out.append("\n".join(joined))
+    return "\n\n".join(out)
+
+
+def _help(explicit: object, callback: object) -> str | None:
+    """The help typer would show: the one given, else the callback's docstring, reflowed."""
+    text = explicit if isinstance(explicit, str) else inspect.getdoc(callback) if callback else None
+    return reflowed(text) if text else None
+
+
+def reflow_help(app: typer.Typer) -> None:
+    """Reflow the help of every command and group of `app`, in place (call it once every
+    command is registered)."""
+    for command in app.registered_commands:
+        command.help = _help(command.help, command.callback) or command.help
+    if app.registered_callback is not None:
+        info = app.registered_callback
+        info.help = _help(info.help, info.callback) or info.help
+    if isinstance(app.info.help, str):
+        app.info.help = reflowed(app.info.help)
+    for group in app.registered_groups:
+        if isinstance(group.help, str):
+            group.help = reflowed(group.help)
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)

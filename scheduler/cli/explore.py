@@ -59,7 +59,7 @@ def view(
     check_bind(host, settings.view_password)
     remember_secret(settings.view_password)
     engine = _reader(settings)
-    app = create_app(engine, user=settings.view_user, password=settings.view_password)
+    app = create_app(engine, user=settings.view_user, password=settings.view_password, host=host)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -91,6 +91,10 @@ def trials(
     first_try: Annotated[str | None, typer.Option(help="yes or no")] = None,
     route: Annotated[str | None, typer.Option(help="The route taken")] = None,
     left_cassette: Annotated[str | None, typer.Option(help="yes or no")] = None,
+    other_path: Annotated[
+        str | None,
+        typer.Option(help="yes or no: state passed while calls did not (trials with probes)"),
+    ] = None,
     graded: Annotated[
         str | None, typer.Option(help="yes: the trials the scorecard's rates count")
     ] = None,
@@ -98,6 +102,10 @@ def trials(
     search: Annotated[str | None, typer.Option(help="Text in the grader's detail")] = None,
     sort: Annotated[str, typer.Option(help="scenario, slowest, fastest or newest")] = "scenario",
     page: Annotated[int, typer.Option(help="Page number (50 trials a page)")] = 1,
+    after: Annotated[
+        str | None,
+        typer.Option(help="Start after this trial id (each page prints the next page's)"),
+    ] = None,
     db: DbOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
@@ -120,11 +128,13 @@ def trials(
         "first_try": first_try,
         "route": route,
         "left_cassette": left_cassette,
+        "other_path": other_path,
         "graded": graded,
         "scoring": scoring,
         "search": search,
         "sort": sort,
         "page": str(page),
+        "after": after,
     }
     selection = TrialFilter.read(
         {k: v for k, v in given.items() if v is not None}, source="farm trials"

@@ -242,6 +242,7 @@ def changes_document(
                     for c in change.calls
                 ],
                 "turns": [asdict(t) for t in change.turns],
+                "probes": [asdict(p) for p in change.probes],
             }
             for change in found
         ],
@@ -287,4 +288,8 @@ def print_changes(found: list[TrialChange], total: int) -> None:
                 f"    {call.where} {escape(call.tool)}: {escape(call.what)}", highlight=False
             )
             for line in call.diff:
+                console.print(f"      {escape(line)}", highlight=False, soft_wrap=True)
+        for probe in change.probes:
+            console.print(f"    {escape(probe.where)}: {escape(probe.what)}", highlight=False)
+            for line in probe.diff:
                 console.print(f"      {escape(line)}", highlight=False, soft_wrap=True)

@@ -184,10 +184,11 @@ def compare_cmd(
     by: Annotated[
         str,
         typer.Option(
-            help="Cells to compare, comma-separated: config,tool,tier,phrasing,scenario, and "
-            "conversation,turn (conversation and turn pass rates per config)"
+            help="Cells to compare, comma-separated: config,tool,tier,phrasing,scenario, "
+            "conversation,turn (conversation and turn pass rates per config), and "
+            "state,wrong_state,other_path (per config, over the trials with state probes)"
         ),
-    ] = "config,tool,tier,conversation,turn",
+    ] = "config,tool,tier,conversation,turn,state,wrong_state,other_path",
     all_cells: Annotated[
         bool, typer.Option("--all", help="List every cell, not only significant ones")
     ] = False,
@@ -204,8 +205,9 @@ def compare_cmd(
     db: DbOption = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """B minus A per cell, with a 95% interval clustered by scenario; regressions first.
-    Tool sets are part of the config label: S@MODEL/PROMPT+TOOLSET."""
+    """B minus A per cell, with an interval clustered by scenario at the level Holm's adjustment
+    tested the cell at (so it excludes 0 only in a significant cell); regressions first. Tool
+    sets are part of the config label: S@MODEL/PROMPT+TOOLSET."""
     from mcp_farm.scheduler.report.cells import pct
     from mcp_farm.scheduler.report.terminal.answers import print_answer_comparison
     from mcp_farm.scheduler.scorecard.compare import CELLS, Side, compare, user_note
@@ -230,13 +232,15 @@ def compare_cmd(
     )
     for head in ("kind", "cell"):
         table.add_column(head)
-    for head in ("A", "B", "Δ", "95% CI", "p adj", "1st try A→B"):
+    for head in ("A", "B", "Δ", "CI (Holm)", "p adj", "1st try A→B"):
         table.add_column(head, justify="right")
     table.add_column("verdict")
     shown = [c for c in found if all_cells or c.significant]
     for c in shown:
         d = c.diff
-        colour = {"regression": "red", "improvement": "green"}.get(c.verdict, "dim")
+        colour = {"regression": "red", "improvement": "green", "changed": "yellow"}.get(
+            c.verdict, "dim"
+        )
         table.add_row(
             c.dimension,
             c.label,
@@ -251,10 +255,14 @@ def compare_cmd(
     console.print(table)
     regressions = sum(1 for c in found if c.verdict == "regression")
     improvements = sum(1 for c in found if c.verdict == "improvement")
+    changed = sum(1 for c in found if c.verdict == "changed")
     unresolved = sum(1 for c in found if c.verdict == "not significant")
+    quiet = len(found) - regressions - improvements - changed
     console.print(
         f"{len(found)} cells compared: {regressions} regression(s), {improvements} "
-        f"improvement(s), {len(found) - regressions - improvements} without a significant change"
+        f"improvement(s), "
+        + (f"{changed} changed (other_path: neither better nor worse), " if changed else "")
+        + f"{quiet} without a significant change"
         + (f" ({unresolved} with too few trials to tell)" if unresolved else "")
         + ("" if all_cells else " (--all lists them)")
     )

@@ -15,6 +15,8 @@ from mcp_farm.scheduler.cli.common import (
     BrokerOption,
     DbOption,
     PreflightOption,
+    UserCheckOption,
+    calibrate_user_model,
     console,
     engine_from,
     preflight,
@@ -44,6 +46,7 @@ def submit_cmd(
         ),
     ] = False,
     check: PreflightOption = None,
+    user_check: UserCheckOption = None,
 ) -> None:
     """Expand a sweep, record its trials as pending and publish one task per trial.
 
@@ -71,6 +74,7 @@ def submit_cmd(
         return
     warn_if_local(settings.resolved_database_url(), Console(stderr=True))
     preflight(plan.sweep, settings, check)
+    calibrate_user_model(plan.sweep, settings, user_check)
     engine = engine_from(settings)
     plan = resolve_replays(plan, engine)  # a replay target's turns, or the error, come first
     started = time.perf_counter()

@@ -275,11 +275,11 @@ def requeue_orphans(
             restored = stranded_pending(
                 engine=engine, client=client, older_than=2 * settings.stale_after_s()
             )
-            restored += lost_pending(
+            lost = lost_pending(
                 engine=engine, app=app, client=client, older_than=2 * settings.stale_after_s()
             )
         finally:
             client.close()
     finally:
         engine.dispose()
-    return RequeueResult(lapsed=len(lapsed), requeued=requeued + restored)
+    return RequeueResult(lapsed=len(lapsed), requeued=requeued + restored, lost=lost)

@@ -29,6 +29,21 @@ def shows_recovery(card: Scorecard, dimension: str) -> bool:
     )
 
 
+def state_cell(row: Row) -> str:
+    """A row's state beside its calls (docs/state.md): `passes/probed (rate)`, and how many
+    trials reached the right state by another path; `–` when no trial had state probes. The
+    other disagreement, `wrong_state`, is an outcome and counted with the outcomes."""
+    if not row.probed:
+        return "–"
+    other = f", other path {row.other_path}" if row.other_path else ""
+    return f"{row.state_passes}/{row.probed} ({pct(row.state_rate)}){other}"
+
+
+def shows_state(card: Scorecard, dimension: str) -> bool:
+    """Whether a rate table has a `state` column: when some trial of it had state probes."""
+    return any(r.probed for r in card.of(dimension))  # type: ignore[arg-type]
+
+
 def pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.0f}%"
 

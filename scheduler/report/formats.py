@@ -28,9 +28,16 @@ from mcp_farm.scheduler.report.cells import (
     recovery_cell,
     secs,
     shows_recovery,
+    shows_state,
+    state_cell,
     user_cells,
     user_notes,
     variance_rows,
+)
+from mcp_farm.scheduler.report.robustness_cells import (
+    SELECTION_HEADS,
+    SELECTION_NOTE,
+    selection_rows,
 )
 from mcp_farm.scheduler.scorecard.build import outcome_columns
 from mcp_farm.schema.scorecard import (
@@ -89,6 +96,7 @@ def to_markdown(card: Scorecard) -> str:
         key_head = [] if dimension == "config" else [dimension]
         lines += [f"## {title}", ""]
         recovery = shows_recovery(card, dimension)
+        state = shows_state(card, dimension)
         lines += _md_table(
             [
                 "model",
@@ -96,6 +104,7 @@ def to_markdown(card: Scorecard) -> str:
                 *key_head,
                 *rate_heads[:3],
                 *(["recovered"] if recovery else []),
+                *(["state"] if state else []),
                 *rate_heads[3:],
             ],
             [
@@ -105,6 +114,7 @@ def to_markdown(card: Scorecard) -> str:
                     *([r.key] if key_head else []),
                     *_rate_cells(r)[:3],
                     *([recovery_cell(r)] if recovery else []),
+                    *([state_cell(r)] if state else []),
                     *_rate_cells(r)[3:],
                 ]
                 for r in rows
@@ -141,6 +151,10 @@ def to_markdown(card: Scorecard) -> str:
             lines += ["### Agent × user variance", ""]
             lines += _md_table(["model", "prompt", *VARIANCE_HEADS], split)
             lines += [VARIANCE_NOTE, ""]
+    if card.selection:
+        lines += ["## Tool selection before the model", ""]
+        lines += _md_table(["model", "prompt", *SELECTION_HEADS], selection_rows(card))
+        lines += [SELECTION_NOTE, ""]
     if card.answers is not None:
         lines += _answers_markdown(card.answers)
     return "\n".join(lines)
@@ -166,9 +180,18 @@ def _answers_markdown(answers: AnswerQuality) -> list[str]:
 def _rate_properties(row: Row | None) -> list[tuple[str, str]]:
     """The config's pass rate and first-try pass rate as JUnit properties (empty: unknown)."""
     rate, first = (row.rate, row.first_rate) if row else (None, None)
-    return [
+    rates = [
         (name, "" if value is None else f"{value:.4f}")
         for name, value in (("pass_rate", rate), ("first_try_rate", first))
+    ]
+    if row is None or not row.probed:
+        return rates
+    # Graded by state too (docs/state.md): the state pass rate and the disagreements.
+    return [
+        *rates,
+        ("state_pass_rate", "" if row.state_rate is None else f"{row.state_rate:.4f}"),
+        ("wrong_state", str(row.outcomes.get("wrong_state", 0))),
+        ("other_path", str(row.other_path)),
     ]
 
 

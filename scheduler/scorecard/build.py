@@ -35,6 +35,8 @@ from mcp_farm.scheduler.scorecard.queries.scan import (
     TrialScan,
     scan_trials,
 )
+from mcp_farm.scheduler.scorecard.robustness import curves, threshold_of
+from mcp_farm.scheduler.scorecard.selection import selection_recall
 from mcp_farm.scheduler.scorecard.usersim import simulated_users
 from mcp_farm.scheduler.statistics.rates import (
     first_try_rate,
@@ -70,6 +72,10 @@ class _Group:
     errored: int = 0
     recovered: int = 0
     """Graded trials with a failed call, and those of them that recovered."""
+    probed: int = 0
+    state_passes: int = 0
+    other_paths: int = 0
+    """Graded trials with state probes, those whose probes all fit, those flagged other_path."""
 
     def add(self, scenario: str, outcome: str, counts: Any) -> None:
         """Add one group of the scan (COUNTS_SQL's columns) of this scenario and outcome."""
@@ -82,6 +88,9 @@ class _Group:
             self.first_known += int(counts.first_known or 0)
             self.errored += int(counts.errored or 0)
             self.recovered += int(counts.recovered or 0)
+            self.probed += int(counts.probed or 0)
+            self.state_passes += int(counts.state_passes or 0)
+            self.other_paths += int(counts.other_paths or 0)
 
 
 def _row(key: Key, group: _Group, latency: Latency) -> Row:
@@ -113,6 +122,10 @@ def _row(key: Key, group: _Group, latency: Latency) -> Row:
         errored=group.errored,
         recovered=group.recovered,
         recovery_rate=group.recovered / group.errored if group.errored else None,
+        probed=group.probed,
+        state_passes=group.state_passes,
+        state_rate=group.state_passes / group.probed if group.probed else None,
+        other_path=group.other_paths,
     )
 
 
@@ -147,6 +160,8 @@ def build_scorecard(
             "answers": lambda c: answer_quality(c, sweep_id, scoring),
             "conversations": lambda c: conversations(c, sweep_id, skip_left),
             "users": lambda c: simulated_users(c, sweep_id, skip_left),
+            "threshold": lambda c: threshold_of(_spec_json(c, sweep_id)),
+            "selection": lambda c: selection_recall(c, sweep_id, skip_left),
         },
     )
     scan, (latency, first_token, hist) = parts["trials"]
@@ -207,6 +222,8 @@ def build_scorecard(
         total=total,
         done=done,
         rows=sorted(rows, key=_order),
+        robustness=curves(rows, parts["threshold"]),
+        selection=parts["selection"],
         extras=extras,
         tool_calls=calls,
         latency_bins=list(LATENCY_BINS),
@@ -223,6 +240,11 @@ def _trials(conn: Connection, sweep_id: str, skip_left: bool) -> tuple[TrialScan
     scan = scan_trials(conn, sweep_id, skip_left=skip_left)
     # Percentiles here, on this query's thread, overlap the tool calls' query still running.
     return scan, trial_latency(scan.samples)
+
+
+def _spec_json(conn: Connection, sweep_id: str) -> str | None:
+    found = sweep_record(conn, sweep_id)
+    return str(found.spec_json) if found is not None else None
 
 
 def _distinct(values: Iterable[str | None]) -> list[str]:

@@ -7,12 +7,23 @@ model, prompt and key; sides naming a configuration are matched on the key alone
 
 Repetitions of one scenario are not independent, so cells spanning several scenarios cluster by
 scenario; a cell with fewer than five scenarios (a single-scenario cell, a rarely used tool)
-uses Fisher's exact test on its pooled counts instead (see scheduler/statistics/rates.py). Holm's adjustment runs within each kind of cell (config, tool,
-tier, …), so a table of forty tools does not turn noise into a finding.
+uses Fisher's exact test on its pooled counts instead (see scheduler/statistics/rates.py).
+Holm's adjustment runs within each kind of cell (config, tool, tier, …), so a table of forty
+tools does not turn noise into a finding; each cell's interval, and the repetitions it suggests,
+are at the level Holm tested that cell at (`corrected_alpha`), so the interval excludes 0 only in
+a significant cell (exactly so for clustered cells; in a pooled cell, where Fisher's test and
+Newcombe's interval are no exact duals, a non-significant cell's interval is stretched to 0).
 
 Two kinds of cell read the conversations only, per configuration: `conversation` (the
 conversation pass rate) and `turn` (the turn pass rate, turns graded and passed, still clustered
 by scenario since the turns of one conversation are not independent either).
+
+Three kinds read the state probes, per configuration, over the trials that had probes
+(scheduler/scorecard/queries/scan.py counts them): `state` (the state pass rate), `wrong_state`
+(trials failed by their state while their calls passed) and `other_path` (state passed while the
+calls did not). Their direction differs: a higher `state` rate is better, a higher `wrong_state`
+rate worse, and `other_path` is a disagreement, neither better nor worse, so a significant
+change in it is `changed`, never a regression or an improvement.
 
 Trials with a simulated user are compared as any others; `user_note` says when the two sides
 met different simulated users (or one side several), since a difference may then be the
@@ -21,10 +32,11 @@ users' rather than the agents'.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from mcp_farm.scheduler.scorecard.conversations import tally
 from mcp_farm.scheduler.scorecard.latency import row_keys
@@ -33,6 +45,7 @@ from mcp_farm.scheduler.scorecard.queries.conversations import user_identities
 from mcp_farm.scheduler.statistics.rates import (
     Difference,
     compare_rates,
+    corrected_alpha,
     first_try_rate,
     holm,
     resolved,
@@ -47,7 +60,12 @@ if TYPE_CHECKING:
 ALPHA = 0.05
 CONVERSATION_CELLS = ("conversation", "turn")
 """Cell kinds beyond the scorecard's dimensions: the conversation and turn pass rates."""
-CELLS = (*DIMENSIONS, *CONVERSATION_CELLS)
+STATE_CELLS = ("state", "wrong_state", "other_path")
+"""Cell kinds over the trials with state probes: state passes, wrong_state, other_path."""
+CELLS = (*DIMENSIONS, *CONVERSATION_CELLS, *STATE_CELLS)
+Better = Literal["higher", "lower", "neither"]
+"""Which way a cell's rate improves: a pass rate up, a failure rate down, a flag neither."""
+BETTER: dict[str, Better] = {"wrong_state": "lower", "other_path": "neither"}
 Clusters = dict[str, tuple[int, int]]
 CellKey = tuple[str, str]
 """(dimension, label): e.g. ("tool", "gemma/native read_file") or ("tier", "complex")."""
@@ -84,6 +102,13 @@ class Compared:
     p_adjusted: float
     first_try: tuple[float | None, float | None] = (None, None)
     """A's and B's first-try pass rates (shown beside the pass rates, not tested)."""
+    better: Better = "higher"
+    """Which way the cell's rate improves (BETTER): decides regression against improvement."""
+
+    @property
+    def alpha(self) -> float:
+        """The corrected level of this cell's interval (1 − alpha is its confidence)."""
+        return self.diff.alpha
 
     @property
     def significant(self) -> bool:
@@ -91,11 +116,15 @@ class Compared:
 
     @property
     def verdict(self) -> str:
-        """`regression` or `improvement` when significant; `same` when the interval lies
-        within ±EQUIVALENCE; otherwise `not significant`: too few trials to tell."""
+        """`regression` or `improvement` when significant (`changed` for a rate that is neither
+        better nor worse higher); `same` when the interval lies within ±EQUIVALENCE; otherwise
+        `not significant`: too few trials to tell."""
         if self.significant:
-            return "regression" if self.diff.diff < 0 else "improvement"
-        return "same" if resolved(self.diff) else "not significant"
+            if self.better == "neither":
+                return "changed"
+            worse = self.diff.diff < 0 if self.better == "higher" else self.diff.diff > 0
+            return "regression" if worse else "improvement"
+        return "same" if resolved(self.diff, self.alpha) else "not significant"
 
     @property
     def verdict_text(self) -> str:
@@ -105,7 +134,7 @@ class Compared:
             return self.verdict
         d = self.diff
         sizes = f"n={d.a_n}" if d.a_n == d.b_n else f"n={d.a_n}/{d.b_n}"
-        needed = trials_to_resolve(d)
+        needed = trials_to_resolve(d, self.alpha)
         scenarios = max(d.clusters, 1)
         if needed is None:
             return f"not significant ({sizes}): a difference this small needs far more trials"
@@ -170,6 +199,32 @@ def _conversation_cells(engine: Engine, side: Side, by_config: bool) -> dict[Cel
     return cells
 
 
+def _state_cells(engine: Engine, side: Side, by_config: bool) -> dict[CellKey, Clusters]:
+    """Per configuration (or `all`), per scenario, over the graded trials that had probes:
+    (probed, state passes) in the `state` cell, (probed, wrong_state) and (probed, other_path)
+    in theirs. A scenario without probes is in none of them."""
+    cells: dict[CellKey, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for r in trial_counts(engine, side.sweep_id) or ():
+        probed = int(r.probed or 0)
+        if r.outcome in UNGRADED or not probed:
+            continue
+        if (side.model and r.model_id != side.model) or (
+            side.prompt and r.prompt_id != side.prompt
+        ):
+            continue
+        label = f"{r.model_id}/{r.prompt_id}" if by_config else "all"
+        wrong = probed if r.outcome == "wrong_state" else 0
+        for kind, hits in (
+            ("state", int(r.state_passes or 0)),
+            ("wrong_state", wrong),
+            ("other_path", int(r.other_paths or 0)),
+        ):
+            counts = cells[(kind, label)][r.scenario_id]
+            counts[0] += probed
+            counts[1] += hits
+    return {key: {s: (v[0], v[1]) for s, v in by.items()} for key, by in cells.items()}
+
+
 def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Compared]:
     """Every cell present on both sides, regressions first, then improvements, then the rest."""
     by_config = not (a.selects or b.selects)
@@ -180,6 +235,9 @@ def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Com
     if any(d in CONVERSATION_CELLS for d in dimensions):
         left.update(_conversation_cells(engine, a, by_config))
         right.update(_conversation_cells(engine, b, by_config))
+    if any(d in STATE_CELLS for d in dimensions):
+        left.update(_state_cells(engine, a, by_config))
+        right.update(_state_cells(engine, b, by_config))
     found: list[Compared] = []
     for dimension in dimensions:
         keys = sorted(k for k in left.keys() & right.keys() if k[0] == dimension)
@@ -187,11 +245,21 @@ def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Com
         for key in keys:
             diffs.append(compare_rates(left[key], right[key]))
         adjusted = holm([d.p for d in diffs])
-        found += [
-            Compared(dimension, key[1], d, p, (left_first.get(key), right_first.get(key)))
-            for key, d, p in zip(keys, diffs, adjusted, strict=True)
-        ]
-    rank = {"regression": 0, "improvement": 1, "not significant": 2, "same": 3}
+        for key, d, p in zip(keys, diffs, adjusted, strict=True):
+            # The interval at the level Holm tested this cell at, so that it agrees with the
+            # verdict (a 95% interval beside a Holm-adjusted verdict can exclude 0 while the
+            # cell is not significant).
+            level = corrected_alpha(d.p, p, len(diffs), ALPHA)
+            corrected = compare_rates(left[key], right[key], level)
+            if p >= ALPHA and (corrected.low > 0 or corrected.high < 0):
+                # A pooled cell: Newcombe's interval is no exact dual of Fisher's test, and the
+                # test is the verdict, so the interval must not claim a change it did not find.
+                low, high = min(corrected.low, 0.0), max(corrected.high, 0.0)
+                corrected = dataclasses.replace(corrected, low=low, high=high)
+            first = (left_first.get(key), right_first.get(key))
+            better = BETTER.get(dimension, "higher")
+            found.append(Compared(dimension, key[1], corrected, p, first, better))
+    rank = {"regression": 0, "improvement": 1, "changed": 2, "not significant": 3, "same": 4}
     return sorted(found, key=lambda c: (rank[c.verdict], c.diff.diff, c.dimension, c.label))
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from mcp_farm.schema import Gate
 from mcp_farm.schema.scorecard import (
     Conversations,
+    Curve,
     Row,
     Scorecard,
 )
@@ -19,7 +20,7 @@ _SKIP_WHEN_EMPTY = ("p50_s", "p95_s", "p99_s", "recovery_rate")
 @dataclass(frozen=True)
 class Breach:
     gate: Gate
-    row: Row | Conversations | None
+    row: Row | Conversations | Curve | None
     """The scorecard row, or a config's conversation block; None when the gate matched no row
     at all."""
     value: float | None
@@ -28,6 +29,8 @@ class Breach:
         if self.row is None:
             return f"{self.gate.rule_text()}: no scorecard row matches it"
         key = self.row.key if isinstance(self.row, Row) else ""
+        if isinstance(self.row, Curve):
+            key = f"descriptions {self.row.descriptions}, names {self.row.names}"
         where = f"{self.row.model}/{self.row.prompt}" + (f" {key}" if key else "")
         shown = "no data" if self.value is None else f"{self.value:.3g}"
         return f"{self.gate.rule_text()}: {where} is {shown}"
@@ -50,8 +53,26 @@ def metric(row: Row, name: str) -> float | None:
     return {"p50_s": row.latency.p50, "p95_s": row.latency.p95, "p99_s": row.latency.p99}[name]
 
 
-def _checked(card: Scorecard, gate: Gate) -> list[tuple[Row | Conversations, float | None]]:
+def drop(curve: Curve, at: str | None) -> float | None:
+    """The pass rate at the curve's fewest tools minus that at tool count `at` (the most tools
+    when None); None when either was not measured."""
+    base = curve.points[0]
+    end = (
+        curve.points[-1]
+        if at is None
+        else next((p for p in curve.points if str(p.tool_count) == at), None)
+    )
+    if end is None or base.rate is None or end.rate is None:
+        return None
+    return base.rate - end.rate
+
+
+def _checked(card: Scorecard, gate: Gate) -> list[tuple[Row | Conversations | Curve, float | None]]:
     """The rows a gate applies to, each with the value it compares."""
+    if gate.metric == "tool_count_slope":
+        return [(c, c.slope) for c in card.robustness]
+    if gate.metric == "tool_count_drop":
+        return [(c, drop(c, gate.only)) for c in card.robustness]
     if gate.metric == "conversation_pass_rate":
         return [(c, c.rate) for c in card.conversations]
     if gate.metric == "turn_pass_rate":

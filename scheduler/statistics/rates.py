@@ -139,13 +139,23 @@ def normal_p(z: float) -> float:
     return math.erfc(abs(z) / math.sqrt(2))
 
 
+def normal_quantile(p: float) -> float:
+    """The z with two-sided p-value `p` (by bisection; Z95 at 0.05)."""
+    low, high = 0.0, 40.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if normal_p(mid) > p else (low, mid)
+    return (low + high) / 2
+
+
 MIN_CLUSTERS = 5
 """Below this many scenarios a cluster-robust error is unreliable; counts are pooled instead."""
 
 
 @dataclass(frozen=True)
 class Difference:
-    """B's pass rate minus A's, with a 95% interval and a two-sided p-value."""
+    """B's pass rate minus A's, with an interval (95% unless another level was asked for) and a
+    two-sided p-value."""
 
     a_n: int
     a_rate: float
@@ -159,6 +169,8 @@ class Difference:
     method: str
     """`clustered` (CR1 error, Student t with G-1 df) or `exact` (Fisher's test on pooled
     counts, Newcombe's interval) when there are fewer than MIN_CLUSTERS scenarios."""
+    alpha: float = 0.05
+    """The interval's level is 1 − alpha."""
 
 
 def clustered_se(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]]) -> float:
@@ -194,28 +206,41 @@ def student_quantile(df: float, p: float = 0.05) -> float:
     return (low + high) / 2
 
 
-def compare_rates(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]]) -> Difference:
-    """Difference of pass rates between two arms whose trials are grouped by scenario."""
+def compare_rates(
+    a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]], alpha: float = 0.05
+) -> Difference:
+    """Difference of pass rates between two arms whose trials are grouped by scenario, with a
+    1 − `alpha` interval."""
     a_n, a_c = sum(n for n, _ in a.values()), sum(c for _, c in a.values())
     b_n, b_c = sum(n for n, _ in b.values()), sum(c for _, c in b.values())
     g = len(set(a) | set(b))
     if a_n == 0 or b_n == 0:
-        return Difference(a_n, math.nan, b_n, math.nan, math.nan, -1, 1, 1.0, g, "none")
+        return Difference(a_n, math.nan, b_n, math.nan, math.nan, -1, 1, 1.0, g, "none", alpha)
     a_rate, b_rate = a_c / a_n, b_c / b_n
     diff = b_rate - a_rate
     se = clustered_se(a, b) if g >= MIN_CLUSTERS else math.nan
     if not math.isnan(se):
         p = (1.0 if diff == 0 else 0.0) if se == 0 else student_p(diff / se, g - 1)
-        half = student_quantile(g - 1) * se
+        half = student_quantile(g - 1, alpha) * se
         low, high = max(-1.0, diff - half), min(1.0, diff + half)
-        return Difference(a_n, a_rate, b_n, b_rate, diff, low, high, p, g, "clustered")
+        return Difference(a_n, a_rate, b_n, b_rate, diff, low, high, p, g, "clustered", alpha)
     # Newcombe's hybrid score interval from the two Wilson intervals.
-    a_low, a_high = wilson(a_c, a_n)
-    b_low, b_high = wilson(b_c, b_n)
+    z = Z95 if alpha == 0.05 else normal_quantile(alpha)
+    a_low, a_high = wilson(a_c, a_n, z)
+    b_low, b_high = wilson(b_c, b_n, z)
     low = diff - math.sqrt((b_rate - b_low) ** 2 + (a_high - a_rate) ** 2)
     high = diff + math.sqrt((b_high - b_rate) ** 2 + (a_rate - a_low) ** 2)
     p = fisher_exact_p(a_n, a_c, b_n, b_c)
-    return Difference(a_n, a_rate, b_n, b_rate, diff, low, high, p, g, "exact")
+    return Difference(a_n, a_rate, b_n, b_rate, diff, low, high, p, g, "exact", alpha)
+
+
+def corrected_alpha(p: float, p_adjusted: float, family: int, alpha: float = 0.05) -> float:
+    """The level a multiple-comparison adjustment tested one cell at: alpha · p / p_adjusted
+    (alpha / family when p is 0), so the cell's interval at this level excludes 0 exactly
+    when its adjusted p-value is below alpha. Never below alpha / family (Bonferroni's)."""
+    if p_adjusted <= 0 or p <= 0:
+        return alpha / max(family, 1)
+    return max(alpha / max(family, 1), min(alpha, alpha * p / p_adjusted))
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -245,15 +270,16 @@ def resolved(diff: Difference, alpha: float = 0.05) -> bool:
 
 def trials_to_resolve(diff: Difference, alpha: float = 0.05) -> int | None:
     """About how many trials a side would resolve a difference at the rates seen: make it
-    significant, or narrow its interval to ±EQUIVALENCE. Pooled counts and Fisher's test, with
-    no multiple-comparison adjustment and no clustering, so it is a floor, not a promise;
-    None past MAX_RESOLVE_N or when a side has no trials."""
+    significant, or narrow its interval to ±EQUIVALENCE, at level `alpha` (a compared cell
+    passes its corrected level, so the answer allows for the multiple-comparison adjustment).
+    Pooled counts and Fisher's test, no clustering, so it is a floor, not a promise; None past
+    MAX_RESOLVE_N or when a side has no trials."""
     if diff.a_n == 0 or diff.b_n == 0:
         return None
 
     def settles(n: int) -> bool:
         a, b = round(diff.a_rate * n), round(diff.b_rate * n)
-        return resolved(compare_rates({"": (n, a)}, {"": (n, b)}), alpha)
+        return resolved(compare_rates({"": (n, a)}, {"": (n, b)}, alpha), alpha)
 
     low, high = max(diff.a_n, diff.b_n, 1), max(diff.a_n, diff.b_n, 2)
     while not settles(high):

@@ -28,6 +28,11 @@ from mcp_farm.schema import (
     load_yaml_model,
     require_unique,
 )
+from mcp_farm.schema.specs import ToolListLevel, labelled
+
+DISTRACTOR_LIMIT = 200
+"""The most distractors one trial may draw: what the catalogue holds for any scenario, with a
+margin (scenarios/servers/distractors/ lists about 250)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,29 @@ def _user_of(sweep: SweepSpec, scenario: Scenario, arm: str | None) -> UserModel
     return sweep.user_model if live and arm is None else None
 
 
+def _levels(sweep: SweepSpec, source: str) -> list[ToolListLevel | None]:
+    """The tool-list levels every trial runs at: `[None]` (the list as served) without a
+    `tool_list` block."""
+    if sweep.tool_list is None:
+        return [None]
+    most = max(sweep.tool_list.tool_count)
+    if most > DISTRACTOR_LIMIT:
+        raise SpecError(
+            source,
+            "tool_list.tool_count",
+            f"{most} distractors asked; the catalogue draws at most {DISTRACTOR_LIMIT} per trial",
+        )
+    return list(sweep.tool_list.levels())
+
+
+def _levelled(prompt: PromptConfig, level: ToolListLevel | None) -> PromptConfig:
+    """A level's trials carry the prompt under its configuration label (`native@tools=50,…`),
+    so every scorecard row, comparison and gate sees each level as a configuration."""
+    if level is None:
+        return prompt
+    return prompt.model_copy(update={"id": labelled(prompt.id, level)})
+
+
 def _armed(prompt: PromptConfig, arm: str | None) -> PromptConfig:
     """The no-user arm's trials carry the prompt under its id + `-nouser`: a configuration
     of its own in every scorecard, while the agent is told exactly the same."""
@@ -183,11 +211,12 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
     }
     sweep_id = f"{sweep.name}-{digest(resolved)[:12]}"
     _needs_user(sweep, picked, source)
+    levels = _levels(sweep, source)
     trials = [
         TrialSpec(
             sweep_id=sweep_id,
             model=model,
-            prompt=_armed(prompt, arm),
+            prompt=_levelled(_armed(prompt, arm), level),
             scenario=ScenarioRef(id=scenario.id, version=scenario.version, suite=suite),
             repetition=rep,
             variant=variant,
@@ -198,9 +227,11 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
             result_chars=sweep.result_chars,
             on_turn_failure=sweep.on_turn_failure if scenario.turns else None,
             confirm_destructive=sweep.confirm_destructive if scenario.turns else None,
+            grade_by=sweep.grade_by if scenario.probes else None,
             user=_user_of(sweep, scenario, arm),
             user_seed=user_seed,
             user_arm=arm,
+            tool_list=level,
         )
         for model in sweep.models
         for prompt in prompts
@@ -209,6 +240,7 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
         for toolset in toolsets[suite]
         for rep, variant in wordings(sweep, scenario)
         for user_seed in user_seeds(sweep, scenario, arm)
+        for level in levels
     ]
     return Plan(
         sweep_id=sweep_id,

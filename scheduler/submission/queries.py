@@ -146,7 +146,7 @@ def sweep_spec_json(*, engine: Engine, sweep_id: str) -> str | None:
 
 def recorded_trials(*, engine: Engine, sweep_id: str) -> list[Any]:
     """A sweep's recorded (done) trials: their keys, outcome, stop reason, detail,
-    transcript, provenance and turns (a conversation's)."""
+    transcript, provenance, turns (a conversation's) and state probes' results."""
     with session_scope(engine) as session:
         return list(
             session.execute(
@@ -164,6 +164,7 @@ def recorded_trials(*, engine: Engine, sweep_id: str) -> list[Any]:
                     col(TrialRow.transcript_json),
                     col(TrialRow.provenance_json),
                     col(TrialRow.turns_json),
+                    col(TrialRow.state_json),
                 ).where(col(TrialRow.sweep_id) == sweep_id, col(TrialRow.status) == "done")
             ).all()
         )

@@ -5,7 +5,8 @@ scenarios, tool sets and repetitions, each model replaced by a `replay` target w
 the ones that model recorded for that very trial (workers/model/replay.py). No model runs; the
 calls go, in their recorded order, to today's servers, and the same scenarios grade the result.
 `changes` then says, per trial and per call, what differs from the recording: results (a diff of
-the text, or of the JSON), calls that now fail or now succeed, and outcomes. A sweep file may
+the text, or of the JSON), calls that now fail or now succeed, state probes that now fail, now pass or find another value
+(replay_state.py), and outcomes. A sweep file may
 name `replay` targets itself (`model:` the recorded sweep's id); `resolve_replays` fills their
 turns in for `farm run` and `farm sweep submit`, before anything is recorded.
 """
@@ -26,6 +27,7 @@ from mcp_farm.scheduler.submission.queries import (
     recorded_trials,
     sweep_spec_json,
 )
+from mcp_farm.scheduler.submission.replay_state import ProbeChange, probe_changes
 from mcp_farm.scheduler.submission.replay_turns import (
     TurnChange,
     farm_calls,
@@ -247,6 +249,8 @@ class TrialChange:
     calls: list[CallChange] = field(default_factory=list)
     turns: list[TurnChange] = field(default_factory=list)
     """In a conversation, the turns whose own verdict changed."""
+    probes: list[ProbeChange] = field(default_factory=list)
+    """The state probes whose verdict or value found changed (replay_state.py)."""
 
     @property
     def outcome_changed(self) -> bool:
@@ -447,9 +451,10 @@ def changes(
     replayed_calls: dict[str, list[RecordedCall]],
     rules: dict[Key, Rules] | None = None,
 ) -> list[TrialChange]:
-    """Every trial whose outcome or whose calls' results differ between the recording and the
-    replay, in the recording's order; empty when the servers answered exactly as before.
-    `rules`: per trial, its servers' ignore rules by server name."""
+    """Every trial whose outcome, whose calls' results or whose state probes differ between the
+    recording and the replay, in the recording's order; empty when the servers answered
+    exactly as before. `rules`: per trial, its servers' ignore rules by server name (a probe's
+    value found is compared under all of them: a probe does not record its server)."""
     after = {key_of(row): row for row in replayed}
     found = []
     for row in source:
@@ -468,8 +473,13 @@ def changes(
         was_turns, now_turns = stored_turns(row), stored_turns(new)
         calls = conversation_calls(calls, was_turns, now_turns, (rules or {}).get(key, {}))
         turns = turn_changes(was_turns, now_turns)
-        if calls or turns or row.outcome != new.outcome:
-            found.append(TrialChange(key, row.outcome or "", new.outcome or "", calls, turns))
+        every_rule = IgnoreRules()
+        for server_rules in (rules or {}).get(key, {}).values():
+            every_rule = every_rule.joined(server_rules)
+        probes = probe_changes(row, new, every_rule, line_diff)
+        if calls or turns or probes or row.outcome != new.outcome:
+            was, now = row.outcome or "", new.outcome or ""
+            found.append(TrialChange(key, was, now, calls, turns, probes))
     return found
 
 

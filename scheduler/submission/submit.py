@@ -24,6 +24,8 @@ def plan_summary(plan: Plan) -> str:
     sweep = plan.sweep
     wording = " (× each wording)" if sweep.paraphrases == "all" else ""
     toolsets = f"{len(sweep.toolsets)} tool set(s) × " if sweep.toolsets else ""
+    if sweep.tool_list is not None:
+        toolsets += f"{len(sweep.tool_list.levels())} tool-list level(s) × "
     seeds = sweep.user_model.seeds if sweep.user_model else 1
     users = f" (× {seeds} user seeds, simulated users)" if seeds > 1 else ""
     return (

@@ -2,8 +2,11 @@
 
 Every response carries a content security policy that allows no script at all and styles only
 from this app (`/static/view.css`, a package file); every text a model, a server or a user wrote
-is escaped (scheduler/view/html.py). It listens on loopback; anywhere else needs a password,
-asked for with HTTP basic auth on every request."""
+is escaped (scheduler/view/html.py), Starlette's own error responses included. It listens on
+loopback; anywhere else needs a password, asked for with HTTP basic auth on every request. It
+answers only requests addressed to a name it serves (loopback names and the address it was
+told to listen on): a page of another site that rebinds its own name to 127.0.0.1 gets a
+refusal, not the results."""
 
 from __future__ import annotations
 
@@ -16,14 +19,14 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_farm.scheduler.scorecard.build import build_scorecard
-from mcp_farm.scheduler.scorecard.queries.stored import stored_scorecard
+from mcp_farm.scheduler.view.cards import Cards
 from mcp_farm.scheduler.view.filters import FilterError, TrialFilter
 from mcp_farm.scheduler.view.pages import error_page, sweep_page, sweeps_page, trials_page
 from mcp_farm.scheduler.view.queries import sweep_lines, trial_page, trial_record
@@ -48,6 +51,11 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 STYLE = files(__package__).joinpath("view.css").read_text(encoding="utf-8")
+ICON = files(__package__).joinpath("icon.svg").read_text(encoding="utf-8")
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+WILDCARDS = ("0.0.0.0", "::", "")
+"""Addresses that listen on every interface: the names it is reached by are not known here,
+and a password guards it (check_bind), which a rebinding page cannot send."""
 
 
 class ViewError(FarmError):
@@ -62,6 +70,25 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, without its port, brackets or final dot, lower case."""
+    name = header.strip().lower()
+    if name.startswith("["):
+        name = name[1 : name.find("]")] if "]" in name else name[1:]
+    elif name.count(":") == 1:
+        name = name.rsplit(":", 1)[0]
+    return name.rstrip(".")
+
+
+def serves(header: str, host: str) -> bool:
+    """Whether a request with Host `header` is addressed to an explorer listening on `host`:
+    a loopback name or address, or the address it listens on; with a wildcard, any."""
+    if host_name(host) in WILDCARDS:
+        return True
+    name = host_name(header)
+    return bool(name) and (is_loopback(name) or name == host_name(host))
 
 
 def check_bind(host: str, password: str | None) -> None:
@@ -95,10 +122,18 @@ def _authorised(request: Request, user: str, password: str) -> bool:
     return same_user and same_password
 
 
-def create_app(engine: Engine, *, user: str = "farm", password: str | None = None) -> Starlette:
-    """The explorer over `engine` (opened read only by the caller). The handlers that read
-    the database are plain functions: Starlette runs them in its thread pool, so one slow
-    query holds up its own request, not every other."""
+def create_app(
+    engine: Engine,
+    *,
+    user: str = "farm",
+    password: str | None = None,
+    host: str = "127.0.0.1",
+    cards: Cards | None = None,
+) -> Starlette:
+    """The explorer over `engine` (opened read only by the caller), listening on `host`. The
+    handlers that read the database are plain functions: Starlette runs them in its thread
+    pool, so one slow query holds up its own request, not every other."""
+    scorecards = cards or Cards(engine)
 
     def sweeps(_: Request) -> Response:
         return _page(sweeps_page(sweep_lines(engine=engine)))
@@ -108,11 +143,9 @@ def create_app(engine: Engine, *, user: str = "farm", password: str | None = Non
         found = sweep_lines(engine=engine, sweep_id=sweep_id)
         if not found:
             return _page(error_page(404, f"no sweep {sweep_id!r} in this database"), 404)
-        card = stored_scorecard(engine=engine, sweep_id=sweep_id)
-        if card is None or card.done < card.total or found[0].live:
-            # Still running, or never aggregated: built now, shown, not stored (read only).
-            card = build_scorecard(engine=engine, sweep_id=sweep_id)
-        return _page(sweep_page(found[0], card))
+        # Progress from counts, now; the card as last built (cards.py), never built per request.
+        built = scorecards.card(sweep_id, found[0].done, live=found[0].live)
+        return _page(sweep_page(found[0], built))
 
     def trials(request: Request) -> Response:
         sweep_id = request.path_params["sweep_id"]
@@ -121,9 +154,10 @@ def create_app(engine: Engine, *, user: str = "farm", password: str | None = Non
             return _page(error_page(404, f"no sweep {sweep_id!r} in this database"), 404)
         try:
             selection = TrialFilter.read(dict(request.query_params))
+            # A page's start (`after`) that is no trial of the sweep is refused here too.
+            page = trial_page(engine=engine, sweep_id=sweep_id, selection=selection)
         except FilterError as exc:
             return _page(error_page(400, str(exc)), 400)
-        page = trial_page(engine=engine, sweep_id=sweep_id, selection=selection)
         return _page(trials_page(sweep_id, selection, page, live=found[0].live))
 
     def trial(request: Request) -> Response:
@@ -142,6 +176,21 @@ def create_app(engine: Engine, *, user: str = "farm", password: str | None = Non
     async def style(_: Request) -> Response:  # no I/O: no thread needed
         return Response(STYLE, media_type="text/css", headers=HEADERS)
 
+    async def icon(_: Request) -> Response:
+        # Browsers ask for one on every first page: an answer, not a 404 in every log.
+        return Response(ICON, media_type="image/svg+xml", headers=HEADERS)
+
+    async def http_error(_: Request, exc: Exception) -> Response:
+        # Starlette's own answers (no such route, a method not allowed) as pages of this app,
+        # under its policy, not bare text without one.
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        said = {404: "no such page", 405: "this page is only read (GET)"}
+        return _page(error_page(status, said.get(status, str(exc))), status)
+
+    async def server_error(_: Request, exc: Exception) -> Response:
+        # A bug: no traceback on the page (it is in the server's log), and the policy still on.
+        return _page(error_page(500, "the explorer failed on this page; see its log"), 500)
+
     def database_error(_: Request, exc: Exception) -> Response:
         # A table or column this code reads is missing: say what to do, in a page. Any other
         # database error, on a database at this farm's version, is a bug: a 500 as ever.
@@ -150,9 +199,16 @@ def create_app(engine: Engine, *, user: str = "farm", password: str | None = Non
             raise exc
         return _page(error_page(503, reason), 503)
 
-    middleware = [Middleware(BasicAuth, user=user, password=password)] if password else []
+    middleware = [Middleware(HostCheck, host=host)]
+    if password:
+        middleware.append(Middleware(BasicAuth, user=user, password=password))
     return Starlette(
-        exception_handlers={OperationalError: database_error, ProgrammingError: database_error},
+        exception_handlers={
+            OperationalError: database_error,
+            ProgrammingError: database_error,
+            HTTPException: http_error,
+            Exception: server_error,
+        },
         routes=[
             Route("/", sweeps),
             Route("/sweeps/{sweep_id}", sweep),
@@ -160,9 +216,32 @@ def create_app(engine: Engine, *, user: str = "farm", password: str | None = Non
             Route("/trials/{trial_id}", trial),
             Route("/compare", compare),
             Route("/static/view.css", style),
+            Route("/static/icon.svg", icon),
+            Route("/favicon.ico", icon),
         ],
         middleware=middleware,
     )
+
+
+class HostCheck:
+    """Only requests addressed to a name this explorer serves (`serves`); any other is refused
+    with 421 before anything is read, however the name resolved."""
+
+    def __init__(self, app: ASGIApp, *, host: str) -> None:
+        self.app, self.host = app, host
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            header = Request(scope).headers.get("host", "")
+            if not serves(header, self.host):
+                said = (
+                    f"this explorer answers requests to {', '.join(LOOPBACK_NAMES)} or "
+                    f"{host_name(self.host)}, not to {host_name(header)!r}"
+                )
+                refused = _page(error_page(421, said), 421)
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class BasicAuth:

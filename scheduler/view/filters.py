@@ -15,6 +15,9 @@ Sort = Literal["scenario", "slowest", "fastest", "newest"]
 YesNo = Literal["yes", "no"]
 
 PAGE_SIZE = 50
+NUMBERED_PAGES = 200
+"""How deep a page opens by its number alone (an index read of up to 10,000 rows to skip);
+deeper pages open from the page before, whose link says where to start (`after`)."""
 
 
 class FilterError(FarmError):
@@ -44,6 +47,9 @@ class TrialFilter(Strict):
     """The route of a scenario with routes that the trial took, or was judged by."""
     left_cassette: YesNo | None = None
     """Whether the trial called a replayed server off its cassette."""
+    other_path: YesNo | None = None
+    """Among trials with state probes: `yes`, their state passed while their calls did not
+    (docs/state.md); `no`, the others with probes. Trials without probes are neither."""
     graded: YesNo | None = None
     """`yes`: the trials the scorecard's rates count (done, and neither an infra nor a harness
     error); `no`: the others (not run yet, or an infra or harness error)."""
@@ -54,6 +60,11 @@ class TrialFilter(Strict):
     sort: Sort = "scenario"
     """`scenario` (configuration, scenario, repetition), `slowest`, `fastest` or `newest`."""
     page: int = Field(default=1, ge=1)
+    """The page's number; with `after` or `before`, only its label (the rows start from there)."""
+    after: str | None = None
+    """The trial id the page starts after, in the chosen order (a next › link sets it)."""
+    before: str | None = None
+    """The trial id the page ends before (a ‹ previous link sets it)."""
 
     @classmethod
     def read(cls, given: dict[str, str], *, source: str = "query") -> TrialFilter:
@@ -61,7 +72,7 @@ class TrialFilter(Strict):
         left out. A FilterError names the field and the value it refused."""
         values = {k: v for k, v in given.items() if v not in ("", None)}
         try:
-            return cls.model_validate(values)
+            found = cls.model_validate(values)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "?"
@@ -71,6 +82,15 @@ class TrialFilter(Strict):
                 if field in values
                 else f"{source}: {field}: {first['msg']}"
             ) from None
+        if found.after is not None and found.before is not None:
+            raise FilterError(f"{source}: after and before: give one or the other")
+        if found.page > NUMBERED_PAGES and found.after is None and found.before is None:
+            raise FilterError(
+                f"{source}: page={found.page}: pages past {NUMBERED_PAGES} open from the page "
+                "before them (its next link says where to start); narrow the filter, or sort "
+                "the other way to start from the end"
+            )
+        return found
 
     def prompt_and_toolset(self) -> tuple[str, str] | None:
         """The configuration label split back into prompt config and tool set."""
@@ -81,9 +101,12 @@ class TrialFilter(Strict):
 
     def query(self, **changes: str | int | None) -> dict[str, str]:
         """The filter as query parameters (defaults left out), with `changes` on top; a
-        change to anything but the page starts again at page 1."""
+        change to anything but the page starts again at page 1, from its start."""
         values = self.model_dump(exclude_defaults=True)
         if "page" not in changes:
             values.pop("page", None)
+        # Where a page starts belongs to that page only: a link sets it anew or leaves it out.
+        values.pop("after", None)
+        values.pop("before", None)
         values.update(changes)
         return {k: str(v) for k, v in values.items() if v is not None and v != ""}

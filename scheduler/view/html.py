@@ -1,5 +1,6 @@
 """The explorer's HTML pieces: the page frame, escaped text, tables and links. Everything a model,
-a server or a user wrote reaches the page through `e()`; no page carries a script."""
+a server or a user wrote reaches the page through `e()`, which also shows
+what would hide (scheduler/report/visible.py); no page carries a script."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import html
 from urllib.parse import quote, urlencode
 
 from mcp_farm.scheduler.report.cells import pct, secs
+from mcp_farm.scheduler.report.visible import visible
 
 __all__ = ["e", "frame", "link", "pct", "secs", "table", "url"]
 
 
 def e(value: object) -> str:
-    """Any value as text safe inside an element or a quoted attribute."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Any value as text safe inside an element or a quoted attribute, with every invisible or
+    direction-changing character written as its escape (scheduler/report/visible.py)."""
+    return html.escape(visible("" if value is None else str(value)), quote=True)
 
 
 def url(path: str, query: dict[str, str] | None = None) -> str:
@@ -50,7 +53,7 @@ def frame(
     meta = f'<meta http-equiv="refresh" content="{int(refresh_s)}">' if refresh_s else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">{meta}<title>{e(title)}</title>
-<link rel="stylesheet" href="/static/view.css"></head>
+<link rel="stylesheet" href="/static/view.css"><link rel="icon" href="/static/icon.svg"></head>
 <body><nav>{trail}</nav><h1>{e(title)}</h1>
 {body}
 </body></html>

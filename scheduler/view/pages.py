@@ -16,17 +16,22 @@ from mcp_farm.scheduler.report.cells import (
     user_notes,
     variance_rows,
 )
-from mcp_farm.scheduler.view.filters import Sort, TrialFilter, Wording, YesNo
+from mcp_farm.scheduler.report.html.curves import curves_section, selection_section
+from mcp_farm.scheduler.view.cards import REBUILD_S
+from mcp_farm.scheduler.view.filters import NUMBERED_PAGES, Sort, TrialFilter, Wording, YesNo
 from mcp_farm.scheduler.view.html import e, frame, link, pct, secs, table, url
 from mcp_farm.schema import OUTCOMES
 from mcp_farm.schema.vocab import Tier, TrialStatus
 
 if TYPE_CHECKING:
+    from mcp_farm.scheduler.view.cards import Built
     from mcp_farm.scheduler.view.queries import SweepLine, TrialPage
     from mcp_farm.schema.scorecard import Row, Scorecard
 
 REFRESH_S = 5
-"""How often a page showing a running sweep reloads itself."""
+"""How often a page showing a running sweep's progress reloads itself."""
+LIVE_CARD_REFRESH_S = 30
+"""How often a running sweep's scorecard page reloads: its card changes no faster (cards.py)."""
 
 
 def _progress(s: SweepLine) -> str:
@@ -82,6 +87,12 @@ def _rows_table(card: Scorecard, dimension: str) -> str:
             for o, n in sorted(r.outcomes.items(), key=lambda kv: -kv[1])
             if o != "pass" and n
         )
+        if r.other_path:
+            # Not a failure: the state passed by another path (docs/state.md); said beside them.
+            other = link(
+                _trials_url(card.sweep_id, **query, other_path="yes"), f"other path {r.other_path}"
+            )
+            failures = f"{failures}, {other}" if failures else other
         rows.append(
             [
                 e(r.model),
@@ -126,29 +137,56 @@ def _conversation_sections(card: Scorecard) -> list[str]:
     return found
 
 
-def sweep_page(line: SweepLine, card: Scorecard) -> str:
-    """The sweep's progress and its scorecard: the numbers of `farm report`, as links."""
-    trials = link(_trials_url(card.sweep_id), "all trials")
-    sections = [
-        f"<p>{_progress(line)} · {trials}</p>",
-        f"<p class=muted>{card.done}/{card.total} trials recorded; rates exclude infra and "
-        "harness errors; intervals are Wilson 95%. Every count links to its trials.</p>",
+def _escaped_table(heads: list[str], rows: list[list[str]], numeric_from: int) -> str:
+    return table(heads, [[e(c) for c in r] for r in rows], numeric_from)
+
+
+def _tool_list_sections(card: Scorecard) -> list[str]:
+    """The tool-list axis (pass rate against tool count, with its charts) and the tool
+    selection table, as the HTML report shows them; nothing for a sweep without either."""
+    return [
+        s
+        for s in (curves_section(card, _escaped_table), selection_section(card, _escaped_table))
+        if s
     ]
-    for dimension, title in (
-        ("config", "Per model × configuration"),
-        ("tool", "Per tool"),
-        ("tier", "Per tier"),
-        ("phrasing", "Verbatim vs paraphrased"),
-        ("scenario", "Per scenario"),
-    ):
-        sections.append(f"<h2>{e(title)}</h2>{_rows_table(card, dimension)}")
-        if dimension == "config":
-            sections += _conversation_sections(card)
+
+
+def sweep_page(line: SweepLine, built: Built | None) -> str:
+    """The sweep's progress, counted now, and its scorecard as last built (cards.py): the
+    numbers of `farm report`, as links. A running sweep's page reloads itself."""
+    sweep_id = line.sweep_id
+    trials = link(_trials_url(sweep_id), "all trials")
+    sections = [f"<p>{_progress(line)} · {trials}</p>"]
+    if built is None:
+        sections.append(
+            "<p class=muted>The scorecard is being built; this page reloads itself until it "
+            "is there.</p>"
+        )
+    else:
+        card = built.card
+        as_of = f"as of {card.done:,}/{card.total:,} trials recorded" if line.live else ""
+        sections.append(
+            f"<p class=muted>Scorecard {e(as_of)}{'; ' if as_of else ''}rates exclude infra "
+            "and harness errors; intervals are Wilson 95%. Every count links to its trials."
+            f"{' It is rebuilt while the sweep runs, at most every ' if line.live else ''}"
+            f"{f'{int(REBUILD_S)} s.' if line.live else ''}</p>"
+        )
+        for dimension, title in (
+            ("config", "Per model × configuration"),
+            ("tool", "Per tool"),
+            ("tier", "Per tier"),
+            ("phrasing", "Verbatim vs paraphrased"),
+            ("scenario", "Per scenario"),
+        ):
+            sections.append(f"<h2>{e(title)}</h2>{_rows_table(card, dimension)}")
+            if dimension == "config":
+                sections += _conversation_sections(card) + _tool_list_sections(card)
+    waiting = built is None
     return frame(
-        f"Sweep {card.sweep_id}",
+        f"Sweep {sweep_id}",
         "\n".join(sections),
-        crumbs=[(url(f"/sweeps/{card.sweep_id}"), card.sweep_id)],
-        refresh_s=REFRESH_S if line.live else 0,
+        crumbs=[(url(f"/sweeps/{sweep_id}"), sweep_id)],
+        refresh_s=REFRESH_S if waiting else (LIVE_CARD_REFRESH_S if line.live else 0),
     )
 
 
@@ -178,6 +216,7 @@ def _filter_form(sweep_id: str, f: TrialFilter) -> str:
         _select("first_try", get_args(YesNo), f.first_try),
         _text("route", f.route),
         _select("left_cassette", get_args(YesNo), f.left_cassette),
+        _select("other_path", get_args(YesNo), f.other_path),
         _select("graded", get_args(YesNo), f.graded),
         _text("scoring", f.scoring),
         _text("search", f.search),
@@ -193,10 +232,22 @@ def _filter_form(sweep_id: str, f: TrialFilter) -> str:
 def _pager(sweep_id: str, f: TrialFilter, page: TrialPage) -> str:
     parts = [page.summary()]
     if page.page > 1:
-        parts.append(link(_trials_url(sweep_id, **f.query(page=page.page - 1)), "‹ previous"))
+        parts.append(link(_trials_url(sweep_id, **pager_query(f, page, -1)), "‹ previous"))
     if page.has_next:
-        parts.append(link(_trials_url(sweep_id, **f.query(page=page.page + 1)), "next ›"))
+        parts.append(link(_trials_url(sweep_id, **pager_query(f, page, +1)), "next ›"))
     return f'<p class="pager">{" · ".join(parts)}</p>'
+
+
+def pager_query(f: TrialFilter, page: TrialPage, step: int) -> dict[str, str]:
+    """The query of the page before (`step` -1) or after (+1) `page`: it starts from this
+    page's first or last trial (keyset), so a deep page costs what the second does."""
+    number = page.page + step
+    if number == 1 or not page.rows:
+        # The first page has nothing before it; past the end, back to where numbers work.
+        return f.query(page=min(number, NUMBERED_PAGES)) if number > 1 else f.query()
+    if step > 0:
+        return f.query(page=number, after=page.rows[-1].trial_id)
+    return f.query(page=number, before=page.rows[0].trial_id)
 
 
 def trials_page(sweep_id: str, f: TrialFilter, page: TrialPage, *, live: bool) -> str:

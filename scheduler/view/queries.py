@@ -1,10 +1,20 @@
 """Every SQL statement of the trial explorer: sweeps with their progress, a filtered page of
 trials, one trial with its calls, answer scores and judge verdicts. Read only, parameterised.
 
-Each page is one or two index range reads (migrations 12 and 20 add the indexes): a sweep's
-trials in scenario order (`ix_trial_browse`), one outcome of it in the same order
-(`ix_trial_browse_outcome`), by latency (`ix_trial_browse_latency`), newest first
-(`ix_trial_browse_newest`); a trial and its rows by primary key. The count above a page stops at COUNT_CAP, so counting never reads a whole sweep.
+Each page is one or two index range reads (migrations 12, 20, 22 and 23 add the indexes): every
+filter but the text search is an index condition, not a check on each row of the sweep. A
+sweep's trials in scenario order (`ix_trial_browse`), one outcome of it in the same order
+(`ix_trial_browse_outcome`), one tier, wording, first try, route or cassette state in the same
+order (migration 22), other path or not (migration 23), by latency (`ix_trial_browse_latency`), newest first
+(`ix_trial_browse_newest`); a tool through the scenarios that expect it, a scoring pass through
+its answer scores; the text search, on PostgreSQL, through a trigram index of the lowered
+detail (`ix_trial_detail_trgm`, migration 24, where the pg_trgm extension could be created);
+a trial and its rows by primary key. A page after the first starts where the
+one before stopped (keyset: `after`/`before`, a trial id), so page 20,000 costs what page 2 does.
+The count above a page stops at COUNT_CAP, so counting never reads a whole sweep. Without the
+trigram index (SQLite, or a PostgreSQL user who may not create the extension), and for a
+search shorter than three characters (no trigram to look up), the text search reads each row
+of the sweep it narrows to: text inside a text has no B-tree.
 """
 
 from __future__ import annotations
@@ -17,8 +27,8 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine
 
 from mcp_farm.scheduler.scorecard.queries.columns import CONFIG
-from mcp_farm.scheduler.view.filters import PAGE_SIZE, TrialFilter
-from mcp_farm.schema import UNGRADED
+from mcp_farm.scheduler.view.filters import PAGE_SIZE, FilterError, TrialFilter
+from mcp_farm.schema import OUTCOMES, UNGRADED
 
 COUNT_CAP = 1_000
 """A page says "more than 1,000" rather than count a big selection to its end (paging goes on
@@ -28,18 +38,55 @@ LIST_COLUMNS = f"""trial_id, sweep_id, model_id, {CONFIG} as config, scenario_id
 repetition, variant, status, outcome, first_try, route, left_cassette, detail, latency_s,
 finished_at"""
 
-ORDERS = {
-    "scenario": "model_id, prompt_id, toolset, scenario_id, repetition, variant, trial_id",
-    "slowest": "latency_s desc, trial_id",
-    "fastest": "latency_s, trial_id",
-    "newest": "finished_at desc, trial_id",
+KEYS = {
+    "scenario": (
+        ("model_id", "prompt_id", "toolset", "scenario_id", "repetition", "variant", "trial_id"),
+        "asc",
+    ),
+    "slowest": (("latency_s", "trial_id"), "desc"),
+    "fastest": (("latency_s", "trial_id"), "asc"),
+    "newest": (("finished_at", "trial_id"), "desc"),
 }
-"""SQL order per `TrialFilter.sort`. Latency and time orders leave trials without one out
-(see `where_clause`): a NULL would sort first on one database and last on the other."""
+"""Per `TrialFilter.sort`: the columns a page is ordered by, all one way, so "after this trial"
+is one row comparison an index range starts from. Latency and time orders leave trials without
+one out (see `where_clause`): a NULL would sort first on one database and last on the other."""
 
 
-GRADED = f"(status = 'done' and outcome not in ({', '.join(repr(o) for o in UNGRADED)}))"
-"""The trials a scorecard's rates count, as its scan selects them (scorecard/queries/scan.py)."""
+def order_by(sort: str, *, reverse: bool = False) -> str:
+    """The ORDER BY list of a sort, or of its reverse (a page read backwards from `before`)."""
+    columns, way = KEYS[sort]
+    if reverse:
+        way = "desc" if way == "asc" else "asc"
+    return ", ".join(f"{c} {way}" for c in columns)
+
+
+GRADED_OUTCOMES = ", ".join(repr(o) for o in OUTCOMES if o not in UNGRADED)
+UNGRADED_OUTCOMES = ", ".join(repr(o) for o in UNGRADED)
+GRADED = f"(status = 'done' and outcome in ({GRADED_OUTCOMES}))"
+"""The trials a scorecard's rates count, as its scan selects them (scorecard/queries/scan.py):
+done, and neither an infra nor a harness error. Written as lists of values, not a negation, so
+both databases read them through the outcome index."""
+UNGRADED_SQL = (
+    f"(status in ('pending', 'running', 'cancelled') or outcome in ({UNGRADED_OUTCOMES}))"
+)
+"""The others: not run (yet), or an infra or harness error; two index ranges, not a scan."""
+
+SCENARIOS_SQL = """
+with recursive s(scenario_id) as (
+  select min(scenario_id) from trial where sweep_id = :sweep
+  union all
+  select (select min(t.scenario_id) from trial t
+          where t.sweep_id = :sweep and t.scenario_id > s.scenario_id)
+  from s where s.scenario_id is not null
+)
+select s.scenario_id,
+  (select t.expected_tools from trial t
+   where t.sweep_id = :sweep and t.scenario_id = s.scenario_id limit 1) as expected_tools
+from s where s.scenario_id is not null
+"""
+"""Each scenario of a sweep with the tools it expects: one index probe per scenario (a skip
+scan of `ix_trial_browse_scenario`), never a read of the sweep's trials. A scenario's expected
+tools are frozen with it at submission: every trial of it carries the same list."""
 
 
 def read_only(engine: Engine) -> Engine:
@@ -130,9 +177,30 @@ def _like(value: str) -> str:
     return f"%{escaped}%"
 
 
-def where_clause(sweep_id: str, f: TrialFilter) -> tuple[str, dict[str, Any]]:
-    """The WHERE clause of a filter and its parameters; every value is bound, none pasted."""
-    clauses = ["sweep_id = :sweep"]
+def scenarios_expecting(conn: Connection, sweep_id: str, tool: str) -> list[str]:
+    """The scenarios of a sweep whose trials expect `tool`."""
+    found = conn.execute(text(SCENARIOS_SQL), {"sweep": sweep_id})
+    return [r.scenario_id for r in found if tool in _names(r.expected_tools)]
+
+
+def _names(raw: str | None) -> list[str]:
+    try:
+        value = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def where_clause(
+    sweep_id: str,
+    f: TrialFilter,
+    *,
+    tool_scenarios: list[str] | None = None,
+    dialect: str = "postgresql",
+) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause of a filter and its parameters; every value is bound, none pasted.
+    `tool_scenarios`: the scenarios expecting `f.tool` (`scenarios_expecting`)."""
+    clauses: list[str] = []
     params: dict[str, Any] = {"sweep": sweep_id}
 
     def equal(column: str, value: Any) -> None:
@@ -157,25 +225,37 @@ def where_clause(sweep_id: str, f: TrialFilter) -> tuple[str, dict[str, Any]]:
         clauses.append("variant = 0" if f.wording == "verbatim" else "variant > 0")
     if f.first_try is not None:
         # Not graded, or recorded before first tries were kept, is neither yes nor no.
-        clauses.append("first_try = :first_try")
-        params["first_try"] = f.first_try == "yes"
+        equal("first_try", f.first_try == "yes")
     if f.left_cassette is not None:
         equal("left_cassette", f.left_cassette == "yes")
+    if f.other_path is not None:
+        # NULL without probes: neither yes nor no, as first_try is.
+        equal("other_path", f.other_path == "yes")
     if f.graded is not None:
-        clauses.append(GRADED if f.graded == "yes" else f"not ({GRADED})")
+        clauses.append(GRADED if f.graded == "yes" else UNGRADED_SQL)
     if f.tool is not None:
-        # expected_tools is a JSON list of names: the name in quotes, as JSON writes it.
-        clauses.append("expected_tools like :tool escape '\\'")
-        params["tool"] = _like(json.dumps(f.tool))
+        names = [f"tool_s{i}" for i in range(len(tool_scenarios or []))]
+        clauses.append(
+            f"scenario_id in ({', '.join(':' + n for n in names)})" if names else "1 = 0"
+        )
+        params.update(zip(names, tool_scenarios or [], strict=True))
     if f.search is not None:
         clauses.append("lower(detail) like :search escape '\\'")
         params["search"] = _like(f.search.lower())
     if f.scoring is not None:
+        # Through the scoring pass's own rows (ix_answer_score_sweep), not a probe per trial.
         clauses.append(
-            "exists (select 1 from answer_score a where a.trial_id = trial.trial_id "
+            "trial_id in (select a.trial_id from answer_score a where a.sweep_id = :sweep "
             "and a.scoring_id = :scoring)"
         )
         params["scoring"] = f.scoring
+    if dialect == "sqlite":
+        # SQLite keeps no statistics unless ANALYZE ran (the explorer only reads): told
+        # nothing, it reads the whole sweep in the sort's index order rather than the few
+        # trials a filter's own index finds. unlikely() says a filter selects few; the term
+        # still reads through its index.
+        clauses = [f"unlikely({c})" for c in clauses]
+    clauses.insert(0, "sweep_id = :sweep")
     if f.sort in ("slowest", "fastest"):
         clauses.append("latency_s is not null")
     if f.sort == "newest":
@@ -191,6 +271,8 @@ class TrialPage:
     matched: int
     """How many trials the filter selects, up to COUNT_CAP + 1."""
     page: int
+    more: bool = False
+    """Trials follow this page (one row more was read to know)."""
 
     @property
     def capped(self) -> bool:
@@ -203,8 +285,7 @@ class TrialPage:
 
     @property
     def has_next(self) -> bool:
-        pages = self.pages
-        return len(self.rows) == PAGE_SIZE if pages is None else self.page < pages
+        return self.more
 
     def summary(self) -> str:
         """`123 trial(s); page 2 of 3`, or `more than 1,000 trial(s); page 30`."""
@@ -213,34 +294,108 @@ class TrialPage:
         return f"{self.matched:,} trial(s); page {self.page} of {self.pages}"
 
 
-def page_statements(sweep_id: str, selection: TrialFilter) -> tuple[str, str, dict[str, Any]]:
-    """The SQL of a page of trials and of its capped count, and their parameters."""
-    where, params = where_clause(sweep_id, selection)
-    offset = (selection.page - 1) * PAGE_SIZE
-    page_sql = (
-        f"select {LIST_COLUMNS} from trial where {where} "
-        f"order by {ORDERS[selection.sort]} limit {PAGE_SIZE} offset {offset}"
+@dataclass(frozen=True)
+class PageStatements:
+    """The SQL of a page of trials and of its capped count, with their parameters."""
+
+    page_sql: str
+    count_sql: str
+    params: dict[str, Any]
+    reverse: bool
+    """The page is read backwards (from `before`): its rows come last first."""
+    offset: int
+    """How many rows of the selection come before the page (its number's, for a keyset page)."""
+
+
+def page_statements(conn: Connection, sweep_id: str, selection: TrialFilter) -> PageStatements:
+    """The statements of `selection`'s page. A page with `after`/`before` starts at that
+    trial's place in the order; one without skips whole pages (at most NUMBERED_PAGES)."""
+    tools = (
+        scenarios_expecting(conn, sweep_id, selection.tool) if selection.tool is not None else None
+    )
+    where, params = where_clause(
+        sweep_id, selection, tool_scenarios=tools, dialect=conn.dialect.name
     )
     count_sql = f"select count(*) from (select 1 from trial where {where} limit {COUNT_CAP + 1}) c"
-    return page_sql, count_sql, params
+    offset = (selection.page - 1) * PAGE_SIZE
+    columns, way = KEYS[selection.sort]
+    start = selection.after or selection.before
+    skip = ""
+    if start is None:
+        skip = f" offset {offset}" if offset else ""
+        page_where = where
+    else:
+        place = conn.execute(
+            text(f"select {', '.join(columns)} from trial where trial_id = :t and sweep_id = :s"),
+            {"t": start, "s": sweep_id},
+        ).first()
+        if place is None or any(v is None for v in place):
+            given = "after" if selection.after else "before"
+            raise FilterError(f"query: {given}={start!r}: no such trial in this order of the sweep")
+        forward = selection.after is not None
+        compare = ">" if (way == "asc") == forward else "<"
+        keys = [f"key{i}" for i in range(len(columns))]
+        page_where = (
+            f"{where} and ({', '.join(columns)}) {compare} ({', '.join(':' + k for k in keys)})"
+        )
+        params = params | dict(zip(keys, place, strict=True))
+    reverse = selection.before is not None
+    page_sql = (
+        f"select {LIST_COLUMNS} from trial where {page_where} "
+        # One row more than a page: whether another follows, without counting.
+        f"order by {order_by(selection.sort, reverse=reverse)} limit {PAGE_SIZE + 1}{skip}"
+    )
+    return PageStatements(page_sql, count_sql, params, reverse, offset)
+
+
+def prefer_indexes(conn: Connection, selection: TrialFilter) -> None:
+    """Keep PostgreSQL on the indexes for the rest of this transaction. It prices a row
+    comparison (a keyset page) by its first column alone: deep in a sweep it then reads the
+    whole table and sorts it rather than start the index range where the page starts (1 s
+    against tens of ms at a million trials). Every page is an index range by design; the text
+    search reads the trigram index (migration 24), or, without it, the sweep's trials through
+    the sweep's index, never the other sweeps' too."""
+    if conn.dialect.name != "postgresql":
+        return
+    conn.execute(text("set local enable_seqscan = off"))
+    narrowed = selection.model_dump(exclude_defaults=True).keys() - {
+        "model",
+        "config",
+        "sort",
+        "page",
+        "after",
+        "before",
+    }
+    if selection.sort == "scenario" and not narrowed:
+        # No filter of its own: the browse index gives the order from where the page starts;
+        # a sort could only come from reading the sweep's other index whole (1.5 s deep down).
+        conn.execute(text("set local enable_sort = off"))
 
 
 def trial_page(*, engine: Engine, sweep_id: str, selection: TrialFilter) -> TrialPage:
     """The page `selection.page` of the trials it selects, PAGE_SIZE to a page."""
-    page_sql, count_sql, params = page_statements(sweep_id, selection)
-    offset = (selection.page - 1) * PAGE_SIZE
     with engine.connect() as conn:
-        rows = list(conn.execute(text(page_sql), params))
+        plan = page_statements(conn, sweep_id, selection)
+        prefer_indexes(conn, selection)
+        rows = list(conn.execute(text(plan.page_sql), plan.params))
+        # Read backwards (from `before`), the extra row is one before the page, and the page
+        # it was reached from follows it.
+        more = plan.reverse or len(rows) > PAGE_SIZE
+        rows = rows[:PAGE_SIZE]
+        if plan.reverse:
+            rows.reverse()
+        offset = plan.offset
         # A page that is not full, and not past the end, is the last: the rows count themselves
-        # (a text search with few matches then reads the sweep once, not twice).
-        last = 0 < len(rows) < PAGE_SIZE or (not rows and offset == 0)
+        # (a text search with few matches then reads the sweep once, not twice). A page read
+        # backwards is never the last: the one it was reached from follows it.
+        last = not plan.reverse and (0 < len(rows) < PAGE_SIZE or (not rows and offset == 0))
         # Past the cap the count says no more than that: no need to run it again.
         matched = (
             offset + len(rows)
             if last or offset >= COUNT_CAP
-            else int(conn.execute(text(count_sql), params).scalar_one())
+            else int(conn.execute(text(plan.count_sql), plan.params).scalar_one())
         )
-    return TrialPage(rows=rows, matched=matched, page=selection.page)
+    return TrialPage(rows=rows, matched=matched, page=selection.page, more=more)
 
 
 @dataclass(frozen=True)

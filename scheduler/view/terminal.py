@@ -1,18 +1,26 @@
 """The explorer in a terminal: a page of trials as a table, one trial as lines. Rich styles them
 on a terminal and prints plain lines anywhere else; every stored text is printed as text, never
-read as markup or as a terminal control sequence."""
+read as markup, as a terminal control sequence or as a direction override."""
 
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
 
 from mcp_farm.scheduler.report.cells import secs
-from mcp_farm.scheduler.view.transcript import Entry, entries, pins, user_lines, verdict
+from mcp_farm.scheduler.report.visible import visible
+from mcp_farm.scheduler.view.transcript import (
+    Entry,
+    entries,
+    pins,
+    selection_lines,
+    state_summary,
+    user_lines,
+    verdict,
+)
 from mcp_farm.scheduler.view.trial_page import SUMMARY, summary_value
 
 if TYPE_CHECKING:
@@ -20,18 +28,10 @@ if TYPE_CHECKING:
 
     from mcp_farm.scheduler.view.queries import TrialPage, TrialRecord
 
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-"""C0 and C1 control characters but newline and tab: in text a model or a server wrote, an
-escape sequence could retitle the window, clear the screen or rewrite what was printed."""
-
-
-def visible(text: str) -> str:
-    """`text` with each control character shown as its escape (`\\x1b`), not sent."""
-    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
 
 def shown(text: str) -> str:
-    """Stored text for a Rich line: control characters shown, markup taken literally."""
+    """Stored text for a Rich line: control, direction and invisible characters shown as
+    escapes (scheduler/report/visible.py), markup taken literally."""
     return escape(visible(text))
 
 
@@ -54,7 +54,8 @@ def print_trials(page: TrialPage, out: Console) -> None:
                 " ".join((t.detail or "").split())[:200],
             )
             line = "\t".join(visible(str(f)) for f in fields)
-            out.print(line, markup=False, highlight=False, soft_wrap=True)
+            # No emoji codes either: `:m:` in an id is text, not Ⓜ.
+            out.print(line, markup=False, highlight=False, emoji=False, soft_wrap=True)
         _count(page, out)
         return
     table = Table(header_style="bold", pad_edge=False, box=None)
@@ -78,7 +79,11 @@ def print_trials(page: TrialPage, out: Console) -> None:
 
 
 def _count(page: TrialPage, out: Console) -> None:
-    out.print(page.summary(), highlight=False)
+    said = page.summary()
+    if page.has_next and page.rows:
+        # The next page starts after this one's last trial: as fast at page 20,000 as at 2.
+        said += f"; next: --page {page.page + 1} --after {page.rows[-1].trial_id}"
+    out.print(visible(said), markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
 def _entry_lines(item: Entry) -> list[str]:
@@ -131,6 +136,18 @@ def print_trial(record: TrialRecord, out: Console) -> None:
         say(f"  {turn}step {s.number} {shown(s.label)} {shown(s.params)}: {calls}{flag}")
     if found.note:
         say(f"  {shown(found.note)}")
+    state_line, probes = state_summary(t)
+    if state_line:
+        say(f"[bold]state:[/bold] {shown(state_line)}")
+    for when, label, expected, found_value, ok in probes:
+        say(
+            f"  {shown(when)} {shown(label)}: expected {shown(expected)}, found {shown(found_value)}: {shown(ok)}"
+        )
+    selection = selection_lines(t)
+    if selection:
+        say("[bold]tool selection:[/bold]")
+    for line in selection:
+        say(f"  {shown(line)}")
     user = user_lines(t)
     if user:
         say("[bold]simulated user:[/bold]")

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp_farm.schema import FarmError, UserSimRecord
+from mcp_farm.schema import FarmError, StateVerdict, UserSimRecord
 
 CUT_NOTICE = re.compile(r"\[result cut: \d+ more characters not shown\]")
 """What the session appends to a result it cut at the server's `result_chars`."""
@@ -115,7 +115,7 @@ def entries(trial: Any, calls: list[Any]) -> list[Entry]:
             found.append(
                 Entry(
                     "call",
-                    text=str(call.get("name")),
+                    text=_called(str(call.get("name")), row),
                     arguments=_dumps(call.get("arguments")),
                     result=result,
                     cut=bool(result and CUT_NOTICE.search(result)),
@@ -129,6 +129,13 @@ def entries(trial: Any, calls: list[Any]) -> list[Entry]:
             if row is not None:
                 found += asked.pop(row.idx, [])
     return found + [entry for rest in asked.values() for entry in rest]
+
+
+def _called(shown: str, row: Any) -> str:
+    """The tool a call reached, and the name the model wrote where a tool-list level showed it
+    under another (docs/robustness.md): reports name the real tool."""
+    real = getattr(row, "tool", None) if row is not None and row.server is not None else None
+    return shown if real is None or real == shown else f"{real} (shown to the model as {shown})"
 
 
 @dataclass
@@ -285,6 +292,30 @@ def pins(trial: Any) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def selection_lines(trial: Any) -> list[str]:
+    """Under a prompt config's `select:` (docs/robustness.md), one plain line per user message
+    saying how much of the tools it called for the selection held, and for a failed trial whose
+    failure it was, as the scorecard's selection table counts it: the selector's when some
+    selection lacked such a tool, the model's when every selection held them. Empty for a
+    trial without selection."""
+    recall = pins(trial).get("selection_recall")
+    if not isinstance(recall, list):
+        return []
+    lines = [
+        f"user message {i}: "
+        + ("called for no tool" if r is None else f"the selection held {r:.0%} of its tools")
+        for i, r in enumerate(recall, 1)
+    ]
+    if getattr(trial, "outcome", None) not in (None, "pass", "infra_error"):
+        missed = any(isinstance(r, int | float) and r < 1 for r in recall)
+        lines.append(
+            "failed: the selector missed a tool it was called for"
+            if missed
+            else "failed: the model's failure, with the tools shown"
+        )
+    return lines
+
+
 def user_lines(trial: Any) -> list[str]:
     """What a trial with a simulated user recorded of the user, one plain line each (the
     user model's words included, so a page or a terminal escapes them): who played it, how
@@ -305,3 +336,39 @@ def user_lines(trial: Any) -> list[str]:
     ]
     lines += [f"user error, {error.describe()}: {error.said}" for error in user.errors]
     return lines
+
+
+def state_summary(trial: Any) -> tuple[str, list[list[str]]]:
+    """A trial's state probes (docs/state.md): one plain line saying what decided the outcome
+    and how state and calls compared, and one row per probe (when it ran, what it looked at,
+    expected, found, its verdict), all plain text for the page or terminal to escape. Empty
+    for a trial without probes, or a record that no longer reads."""
+    raw = getattr(trial, "state_json", "") or ""
+    if not raw:
+        return "", []
+    try:
+        state = StateVerdict.model_validate_json(raw)
+    except ValueError:
+        return "the state record does not read in this version of the farm", []
+    line = (
+        f"graded by {state.grade_by}; state {'passed' if state.passed else 'failed'}; "
+        f"calls alone: {state.calls_outcome}"
+    )
+    line += "; other path (state right, calls not)" if state.other_path else ""
+    line += f"; set back after turns {_turns(state.restored)}" if state.restored else ""
+    line += f"; started diverged: turns {_turns(state.diverged)}" if state.diverged else ""
+    rows = [
+        [
+            "end" if p.turn is None else f"after turn {p.turn + 1}",
+            p.label,
+            p.expected,
+            p.found if len(p.found) <= 2000 else p.found[:2000] + "…",
+            "fits" if p.passed else (p.problem or ""),
+        ]
+        for p in state.probes
+    ]
+    return line, rows
+
+
+def _turns(indexes: list[int]) -> str:
+    return ", ".join(str(i + 1) for i in indexes)

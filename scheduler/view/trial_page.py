@@ -14,6 +14,8 @@ from mcp_farm.scheduler.view.transcript import (
     Verdict,
     entries,
     pins,
+    selection_lines,
+    state_summary,
     user_lines,
     verdict,
 )
@@ -173,6 +175,26 @@ def _user_html(trial: Any) -> str:
     return "<h2>Simulated user</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul>"
 
 
+def _selection_html(trial: Any) -> str:
+    """What the tool selection held, per user message, when the trial's config selects."""
+    lines = selection_lines(trial)
+    if not lines:
+        return ""
+    return "<h2>Tool selection</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul>"
+
+
+def _state_html(trial: Any) -> str:
+    """The trial's state probes, each expected vs found, every value escaped."""
+    line, rows = state_summary(trial)
+    if not line:
+        return ""
+    heads = ["when", "probe", "expected", "found", "verdict"]
+    cells = [
+        [e(c) if i < 3 or i == 4 else f"<pre>{e(c)}</pre>" for i, c in enumerate(r)] for r in rows
+    ]
+    return f"<h2>State</h2><p>{e(line)}</p>" + (table(heads, cells) if rows else "")
+
+
 def trial_page(record: TrialRecord) -> str:
     """Everything stored about one trial."""
     t = record.trial
@@ -199,6 +221,8 @@ def trial_page(record: TrialRecord) -> str:
         summary
         + "<h2>Verdict</h2>"
         + _verdict_html(verdict(t, record.calls))
+        + _state_html(t)
+        + _selection_html(t)
         + _user_html(t)
         + "<h2>Transcript</h2>"
         + story

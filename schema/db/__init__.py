@@ -10,7 +10,12 @@ from mcp_farm.schema.db.engine import (
     upsert,
 )
 from mcp_farm.schema.db.migrate import LATEST as SCHEMA_VERSION
-from mcp_farm.schema.db.migrate import require_latest, schema_version
+from mcp_farm.schema.db.migrate import (
+    TEXT_SEARCH_INDEX,
+    require_latest,
+    schema_version,
+    text_search_ready,
+)
 from mcp_farm.schema.db.tables import (
     AnchorCheckRow,
     AnswerScoreRow,
@@ -26,6 +31,7 @@ from mcp_farm.schema.db.tables import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "TEXT_SEARCH_INDEX",
     "AnchorCheckRow",
     "AnswerScoreRow",
     "JudgementRow",
@@ -43,5 +49,6 @@ __all__ = [
     "require_latest",
     "schema_version",
     "session_scope",
+    "text_search_ready",
     "upsert",
 ]

@@ -7,17 +7,31 @@ database to the same shape. tests/schema/test_migrate.py checks both paths agree
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import UTC, datetime
 
 from sqlalchemy import inspect, select, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import SQLModel, col
 
-from mcp_farm.schema.db.tables import SchemaVersionRow
+from mcp_farm.schema.db.tables import BROWSE_ORDER, FILTER_INDEXES_BY_MIGRATION, SchemaVersionRow
 from mcp_farm.schema.errors import StoreError
 from mcp_farm.schema.redact import mask_url
+
+logger = logging.getLogger(__name__)
+
+
+def _filter_indexes(version: int) -> list[str]:
+    """The explorer's filter indexes that migration `version` makes: the filter's column after
+    the sweep, then scenario order (as TrialRow declares them)."""
+    return [
+        f"CREATE INDEX IF NOT EXISTS {name} ON trial (sweep_id, {column}, "
+        f"{', '.join(BROWSE_ORDER)})"
+        for name, column in FILTER_INDEXES_BY_MIGRATION[version]
+    ]
+
 
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "sweep, trial and tool_call tables", []),
@@ -168,8 +182,87 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX IF NOT EXISTS ix_trial_browse_newest ON trial (sweep_id, finished_at)",
         ],
     ),
+    (
+        21,
+        "state probes: each probe expected vs found and how state and calls compared (trial "
+        "state_json, state_passed, other_path)",
+        [
+            "ALTER TABLE trial ADD COLUMN state_json VARCHAR NOT NULL DEFAULT ''",
+            "ALTER TABLE trial ADD COLUMN state_passed BOOLEAN",
+            "ALTER TABLE trial ADD COLUMN other_path BOOLEAN",
+        ],
+    ),
+    (
+        22,
+        "trial explorer: an index per filter that had none (tier, wording, first try, route, "
+        "left the cassette), each in scenario order",
+        _filter_indexes(22),
+    ),
+    (
+        23,
+        "trial explorer: an index for the other_path filter (state passed, calls did not), in "
+        "scenario order",
+        _filter_indexes(23),
+    ),
+    (
+        24,
+        "trial explorer: a trigram index for the text search on PostgreSQL "
+        "(ix_trial_detail_trgm, where the pg_trgm extension can be created)",
+        # Made by `text_search_index` below: PostgreSQL only, and optional.
+        [],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
+
+TEXT_SEARCH_INDEX = "ix_trial_detail_trgm"
+TEXT_SEARCH_SINCE = 24
+TEXT_SEARCH_SQL = (
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+    f"CREATE INDEX IF NOT EXISTS {TEXT_SEARCH_INDEX} ON trial "
+    "USING gin (lower(detail) gin_trgm_ops)",
+)
+"""The explorer's text search (`lower(detail) like '%…%'`, scheduler/view/queries.py) reads
+this index on PostgreSQL: trigrams, so a substring anywhere is found without reading each
+trial of the sweep. SQLite has no such index; its sweeps are embedded-sized."""
+
+
+def text_search_index(conn: Connection) -> str | None:
+    """On PostgreSQL, make the text search's trigram index (and the pg_trgm extension it
+    needs) unless it is there; a one-line note, instead of an error, where this database
+    user may not create the extension (or the server lacks it): the search then reads each
+    trial of the sweep it narrows to, as before. Nothing on SQLite."""
+    if conn.dialect.name != "postgresql":
+        return None
+    found = conn.execute(
+        text("SELECT 1 FROM pg_indexes WHERE tablename = 'trial' AND indexname = :name"),
+        {"name": TEXT_SEARCH_INDEX},
+    ).first()
+    if found is not None:
+        return None
+    try:
+        with conn.begin_nested():  # a refusal rolls back this alone, not the migration
+            for statement in TEXT_SEARCH_SQL:
+                conn.execute(text(statement))
+    except DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise
+        said = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+        return (
+            f"note: no trigram index for the explorer's text search ({said}); it reads each "
+            "trial of a sweep instead. A superuser can run `CREATE EXTENSION pg_trgm` in this "
+            "database, then `farm db init` again"
+        )
+    return None
+
+
+def text_search_ready(engine: Engine) -> str | None:
+    """`text_search_index` in a transaction of its own (`farm db init` tries again each time,
+    so an extension installed later gets its index); its note, if any."""
+    try:
+        with engine.begin() as conn:
+            return text_search_index(conn)
+    except OperationalError as exc:
+        raise StoreError(f"cannot reach the database: {exc.orig}") from None
 
 
 def _current(conn: Connection) -> int:
@@ -200,6 +293,11 @@ def _apply(conn: Connection, statement: str) -> None:
     conn.execute(text(statement))
 
 
+def _note(note: str | None) -> None:
+    if note is not None:
+        logger.warning("%s", note)
+
+
 def migrate(engine: Engine) -> int:
     """Bring the database to the latest schema version; returns the version it was at."""
     try:
@@ -209,12 +307,15 @@ def migrate(engine: Engine) -> int:
             if fresh:
                 for version, description, _ in MIGRATIONS:
                     _stamp(conn, version, description)
+                _note(text_search_index(conn))
                 return 0
             start = _current(conn)
             for version, description, statements in MIGRATIONS:
                 if version > start:
                     for statement in statements:
                         _apply(conn, statement)
+                    if version == TEXT_SEARCH_SINCE:
+                        _note(text_search_index(conn))
                     _stamp(conn, version, description)
             return start
     except OperationalError as exc:
@@ -238,8 +339,14 @@ def require_latest(engine: Engine, url: str) -> None:
     """Fail with what to do when the database is older than this code (workers call this)."""
     found = schema_version(engine)
     if found < LATEST:
-        # The URL may hold the database password, and this message lands in worker logs.
+        # The URL may hold the database password, and this message lands in worker logs. A
+        # SQLite file is an embedded farm's, on this machine: no head node to speak of.
+        where = (
+            "with the same --db or --data-dir to upgrade it in place (its results are kept)"
+            if url.startswith("sqlite")
+            else "on the head node with FARM_DATABASE_URL set to it"
+        )
         raise StoreError(
             f"the results database at {mask_url(url)} is at schema version {found}, this farm "
-            f"needs {LATEST}: run `farm db init` on the head node with FARM_DATABASE_URL set to it"
+            f"needs {LATEST}: run `farm db init` {where}"
         )

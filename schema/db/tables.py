@@ -23,6 +23,24 @@ class SweepRow(SQLModel, table=True):
     """`active`, or `cancelled` by `farm sweep cancel` (trials not yet run are skipped)."""
 
 
+BROWSE_ORDER = ("model_id", "prompt_id", "toolset", "scenario_id", "repetition", "variant")
+"""Scenario order: how the trial explorer lists a sweep's trials by default."""
+FILTER_INDEXES_BY_MIGRATION = {
+    22: (
+        ("ix_trial_browse_tier", "tier"),
+        ("ix_trial_browse_variant", "variant"),
+        ("ix_trial_browse_first_try", "first_try"),
+        ("ix_trial_browse_route", "route"),
+        ("ix_trial_browse_cassette", "left_cassette"),
+    ),
+    23: (("ix_trial_browse_other_path", "other_path"),),
+}
+"""Per migration that made them, (index, column): the explorer's filters on a column of their
+own (scheduler/view/queries.py)."""
+FILTER_INDEXES = tuple(pair for pairs in FILTER_INDEXES_BY_MIGRATION.values() for pair in pairs)
+"""Every (index, column) of FILTER_INDEXES_BY_MIGRATION."""
+
+
 class TrialRow(SQLModel, table=True):
     """One trial: inserted `pending` at submission, upserted by the worker that runs it."""
 
@@ -56,6 +74,10 @@ class TrialRow(SQLModel, table=True):
         Index("ix_trial_browse_latency", "sweep_id", "latency_s"),
         Index("ix_trial_browse_scenario", "sweep_id", "scenario_id", "repetition"),
         Index("ix_trial_browse_newest", "sweep_id", "finished_at"),
+        # One per filter of the explorer that had none (migrations 22, 23): the filter's column
+        # after the sweep, then scenario order, so a filtered page is an index range read in
+        # the order it shows, and its next page starts where the last stopped (keyset).
+        *(Index(name, "sweep_id", column, *BROWSE_ORDER) for name, column in FILTER_INDEXES),
     )
 
     trial_id: str = Field(primary_key=True)
@@ -123,6 +145,13 @@ class TrialRow(SQLModel, table=True):
     trial without a simulated user."""
     failure_source: str | None = None
     """TrialResult.failure_source (`agent`, `user`, `none`); NULL without a simulated user."""
+    state_json: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    """TrialResult.state as JSON (each probe expected vs found, what decided the outcome);
+    empty for a trial without `state:` probes."""
+    state_passed: bool | None = None
+    """Every state probe fit; NULL for a trial without probes (or not graded)."""
+    other_path: bool | None = None
+    """The state passed and the calls did not (StateVerdict.other_path); NULL without probes."""
     provenance_json: str = "{}"
     host: str | None = None
     worker_tag: str | None = None

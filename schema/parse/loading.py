@@ -116,6 +116,9 @@ def spec_errors(exc: ValidationError, source: str) -> list[SpecError]:
         message = error["msg"].removeprefix("Value error, ") + shown
         if error["type"] == "string_type" and isinstance(value, dict) and len(value) == 1:
             message += _mapping_hint(value)
+        elif error["type"] == "string_type" and isinstance(value, bool):
+            names = [p for p in plain_loc(error["loc"]) if isinstance(p, str)]
+            message += _boolean_hint(names[-1] if names else "text", value)
         found.append(SpecError(source, field_path(plain_loc(error["loc"])), message))
     return found
 
@@ -124,6 +127,15 @@ def plain_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     """A pydantic error's location as the file's path: without pydantic's internal validator
     and union tag names (`function-after[...]`, `tool[choice]`)."""
     return tuple(p for p in loc if not (isinstance(p, str) and "[" in p))
+
+
+def _boolean_hint(name: str, value: bool) -> str:
+    """Why text became a boolean: an unquoted `yes`, `no`, `on`, `off`, `true` or `false`."""
+    word = "yes" if value else "no"
+    return (
+        ": YAML reads an unquoted yes, no, on, off, true or false as a boolean; quote the text, "
+        f'as in {name}: "{word}"'
+    )
 
 
 def _mapping_hint(value: dict[Any, Any]) -> str:

@@ -16,6 +16,7 @@ from mcp_farm.schema.errors import MessageError
 from mcp_farm.schema.specs import (
     JudgeSettings,
     Suite,
+    UserModel,
 )
 from mcp_farm.schema.trial import TrialSpec
 from mcp_farm.schema.vocab import Outcome
@@ -133,6 +134,11 @@ class RequeueResult(TaskMessage):
     lapsed: int
     """Running trials whose lease lapsed (their worker stopped renewing it)."""
     requeued: int
+    """Trials of dead workers given back to their queues: lapsed running trials, and pending
+    trials whose message a dead worker had taken unacknowledged."""
+    lost: int = 0
+    """Pending trials whose message the broker held nowhere (popped by a worker killed while
+    Redis handed it over), published again: no worker is known dead for them."""
 
 
 class RescoreResult(TaskMessage):
@@ -168,6 +174,45 @@ class CallCheckResult(TaskMessage):
     lines to stdout yet works), once per server."""
 
 
+class UserCalibrationRequest(TaskMessage):
+    """Ask a sweep's user model the calibration's canned agent questions."""
+
+    user: UserModel
+
+
+class CalibrationReply(TaskMessage):
+    question: str
+    """The canned agent reply the user model answered."""
+    reply: str
+    """What the user model wrote (its stop marker and what follows taken off)."""
+    problems: list[str]
+    """The user errors the reply would be (`off_script: …`, `invented: …`); empty: it played
+    the user."""
+
+
+class UserCalibrationResult(TaskMessage):
+    model_id: str
+    replies: list[CalibrationReply]
+
+    @property
+    def passed(self) -> bool:
+        """Every reply played the user."""
+        return all(not r.problems for r in self.replies)
+
+    def line(self) -> str:
+        """One line for a person: how many replies failed and the first failure."""
+        bad = [r for r in self.replies if r.problems]
+        if not bad:
+            return (
+                f"user model {self.model_id} passed the calibration ({len(self.replies)} replies)"
+            )
+        return (
+            f"user model {self.model_id} failed the simulated-user calibration: {len(bad)} of "
+            f"{len(self.replies)} replies did not play the user (first: {bad[0].problems[0]}; "
+            f"it wrote {bad[0].reply[:80]!r})"
+        )
+
+
 # ---- reading --------------------------------------------------------------------------------
 
 PAYLOADS: dict[str, Any] = {
@@ -177,6 +222,7 @@ PAYLOADS: dict[str, Any] = {
     "farm.rescore_trial": RescoreRequest,
     "farm.judge_anchors": AnchorJudgingRequest,
     "farm.check_calls": CallCheckRequest,
+    "farm.calibrate_user": UserCalibrationRequest,
 }
 RESULTS: dict[str, Any] = {
     "farm.run_trial": TrialSummary,
@@ -185,6 +231,7 @@ RESULTS: dict[str, Any] = {
     "farm.rescore_trial": RescoreResult,
     "farm.judge_anchors": AnchorJudgingResult,
     "farm.check_calls": CallCheckResult,
+    "farm.calibrate_user": UserCalibrationResult,
 }
 
 M = TypeVar("M")

@@ -24,6 +24,7 @@ from mcp_farm.schema.db import (
     init_db,
     session_scope,
 )
+from tests.forkrun import farm_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_SERVER = ROOT / "tests" / "servers" / "slow.py"
@@ -51,14 +52,7 @@ class Farm:
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=300,
-            cwd=ROOT,
-        )
+        done = farm_cli(args, env=self.env, timeout=300, cwd=ROOT)
         if check and done.returncode != 0:
             pytest.fail(f"farm {' '.join(args)} exited {done.returncode}:\n{done.stderr}")
         return done
@@ -148,6 +142,9 @@ def farm(tmp_path: Path, pg_engine: Engine, redis_url: str) -> Iterator[Farm]:
         "FARM_HEARTBEAT_S": "1",
         "FARM_RETRY_BACKOFF_S": "0.2",
         "FARM_SERVER_START_TIMEOUT_S": "30",
+        # Their scripted user models answer their own cards, not the calibration's questions
+        # (which tests/workers/usersim/test_off_script.py holds).
+        "FARM_USER_CHECK": "false",
         "COLUMNS": "120",
     }
     farm = Farm(pg_engine, db_url, redis_url, tmp_path / "data", logs, env)

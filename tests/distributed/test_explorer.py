@@ -37,8 +37,17 @@ def test_a_running_sweep_is_browsed_with_live_progress(farm: Farm, tmp_path: Pat
             sweeps = web.get("/").text
             assert "2/4" in sweeps and "running" in sweeps
             assert 'http-equiv="refresh"' in sweeps, "a running sweep's list does not reload"
-            scorecard = web.get(f"/sweeps/{sweep_id}")
-            assert scorecard.status_code == 200 and "small-igpu" in scorecard.text
+            # The card is built off the request: the page says so and reloads until it is.
+            scorecard = wait_until(
+                lambda: (
+                    (r := web.get(f"/sweeps/{sweep_id}")).status_code == 200
+                    and "Per model" in r.text
+                    and r
+                ),
+                60,
+                "the running sweep's scorecard",
+            )
+            assert "small-igpu" in scorecard.text and "2/4" in scorecard.text
             pending = web.get(f"/sweeps/{sweep_id}/trials", params={"status": "pending"}).text
             assert pending.count('href="/trials/') == 2 and "large-dgpu" in pending
             done = web.get(f"/sweeps/{sweep_id}/trials", params={"outcome": "pass"}).text

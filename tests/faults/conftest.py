@@ -148,6 +148,9 @@ def fault_farm(tmp_path: Path, own_redis: OwnRedis, own_postgres: OwnPostgres) -
         "FARM_HEARTBEAT_S": os.environ.get("FARM_FAULT_HEARTBEAT_S", "1"),
         "FARM_RETRY_BACKOFF_S": "0.2",
         "FARM_SERVER_START_TIMEOUT_S": "30",
+        # Their scripted user models answer their own cards, not the calibration's questions
+        # (which tests/workers/usersim/test_off_script.py holds).
+        "FARM_USER_CHECK": "false",
         "COLUMNS": "160",
     }
     farm = Farm(engine, own_postgres.url, own_redis.url, tmp_path / "data", logs, env)

@@ -182,7 +182,10 @@ def test_redis_restarted_empty_is_recovered_by_resume_without_running_anything_t
     # resume publishes the rest and leaves those alone, so each is queued once.
     found = re.search(r"re-published (\d+) trial\(s\) of \S+; (\d+) still queued", out)
     assert found is not None, out
-    assert int(found[1]) + int(found[2]) == pending, out
+    # The worker keeps taking what the reaper queued while resume runs, so resume may see fewer
+    # pending trials than were counted a moment before, never more; each is queued once, which
+    # the single attempt and single tool call per trial below hold.
+    assert int(found[1]) + int(found[2]) <= pending, out
     wait_until(lambda: counts(farm, sweep_id) == {"done": 8}, 120, "every trial recorded")
     rows = trial_rows(farm, sweep_id)
     assert {outcome for outcome, _ in rows.values()} == {"pass"}

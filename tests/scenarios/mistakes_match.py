@@ -2,20 +2,24 @@
 with `from_key` cut to a part of itself.
 
 Each is the ideal script with one value changed. A whole number sent as a float passes where
-the tool's schema types the parameter `number` and is wrong where it says `integer`; the
-schema types are the servers' own, so PARAMETER_TYPES is checked by the self-checks against
-what the real servers do with them.
+the tool's schema types the parameter `number` and is wrong where it says `integer` (or types it
+not at all): the outcome is read, when the case runs, from the input schema the real server
+lists (`outcome_by_schema`), so an outside suite's own tools need no table here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
+from mcp_farm.scenarios import load_suite
 from mcp_farm.schema import (
     ParamMatcher,
     Scenario,
+    Settings,
 )
+from mcp_farm.workers.grading.typed import Typed
+from mcp_farm.workers.mcp.listing import tool_schemas
 from tests.helpers import ideal_script
 from tests.scenarios.mistakes import (
     Mistake,
@@ -23,12 +27,10 @@ from tests.scenarios.mistakes import (
     _with_args,
 )
 
-# How the bundled servers' input schemas type the numbers bundled scenarios give with `exact`
-# (tool, argument). A scenario that gives a new one fails to collect until it is listed here.
-PARAMETER_TYPES: dict[tuple[str, str], Literal["number", "integer"]] = {
-    ("read_text_file", "head"): "number",
-    ("git_log", "max_count"): "integer",
-}
+BY_SCHEMA = "by-schema:"
+"""An outcome the tool's input schema decides: `by-schema:TOOL:ARGUMENT`."""
+_SCHEMAS: dict[tuple[str, tuple[str, ...]], dict[str, dict[str, Any]]] = {}
+"""Tool schemas listed so far, per suite and servers: each server is started once per run."""
 
 
 def _is_whole_number(value: Any) -> bool:
@@ -37,18 +39,30 @@ def _is_whole_number(value: Any) -> bool:
 
 def number_form_mistakes(scenario: Scenario) -> Iterator[Mistake]:
     """Each whole number an `exact` argument expects, sent as a float (`5.0` for `5`): a pass
-    for a `number` parameter, wrong_params for an `integer` one."""
+    for a `number` parameter, wrong_params for an `integer` one (decided by the schema)."""
     script = ideal_script(scenario)
     for j, step in enumerate(scenario.expect):
         example, tool = step.example or {}, step.names[0]
         for arg, matcher in step.params_for(tool).items():
             if matcher.kind != "exact" or not _is_whole_number(example.get(arg)):
                 continue
-            typed = PARAMETER_TYPES.get((tool, arg))
-            assert typed, f"{scenario.id}: list how {tool} types {arg!r} in PARAMETER_TYPES"
             changed = _with_args(script, j, example | {arg: float(example[arg])})
-            outcome = "pass" if typed == "number" else "wrong_params"
-            yield f"sends-{arg}-as-a-float-for-{typed}", changed, outcome
+            yield f"sends-{arg}-as-a-float", changed, f"{BY_SCHEMA}{tool}:{arg}"
+
+
+def outcome_by_schema(outcome: str, suite: str, scenario: Scenario, settings: Settings) -> str:
+    """The outcome a `by-schema:` mistake deserves, from the input schema the scenario's
+    servers list for the tool: `pass` where the argument is a `number`, else `wrong_params`
+    (an `integer`, or a place the schema does not type, where JSON types are held)."""
+    if not outcome.startswith(BY_SCHEMA):
+        return outcome
+    tool, _, arg = outcome.removeprefix(BY_SCHEMA).partition(":")
+    key = (suite, tuple(scenario.servers))
+    if key not in _SCHEMAS:
+        _SCHEMAS[key] = tool_schemas(load_suite(suite), scenario.servers, settings)
+    schema = _SCHEMAS[key].get(tool)
+    assert schema is not None, f"{scenario.id}: no server of the scenario lists {tool}"
+    return "pass" if Typed.argument(schema, arg).numbers() == "value" else "wrong_params"
 
 
 def _key_spots(matcher: ParamMatcher, value: Any) -> Iterator[list[int | str]]:

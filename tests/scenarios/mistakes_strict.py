@@ -16,10 +16,14 @@ from typing import Any
 from mcp_farm.schema import (
     ParamMatcher,
     Scenario,
+    TrialResult,
 )
 from mcp_farm.workers.grading.matchers import check
 from mcp_farm.workers.grading.normal import same_json
-from tests.helpers import ideal_script
+from mcp_farm.workers.mcp.connections import connect
+from mcp_farm.workers.node.runtime import Runtime
+from mcp_farm.workers.trial import attached
+from tests.helpers import ideal_script, trial
 
 Script = list[dict[str, Any]]
 Mistake = tuple[str, Script, str]
@@ -73,7 +77,9 @@ def refit_mistakes(scenario: Scenario) -> Iterator[Mistake]:
 
 
 def repeat_mistakes(scenario: Scenario) -> Iterator[Mistake]:
-    """The first step's call made twice in a row, where no other step takes its tool."""
+    """The first step's call made twice in a row, where no other step takes its tool: a loop,
+    unless the repeat changes nothing (its tool marked read-only by its server, or the step
+    `idempotent`), which the test that runs it decides from the listed tools."""
     steps = scenario.expect
     if scenario.calls != "strict" or len(steps) < 2:
         return
@@ -114,10 +120,80 @@ def early_mistakes(scenario: Scenario) -> Iterator[Mistake]:
             return
 
 
+def order_mistakes(scenario: Scenario) -> Iterator[Mistake]:
+    """Two neighbouring steps called the other way round: passing where the later one does
+    not follow the earlier (a partial order lets them come in either order, under any
+    counting), a wrong_sequence where it follows it by an `after:` that names it (its call
+    made first still works: the order, not the call, is wrong). Steps whose calls are the
+    same are left alone: swapped, the script is unchanged."""
+    steps = scenario.expect
+    script = ideal_script(scenario)
+    free = dependent = False
+    for j in range(len(steps) - 1):
+        if script[j] == script[j + 1]:
+            continue
+        swapped = [*script[:j], script[j + 1], script[j], *script[j + 2 :]]
+        follows = j in steps[j + 1].requires(j + 1, scenario.order)
+        if not follows and not free:
+            free = True
+            yield "swaps-two-independent-steps", swapped, "pass"
+        elif follows and steps[j + 1].after is not None and not dependent:
+            dependent = True
+            yield "swaps-a-step-and-the-step-it-follows", swapped, "wrong_sequence"
+
+
 def blame_mistakes(scenario: Scenario) -> list[Mistake]:
     """Every mistake above, strict ones where the scenario counts calls strictly."""
     return [
         *strict_counting_mistakes(scenario),
         *leave_out_mistakes(scenario),
         *early_mistakes(scenario),
+        *order_mistakes(scenario),
     ]
+
+
+def deserved(
+    runtime: Runtime,
+    suite: str,
+    scenario: Scenario,
+    name: str,
+    script: list[dict[str, Any]],
+    outcome: str,
+    result: TrialResult,
+) -> str:
+    """The outcome a repeat mistake deserves: a pass where the repeat changes nothing and its
+    calls came back as the step wants (worked, or failed for a step with `expect_error`: a
+    read said another way that the server refuses is a wrong call, not a repeat); the
+    mistake's own outcome otherwise. Decided from the tools the scenario's servers list."""
+    again = _repeated_tool(name, script)
+    if again is None or not _harmless_repeat(runtime, suite, scenario, script, again):
+        return outcome
+    ok = not any(again in step.names and step.expect_error for step in scenario.all_steps)
+    made = [c for c in result.tool_calls if c.tool == again]
+    return "pass" if made and all(c.ok == ok for c in made) else outcome
+
+
+def _repeated_tool(name: str, script: list[dict[str, Any]]) -> str | None:
+    """The tool a repeat mistake calls again: the first call made twice, or the last step's
+    done again another way (the call just before the answer)."""
+    if name.startswith("repeats-a-step"):
+        return str(script[0]["call"]["name"])
+    if name.startswith("does-the-last-step-again"):
+        return str(script[-2]["call"]["name"])
+    return None
+
+
+def _harmless_repeat(
+    runtime: Runtime, suite: str, scenario: Scenario, script: list[dict[str, Any]], tool: str
+) -> bool:
+    """Whether calling `tool` again changes nothing: the server marks it read-only as a trial
+    lists it, or a step that takes it is `idempotent`."""
+    if any(tool in step.names and step.idempotent for step in scenario.all_steps):
+        return True
+    spec = trial(scenario, script, suite=suite)
+
+    async def listed() -> bool:
+        async with connect(attached(spec, scenario), runtime.pool, spec.prompt.tool_naming) as conn:
+            return any(t.shown_name == tool and t.read_only for t in conn.tools.values())
+
+    return runtime.portal.call(listed)

@@ -258,3 +258,51 @@ def test_a_farm_call_that_fails_stops_the_conversation_and_says_so_in_the_detail
         result.detail
     )
     assert [c.tool for c in result.tool_calls] == ["create_note"]  # turn 2 was not sent
+
+
+def _strict_continued(scenario: Scenario, script: list[dict[str, Any]]) -> TrialSpec:
+    spec = trial(scenario, script, suite="conversations")
+    return TrialSpec.model_validate(
+        spec.model_dump(mode="json", exclude={"trial_id"})
+        | {"on_turn_failure": "continue", "calls": "strict"}
+    )
+
+
+def _cut_short_first_turn(scenario: Scenario) -> list[dict[str, Any]]:
+    """Turn 1 read past `max_repeats` (the session stops the repeat as a loop; a read-only
+    tool may repeat up to that bound even under strict counting), with its append and answer
+    left unused behind the cut."""
+    read = {"call": {"name": "read_note", "arguments": {"note_id": "groceries"}}}
+    return [*[read] * (scenario.max_repeats + 1), *_turn_script(scenario, 0)]
+
+
+def test_a_per_turn_script_starts_each_turn_at_its_own_replies_after_a_cut_short_turn(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    scenario = BY_ID["conv.groceries-two-adds"]
+    script = [
+        *({"turn": 0} | item for item in _cut_short_first_turn(scenario)),
+        *({"turn": 1} | item for item in _turn_script(scenario, 1)),
+    ]
+    runtime, settings = warm
+    result = runtime.run(_strict_continued(scenario, script), settings)
+    first, second = result.turn_results
+    assert (first.stop_reason, first.outcome, second.outcome) == (
+        "tool_loop",
+        "wrong_tool",  # never called append_to_note: earlier in the taxonomy than the loop
+        "pass",
+    ), result.detail
+    reads = ["read_note"] * (scenario.max_repeats + 1)
+    assert [c.tool for c in result.tool_calls] == [*reads, "append_to_note"]
+
+
+def test_a_flat_script_hands_a_cut_short_turns_leftover_replies_to_the_next_turn(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    # The same replies without turn numbers: turn 2 gets turn 1's unused append of eggs.
+    scenario = BY_ID["conv.groceries-two-adds"]
+    script = [*_cut_short_first_turn(scenario), *_turn_script(scenario, 1)]
+    runtime, settings = warm
+    result = runtime.run(_strict_continued(scenario, script), settings)
+    first, second = result.turn_results
+    assert (first.stop_reason, second.outcome) == ("tool_loop", "wrong_params"), result.detail

@@ -40,6 +40,7 @@ from mcp_farm.workers.node.runtime import Runtime
 from mcp_farm.workers.store.results import save_trial
 from tests.helpers import (
     free_port,
+    ideal_call_problems,
     ideal_script,
     run_sweep_embedded,
     scripted,
@@ -369,3 +370,39 @@ def test_after_a_continued_turn_each_exchange_still_follows_the_models_own_call(
     assert calls[0][:2] == ("call", None)  # the farm's call: no row of its own
     assert calls[1][:2] == ("call", 0) and "Harbor" in calls[1][2]
     assert calls[2][:2] == ("elicit", 0)
+
+
+TYPO = """\
+  - id: asks.book-attic
+    version: 1
+    tier: moderate
+    servers: [office]
+    turns:
+      - user: Book the Attic for 2026-03-12.
+        paraphrases: [reserve the Attic on 2026-03-12]
+        elicit:
+          - {field: FIELD, action: accept, content: {people: 3}}
+        expect:
+          - tool: book_room
+            params: {room: Attic, date: "2026-03-12", people: {optional: 3}}
+            example: {room: Attic, date: "2026-03-12"}
+        example_answer: "Booked the Attic on 2026-03-12 for 3 people."
+"""
+
+
+def test_an_elicit_entry_with_a_typo_fails_the_ideal_agents_self_check(
+    tmp_path: Path, warm: tuple[Runtime, Settings]
+) -> None:
+    # Issue 36, item 20: a `field:` typo left the request unscripted; it was declined quietly
+    # and the ideal agent could still pass. In a scenario that scripts any answer, the
+    # self-check's ideal-agent check names every request no entry answered.
+    suite = str(tmp_path / "asks.yaml")
+    typo = _suite(tmp_path, TYPO.replace("FIELD", "peopel"))
+    result = _run(warm, typo, ideal_script(typo), suite=suite)
+    assert [e.scripted for e in result.elicitations] == [False]
+    problems = ideal_call_problems(typo, result)
+    assert any("no `elicit` entry answered it" in p for p in problems), problems
+    right = _suite(tmp_path, TYPO.replace("FIELD", "people"))
+    result = _run(warm, right, ideal_script(right), suite=suite)
+    assert [e.scripted for e in result.elicitations] == [True]
+    assert ideal_call_problems(right, result) == []

@@ -21,7 +21,7 @@ from mcp_farm.schema import ElicitAnswer, Scenario, ServerDef, Settings, TrialRe
 from mcp_farm.workers.mcp.connections import connect
 from mcp_farm.workers.mcp.pool import ServerPool
 from mcp_farm.workers.node.runtime import Runtime
-from tests.helpers import free_port, ideal_script, trial, wait_until_serving
+from tests.helpers import free_port, ideal_script, stop_server, trial, wait_until_serving
 
 pytestmark = pytest.mark.integration
 
@@ -153,8 +153,7 @@ def office_url() -> Iterator[str]:
         wait_until_serving(url, proc, 30, "office")
         yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_server(proc)
 
 
 @pytest.mark.parametrize(

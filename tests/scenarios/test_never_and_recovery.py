@@ -135,6 +135,22 @@ def test_a_trial_without_a_failed_call_has_no_recovery_verdict(
     assert result.recovered is None
 
 
+def test_an_invented_tool_name_is_not_an_error_result_on_the_real_servers(
+    warm: tuple[Runtime, Settings],
+) -> None:
+    # Issue 36, item 22: inventing a tool lowered the recovery rate though no server answered
+    # with an error.
+    scenario = BY_ID["conv.standup-keep-review"]
+    made = _turn(scenario, 0)
+    invented = {"call": {"name": "delete_everything_now", "arguments": {}}}
+    script = [invented, *made, *ideal_script(scenario)[len(made) :]]
+    runtime, settings = warm
+    result = runtime.run(trial(scenario, script, suite="conversations"), settings)
+    assert [c.server for c in result.tool_calls][:1] == [None]
+    assert result.tool_calls[0].ok is False
+    assert result.recovered is None
+
+
 def _gives_up(scenario: Scenario) -> list[dict[str, Any]]:
     """The failing call of turn 1, then no other: the model gives up after the error."""
     first = _turn(scenario, 0)

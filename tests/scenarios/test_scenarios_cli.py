@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.forkrun import farm_cli
 
 BAD = """
 suite: broken
@@ -27,13 +28,7 @@ scenarios:
 
 
 def farm(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
-    )
+    return farm_cli(args, timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
 
 
 def test_validate_lists_every_problem_of_every_file_and_fails(tmp_path: Path) -> None:

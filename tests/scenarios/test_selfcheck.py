@@ -39,7 +39,8 @@ from tests.scenarios.mistakes import (
     form_mistakes,
     route_mistakes,
 )
-from tests.scenarios.mistakes_match import match_mistakes
+from tests.scenarios.mistakes_match import match_mistakes, outcome_by_schema
+from tests.scenarios.mistakes_strict import deserved
 
 pytestmark = pytest.mark.integration
 
@@ -101,9 +102,16 @@ def mistakes(
     if tools.count(tools[0]) == 1:
         first = calls[0]["call"]
         extra = {"call": {"name": first["name"], "arguments": first["arguments"] | {"zz": 1}}}
-        found.append(("adds-an-argument", [extra, *calls[1:], answer], "wrong_params"))
+        # A step that expects an error is done by a call that fails, one that breaks the
+        # tool's input schema included: the extra argument is not held against it.
+        added = "pass" if scenario.expect[0].expect_error else "wrong_params"
+        found.append(("adds-an-argument", [extra, *calls[1:], answer], added))
         if len(calls) > 1:
             found.append(("skips-the-first-step", [*calls[1:], answer], "wrong_sequence"))
+    if "doubled" in scenario.tags:
+        # The write made twice: lenient counting lets the repeat through, the state probe
+        # sees the effect twice (docs/state.md).
+        found.append(("doubles-the-write", [calls[0], *calls, answer], "wrong_state"))
     if scenario.final_answer and not _matches(scenario.final_answer, WRONG_ANSWER["answer"]):
         found.append(("gives-a-wrong-answer", [*calls, WRONG_ANSWER], "output_mismatch"))
     alternates = [] if route is not None else list(alternate_mistakes(scenario))
@@ -192,7 +200,10 @@ def test_a_scripted_agent_gets_the_outcome_its_behaviour_deserves(
     warm: tuple[Runtime, Settings],
 ) -> None:
     runtime, settings = warm
+    outcome = outcome_by_schema(outcome, suite, scenario, settings)
     result = runtime.run(trial(scenario, script, suite=suite), settings)
+    # Under `calls: strict`, a repeat that changes nothing (a read-only tool) passes.
+    outcome = deserved(runtime, suite, scenario, name, script, outcome, result)
     assert result.outcome == outcome, f"{name}: {result.outcome} ({result.detail})"
     if name.startswith("ideal"):
         assert ideal_call_problems(scenario, result) == []

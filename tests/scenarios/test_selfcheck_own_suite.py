@@ -111,3 +111,40 @@ def test_the_self_check_runs_on_a_suite_named_in_farm_selfcheck_suites(own_suite
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout and " skipped" in done.stdout, done.stdout[-2000:]
+
+
+NUMBERS_SUITE = """\
+suite: own-numbers
+scenarios:
+  - id: own.newest-mail
+    version: 1
+    tier: simple
+    prompt: Show me my three newest emails.
+    paraphrases: [List the three most recent messages in my inbox.]
+    servers: [email]
+    expect:
+      - tool: list_inbox
+        params: {limit: 3}
+        example: {limit: 3}
+    example_answer: Here are your three newest emails.
+"""
+
+
+def test_a_whole_number_of_an_outside_tool_is_judged_by_the_servers_own_schema(
+    tmp_path: Path, warm: tuple[Runtime, Settings]
+) -> None:
+    # Issue 36, item 17: a hand-written table of parameter types failed the self-check's
+    # collection for any outside tool with an `exact` whole number; the schema decides now.
+    from tests.scenarios.mistakes_match import outcome_by_schema
+    from tests.scenarios.test_selfcheck import mistakes
+
+    path = tmp_path / "numbers.yaml"
+    path.write_text(NUMBERS_SUITE, encoding="utf-8")
+    scenario = load_suite(str(path)).scenarios[0]
+    found = {name: (script, outcome) for name, script, outcome in mistakes(scenario)}
+    script, outcome = found["sends-limit-as-a-float"]
+    runtime, settings = warm
+    # The email server types `limit` as `integer`: 3.0 is not what it asked for.
+    assert outcome_by_schema(outcome, str(path), scenario, settings) == "wrong_params"
+    result = runtime.run(trial(scenario, script, suite=str(path)), settings)
+    assert result.outcome == "wrong_params", result.detail

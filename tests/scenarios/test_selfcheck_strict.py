@@ -3,7 +3,8 @@
 Every bundled scenario that counts calls leniently is run as a sweep with `calls: strict`
 would run it: its ideal agent passes on the first try, and the mistakes strict counting
 refuses (a second call that also fits a step done, an exact repeat of a step that is not the
-last) get the outcomes it gives them. A scenario whose task needs the same call twice is run
+last) get the outcomes it gives them; either repeat passes where it changes nothing (a tool
+its server marks `readOnlyHint: true`, an `idempotent` step). A scenario whose task needs the same call twice is run
 through the whole self-check: its ideal agent passes under strict counting.
 """
 
@@ -26,7 +27,7 @@ from tests.helpers import (
     ideal_script,
     trial,
 )
-from tests.scenarios.mistakes_strict import strict_counting_mistakes
+from tests.scenarios.mistakes_strict import deserved, strict_counting_mistakes
 from tests.scenarios.test_selfcheck import (
     SUITES,
     ideals,
@@ -80,6 +81,7 @@ def test_under_strict_counting_a_scripted_agent_gets_the_outcome_it_deserves(
 ) -> None:
     runtime, settings = warm
     result = _run(runtime, settings, suite, scenario, script)
+    outcome = deserved(runtime, suite, scenario, name, script, outcome, result)
     assert result.outcome == outcome, f"{name}: {result.outcome} ({result.detail})"
     if name.startswith("does-the-last-step-again") and outcome != "pass":
         # A second call that fits the step and works is refused for being a second call (one
@@ -146,8 +148,9 @@ def test_a_task_that_needs_the_same_call_twice_passes_the_whole_self_check_under
     suite, scenario = look_again
     runtime, settings = warm
     wrong = {}
-    for name, script, outcome in [*ideals(scenario), *mistakes(scenario)]:
+    for name, script, expected in [*ideals(scenario), *mistakes(scenario)]:
         result = runtime.run(trial(scenario, script, suite=suite), settings)
+        outcome = deserved(runtime, suite, scenario, name, script, expected, result)
         if result.outcome != outcome:
             wrong[name] = (outcome, result.outcome, result.detail)
         if name == "ideal":

@@ -15,7 +15,7 @@ import pytest
 from mcp_farm.scenarios import load_suite
 from mcp_farm.schema import Scenario, Settings, TrialResult
 from mcp_farm.workers.node.runtime import Runtime
-from tests.helpers import free_port, ideal_script, trial, wait_until_serving
+from tests.helpers import free_port, ideal_script, stop_server, trial, wait_until_serving
 
 pytestmark = pytest.mark.integration
 
@@ -115,9 +115,11 @@ def test_the_next_trial_starts_from_the_servers_first_list(
     assert result.turn_results[0].tools_removed == []
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def workspace_url() -> Iterator[str]:
-    """The workspace server over streamable HTTP, started by hand: the farm only connects."""
+    """The workspace server over streamable HTTP, started by hand: the farm only connects.
+    One per test: after a 2026-07-28 session on a shared process, a later handshake-era
+    session saw no tool-list change (order-dependent under xdist; see the closing note)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", SERVER, "--transport", "http", "--port", str(port)],
@@ -129,21 +131,58 @@ def workspace_url() -> Iterator[str]:
         wait_until_serving(url, proc, 30, "workspace")
         yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_server(proc)
 
 
 def _over_http(folder: Path, url: str) -> Path:
     """The export-after-upgrade conversation, on the workspace server reached over HTTP."""
+    return _export_after_upgrade(
+        folder, f"    transport: http\n    url: {url}\n    reset: {{tool: reset_workspace}}\n"
+    )
+
+
+def _export_after_upgrade(folder: Path, definition: str) -> Path:
+    """The export-after-upgrade conversation, on the workspace server defined as given."""
     text = Path("scenarios/suites/conversations.yaml").read_text()
     start = text.index("  - id: conv.workspace-export-after-upgrade")
     body = text[start : text.index("  - id: conv.workspace-assign-new-task")]
-    path = folder / "http-changes.yaml"
+    path = folder / "changes.yaml"
     path.write_text(
-        "suite: http-changes\nservers:\n  - name: workspace\n    transport: http\n"
-        f"    url: {url}\n    reset: {{tool: reset_workspace}}\nscenarios:\n{body}"
+        f"suite: changes\nservers:\n  - name: workspace\n{definition}scenarios:\n{body}"
     )
     return path
+
+
+AT_2026 = {
+    "stdio": f'    command: ["{{python}}", "-m", "{SERVER}"]\n',
+    "http": "    transport: http\n    url: URL\n",
+}
+
+
+@pytest.mark.parametrize("transport", sorted(AT_2026))
+@pytest.mark.parametrize("mistake", [False, True])
+def test_at_2026_07_28_the_change_comes_through_subscriptions_listen_and_is_graded_alike(
+    transport: str,
+    mistake: bool,
+    tmp_path: Path,
+    workspace_url: str,
+    warm: tuple[Runtime, Settings],
+) -> None:
+    definition = AT_2026[transport].replace("URL", workspace_url) + (
+        '    protocol: "2026-07-28"\n    reset: {tool: reset_workspace}\n'
+    )
+    path = _export_after_upgrade(tmp_path, definition)
+    scenario = load_suite(str(path)).scenarios[0]
+    script = ideal_script(scenario)
+    if mistake:
+        gone = {"call": {"name": "export_tasks_csv", "arguments": {}}}
+        script = _script(scenario, 1, [gone, {"answer": "Done."}])
+    runtime, settings = warm
+    result = runtime.run(trial(scenario, script, suite=str(path)), settings)
+    assert result.outcome == ("wrong_tool" if mistake else "pass"), result.detail
+    second = result.turn_results[1]
+    assert second.tools_added == ["archive_task", "assign_task", "export_tasks"]
+    assert second.tools_removed == ["export_tasks_csv"]
 
 
 @pytest.mark.parametrize("mistake", [False, True])

@@ -36,6 +36,7 @@ from mcp_farm.workers.mcp.pool import (
     REPO_ROOT,
     _expand,
 )
+from tests.forkrun import farm_cli
 
 PLACEHOLDERS = """\
 suite: placeholders
@@ -261,7 +262,9 @@ def test_an_example_that_breaks_its_own_matcher_is_named(
 
 
 def _validate(*args: str | Path) -> Result:
-    return CliRunner().invoke(app, ["scenarios", "validate", *map(str, args)])
+    # A COLUMNS set where the tests run (a CI log at 80) would fold a long path mid-line.
+    args_ = ["scenarios", "validate", *map(str, args)]
+    return CliRunner().invoke(app, args_, env={"COLUMNS": "400"})  # one problem per line
 
 
 def test_validate_starts_the_servers_and_reports_every_problem_with_its_line(
@@ -386,15 +389,11 @@ VALIDATE_LIMIT_S = 240
 
 def _validate_process(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     """`farm scenarios validate` in a process of its own, killed if it outlives the limit."""
-    command = [sys.executable, "-m", "mcp_farm.scheduler.cli.app", "scenarios", "validate"]
-    return subprocess.run(
-        [*command, *map(str, args), "--data-dir", str(tmp_path / "data")],
-        capture_output=True,
-        text=True,
+    return farm_cli(
+        ["scenarios", "validate", *map(str, args), "--data-dir", str(tmp_path / "data")],
         timeout=VALIDATE_LIMIT_S,
         cwd=REPO_ROOT,
         env={**os.environ, "COLUMNS": "400"},  # one problem per line
-        check=False,
     )
 
 

@@ -125,3 +125,21 @@ def test_a_version_19_database_gains_the_index_of_the_newest_trials_first(
     init_db(engine)
     assert schema_version(engine) == SCHEMA_VERSION
     assert "ix_trial_browse_newest" in indexes(engine, "trial")
+
+
+def test_a_version_22_database_gains_the_index_of_the_other_path_filter(tmp_path: Path) -> None:
+    path = tmp_path / "v22.sqlite"
+    init_db(make_engine(f"sqlite:///{path}"))
+    with sqlite3.connect(path) as db:
+        db.execute("DROP INDEX ix_trial_browse_other_path")
+        db.execute("DELETE FROM schema_version WHERE version > 22")
+    engine = make_engine(f"sqlite:///{path}")
+    assert schema_version(engine) == 22
+    init_db(engine)
+    assert schema_version(engine) == SCHEMA_VERSION
+    with sqlite3.connect(path) as db:
+        (sql,) = db.execute(
+            "select sql from sqlite_master where name = 'ix_trial_browse_other_path'"
+        ).fetchone()
+    # The filter's column after the sweep, then scenario order, as the table declares it.
+    assert "(sweep_id, other_path, model_id, prompt_id, toolset, scenario_id," in sql

@@ -28,7 +28,7 @@ from tests.helpers import ideal_script, scripted
 SCENARIO = next(s for s in load_suite("basic").scenarios if s.id == "fs.budget-total")
 BROKEN = {
     "_converse": "the agent session",
-    "grade": "the grader",
+    "grade_conversation": "the grader",
     "provenance": "the result's provenance, after grading",
 }
 
@@ -95,7 +95,7 @@ def test_farm_run_shows_a_harness_error_in_red_everywhere_and_exits_1(
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(sweep))
     data = ["--data-dir", str(tmp_path / "data")]
-    _break(monkeypatch, "grade")
+    _break(monkeypatch, "grade_conversation")
     try:
         done = CliRunner().invoke(app, ["run", str(path), *data])
     finally:

@@ -22,6 +22,7 @@ from mcp_farm.schema import (
     Grounding,
 )
 from mcp_farm.workers.answer.lines import (
+    LINK,
     NEAR,
     Lines,
     after,
@@ -30,27 +31,23 @@ from mcp_farm.workers.answer.lines import (
     in_cell,
     table_lines,
 )
+from mcp_farm.workers.answer.links import URL, linked, repo_path
+from mcp_farm.workers.answer.sentences import SENTENCE_END, Written, claimed
 
 EXTENSIONS = "py|pyi|md|rst|txt|toml|cfg|ini|json|ya?ml|js|ts|c|h|rs|go|java|sh"
 # A path: relative, absolute, or with a drive letter; `/` or `\` between its parts. Not
-# followed by `(`: `response.json()` is a call, not a file.
+# followed by `(`: `response.json()` is a call, not a file; but a compiler's `path(127):` is a
+# path and its line.
 CITE = re.compile(
     r"(?<![\w/\\.-])(?P<path>(?:[A-Za-z]:[/\\]|\.{1,2}[/\\]|/)?(?:[\w.-]+[/\\])*"
     rf"[\w.-]*\w\.(?:{EXTENSIONS}))"
-    r"(?![\w/(])"
+    r"(?![\w/]|\((?!\d+(?:,\d+)?\):))"
 )
 DRIVE = re.compile(r"^[A-Za-z]:/")
 SYMBOL = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`")
 # A clause ends at a sentence stop, a blank line, or a new list item, table row or heading; a
 # single newline does not end it, since prose is often hard-wrapped.
 CLAUSE_END = re.compile(r"[.;!?]\s|\n\s*(?:\n|[-*+>#|]|\d+[.)]\s)")
-SENTENCE_END = re.compile(
-    r"(?<!\bno)(?<!\bnos)(?<!\bnum)(?<!\bl)(?<!\bln)(?<!\bcf)(?<!\bsee)(?<!\bapprox)[.!?]\s"
-    r"|\n\s*(?:\n|[-*+>#|]|\d+[.)]\s)"
-)
-"""Where a line-like token stops standing by a path: a sentence stop (not the stop of `no.`,
-`l.`, `cf.`, …), a blank line, a new item (a `;` does not part a path from its line:
-`path; line 12`)."""
 WINDOW = 100
 AFTER = 30
 
@@ -66,8 +63,11 @@ class CitationRef:
     symbol: str | None = None
     bad_line: str | None = None
     """What was written as a line but cannot be read as one: too many digits, digits glued to
-    a letter (`99999a`), `_` or a decimal part, a signed number, or one behind other marks
-    (`path:[12]`); see `lines`."""
+    a letter (`99999a`), `_` or a decimal part, a signed number, one behind other marks
+    (`path:[12]`), or one in words (`line XII`); see `lines`."""
+    also: tuple[tuple[int, int], ...] = ()
+    """Further lines its sentence gives it (`a.py:2 calls it; the loop is at line 40`): each
+    must be in the file too (see `sentences`)."""
 
 
 def _names(text: str, offset: int, taken: set[int]) -> list[tuple[int, str]]:
@@ -147,29 +147,78 @@ def _beside(prose: str, path: re.Match[str], low: int) -> Lines | None:
     return beside(prose, low, (start, end), min(stops, default=len(prose)))
 
 
-def extract(prose: str) -> list[CitationRef]:
-    """Every distinct `path` with the line or lines written with it (`path:12`, `path:L12`,
-    `path#L12-L20`, `path (line 12)`, `File "path", line 12`, `line 12 of path`, a table's
-    line column, … see `lines`), and the symbol named beside it. A citation repeated word for
-    word (same path, lines and symbol) counts once. `\\` in a path reads as `/`."""
-    found: dict[tuple[str, int | None, int | None, str | None, str | None], CitationRef] = {}
-    taken: set[int] = set()
+@dataclass(frozen=True)
+class _Found:
+    path: str
+    span: tuple[int, int]
+    lines: Lines
+
+
+def _found(prose: str) -> list[_Found]:
+    """Every path in the prose with the lines written with it, in order: paths in the text and
+    paths inside repository links (`…/blob/<commit>/path#L12`)."""
     rows = dict(table_lines(prose))
+    marks = sorted([*CITE.finditer(prose), *URL.finditer(prose)], key=lambda m: m.start())
+    out: list[_Found] = []
     consumed = 0
-    for m in CITE.finditer(prose):
+    for m in marks:
         if m.start() < consumed:
             continue  # inside what an earlier citation wrote (a link's target)
+        if m.re is URL:
+            link = linked(prose, m, CITE)
+            if link is not None:
+                out.append(_Found(link.path, m.span(), link.lines))
+                consumed = link.lines.end
+            continue
         path = m.group("path").replace("\\", "/")
         while path.startswith("./"):
             path = path[2:]
+        target = LINK.match(prose, m.end())
+        fuller = repo_path(target.group("url"), CITE) if target is not None else None
+        if fuller is not None and fuller.endswith(f"/{path}"):
+            path = fuller  # `[conn.py](…/blob/<sha>/pkg/conn.py)` cites pkg/conn.py
         lines = _written(prose, m, rows, consumed)
-        end = max(lines.end, m.end())
-        consumed = end
-        symbol = _symbol_near(prose, m.start(), end, taken)
-        key = (path, lines.start, lines.last, symbol, lines.bad)
-        text = prose[min(lines.end, m.start()) : end]
-        found.setdefault(key, CitationRef(text, path, lines.start, lines.last, symbol, lines.bad))
-    return list(found.values())
+        consumed = max(lines.end, m.end())
+        out.append(_Found(path, m.span(), lines))
+    return out
+
+
+def _merged(lines: Lines, more: list[Lines]) -> tuple[Lines, tuple[tuple[int, int], ...]]:
+    """A citation's own lines with those its sentence gives it: the first becomes its line when
+    it wrote none; an unreadable one makes the whole citation unreadable."""
+    also: list[tuple[int, int]] = []
+    for extra in more:
+        if not lines.read:
+            lines = Lines(lines.end, extra.start, extra.last, extra.bad)
+        elif extra.bad is not None and lines.bad is None:
+            lines = Lines(lines.end, lines.start, lines.last, extra.bad)
+        elif extra.start is not None and extra.last is not None:
+            also.append((extra.start, extra.last))
+    return lines, tuple(also)
+
+
+def extract(prose: str) -> list[CitationRef]:
+    """Every distinct `path` with the line or lines written with it (`path:12`, `path:L12`,
+    `path#L12-L20`, `path (line 12)`, `File "path", line 12`, `line 12 of path`, `path(12):`,
+    a table's line column, a repository link, … see `lines` and `links`) or given to it by its
+    sentence (see `sentences`), and the symbol named beside it. A citation repeated word for
+    word (same path, lines and symbol) counts once. `\\` in a path reads as `/`."""
+    found = _found(prose)
+    spans = [
+        Written(f.span, (min(f.lines.end, f.span[0]), max(f.lines.end, f.span[1]))) for f in found
+    ]
+    more = claimed(prose, spans)
+    refs: dict[tuple[object, ...], CitationRef] = {}
+    taken: set[int] = set()
+    for k, (f, written) in enumerate(zip(found, spans, strict=True)):
+        lines, also = _merged(f.lines, more.get(k, []))
+        symbol = _symbol_near(prose, f.span[0], written.text[1], taken)
+        key = (f.path, lines.start, lines.last, symbol, lines.bad, also)
+        text = prose[written.text[0] : written.text[1]]
+        refs.setdefault(
+            key, CitationRef(text, f.path, lines.start, lines.last, symbol, lines.bad, also)
+        )
+    return list(refs.values())
 
 
 @dataclass(frozen=True)
@@ -316,6 +365,10 @@ def _check(ref: CitationRef, repo: Path, files: dict[Path, _File], tolerance: in
         return cited("hallucinated", f"line {ref.line_start} is before the first line")
     if last is not None and last > len(file.lines):
         return cited("hallucinated", f"line {last} past end of file ({len(file.lines)} lines)")
+    for low, high in ref.also:
+        if low < 1 or high > len(file.lines):
+            bad = low if low < 1 else high
+            return cited("hallucinated", f"line {bad}, written in its sentence, is not in the file")
     if ref.symbol and _candidates(ref.symbol):
         return cited(*_check_symbol(ref, file, tolerance))
     return cited("grounded", "file exists" + (", line in range" if ref.line_start else ""))

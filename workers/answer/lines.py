@@ -20,6 +20,11 @@ LINE_DIGITS = 9
 """Longer line numbers are no line of any file: such a citation is never grounded."""
 
 _H = r"[^\S\n]*"
+HYPHENS = "-\u2010\u2011\u2012\u2212"
+"""ASCII hyphen, hyphen, non-breaking hyphen, figure dash and minus sign: a word processor turns
+one into another, so each signs a number (`line \u221212` is an offset) and parts a range."""
+DASHES = f"{HYPHENS}\u2013\u2014"
+"""Every mark that parts a range: the hyphens, en and em dash."""
 # A line word, optionally approximate and with its number mark: `line`, `lines`, `ln`, `l.`,
 # `L`, `line #`, `line no.`, `line number`, `line:`, `~line`. The number may follow on the next
 # line (prose is hard-wrapped).
@@ -31,10 +36,10 @@ WORD = re.compile(_WORD)
 WORD_BEFORE = re.compile(rf"(?<![\w.-]){_WORD}")
 # A number: grouped by thousands (`1,000`) or plain; a sign makes it no line, `~` or `≈` an
 # approximate one (read as written).
-NUMBER = re.compile(r"(?P<mark>[-+−~≈])?(?P<digits>\d{1,3}(?:,\d{3})+(?!\d)|\d+)")
-SIGNS = ("-", "+", "−")
-RANGE = re.compile(rf"{_H}(?:[-–—]|\.{{2,3}}|…|(?i:to|through|thru|until)(?=\s)){_H}")
-LIST = re.compile(rf"{_H}(?:,{_H}(?:(?i:and|or)(?=\s){_H})?|(?i:and|or|&)(?=\s){_H})")
+NUMBER = re.compile(rf"(?P<mark>[{HYPHENS}+~≈])?(?P<digits>\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+)")
+SIGNS = (*HYPHENS, "+")
+RANGE = re.compile(rf"{_H}(?:[{DASHES}]|\.{{2,3}}|…|(?i:to|through|thru|until)(?=\s)){_H}")
+LIST = re.compile(rf"{_H}(?:,{_H}(?:(?i:and|or)(?=\s){_H})?|(?i:and|or|&)(?=\s){_H}|/{_H})")
 SEMICOLON = re.compile(rf"{_H};{_H}")
 """Between the numbers of a list after `lines` (`lines 2; 40`); elsewhere `;` ends a clause."""
 # After a listed number without a line word of its own, what makes it a count rather than a
@@ -48,7 +53,7 @@ COUNT = re.compile(rf"{_H}(?i:lines?)(?!\w)")
 # Marks that join a line to a path only with a line word after them (`path – line 12`,
 # `path → line 12`, `path | line 12`, `path @ line 12`, `path [line 12]`): a bare number after
 # them is a count, a footnote or a version as often as a line.
-_MARK = r"(?:->|=>|[-–—|→@\[])"
+_MARK = rf"(?:->|=>|[{DASHES}|→@\[])"
 # From the end of a path to its first number: closing marks (backtick, bold, quotes, a
 # bracket), a possessive, a commit or ref (`@abc123`), a URL query before a fragment, one join
 # mark (`:` `#` `,` `(`, or one of `_MARK`), then up to two position words.
@@ -78,12 +83,21 @@ STRAY_NUMBER = re.compile(r"[^\w\n]{0,3}\d[^\s]*")
 PATH_START = re.compile(r"[\w.-]*[/\\]?[\w.-]*\w\.\w")
 """The start of a file name (`pkg/b.py`, `b.py`): enough to tell `of b.py` from `of it`."""
 BEFORE_WINDOW = 80
+_SPELLED = (
+    r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+    r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
+    r"seventy|eighty|ninety|hundred|thousand|million)"
+)
+# A line number in words or Roman numerals (`line nine hundred`, `line XII`): a line nobody can
+# check without guessing how it was meant, so it is read as an unreadable line. A lone `I` is
+# the pronoun (`the line I mean`), so a Roman numeral needs two letters or one other than `I`.
+_UNREAD = rf"(?i:{_SPELLED}(?:[\s-]+(?:and\s+)?{_SPELLED})*)\b|(?:[IVXLCDM]{{2,}}|[VX])\b"
 LINE_LIKE = re.compile(
-    r"(?<!\w)(?:(?:[~≈]\s*)?(?i:lines?|ln\.?|l\.)\s*(?:[#~:≈]|(?i:nos?\.|numbers?|num\.))?"
-    r"\s*[-+−~≈]?\d|L\d|#\d)\w*"
+    rf"(?<!\w)(?:(?:(?:[~≈]\s*)?(?i:lines?|ln\.?|l\.)\s*(?:[#~:≈]|(?i:nos?\.|numbers?|num\.))?"
+    rf"\s*[{HYPHENS}+~≈]?\d|L\d|#\d)\w*|(?i:lines?)[^\S\n]+(?:{_UNREAD}))"
 )
 """A token that reads as a line wherever it stands (`line 12`, `lines: 3`, `line no. 3`,
-`l. 3`, `L12`, `#12`)."""
+`l. 3`, `L12`, `#12`), or claims one in words (`line twelve`, `line XII`)."""
 NEAR = 40
 """Characters beside a path, in its sentence, where a line-like token makes it a citation of
 that line, read or unreadable (see `beside`)."""
@@ -166,8 +180,18 @@ def _link(prose: str, at: int) -> Lines | None:
     return Lines(m.end())
 
 
+COMPILER = re.compile(r"\((?P<line>\d+)(?:,\d+)?\):")
+"""A compiler's `path(127):` or `path(127,5):` (line, then column): the path's line."""
+
+
 def after(prose: str, at: int) -> Lines:
     """The lines written after a path that ends at `at` (nothing read: `Lines(at)`)."""
+    compiler = COMPILER.match(prose, at)
+    if compiler is not None:
+        digits = compiler.group("line")
+        if len(digits.lstrip("0")) > LINE_DIGITS:
+            return Lines(compiler.end(), bad=digits)
+        return Lines(compiler.end(), int(digits), int(digits))
     link = _link(prose, at)
     if link is not None:
         return link

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mcp_farm.scenarios.anchors import (
@@ -20,11 +21,13 @@ from mcp_farm.scenarios.anchors import (
     load_anchors,
 )
 from mcp_farm.schema import (
+    UNGRADED,
     Elicitation,
     Message,
     Scenario,
     Settings,
     SpecError,
+    StateVerdict,
     ToolCallRecord,
     TrialSpec,
     TurnResult,
@@ -43,16 +46,16 @@ from mcp_farm.workers.answer.scoring import (
     score_answer,
     shown_to_judge,
 )
-from mcp_farm.workers.grading.conversation import grade_conversation
-from mcp_farm.workers.grading.elicited import with_declines
+from mcp_farm.workers.grading.conversation import grade_conversation, stored_turns
 from mcp_farm.workers.grading.grade import (
-    grade,
+    Graded,
     scenario_of,
 )
 from mcp_farm.workers.mcp.connections import connect
 from mcp_farm.workers.mcp.pool import ServerPool
 from mcp_farm.workers.node.runtime import get_runtime
 from mcp_farm.workers.node.tasks import engine_for
+from mcp_farm.workers.state import graded_by_state, rejudged_all
 from mcp_farm.workers.store.rescoring import recorded_trial, save_rescore
 from mcp_farm.workers.trial import (
     attached,
@@ -93,14 +96,29 @@ def _calls(rows: list[ToolCallRow], transcript: list[Message]) -> list[ToolCallR
 
 async def _schemas(
     spec: TrialSpec, scenario: Scenario, pool: ServerPool
-) -> tuple[dict[str, Any], frozenset[str]]:
-    """The attached tools' input schemas, and those marked destructive, listed again from the
-    servers (no model involved)."""
+) -> tuple[dict[str, Any], frozenset[str], frozenset[str]]:
+    """The attached tools' input schemas, those marked destructive and those marked read-only,
+    listed again from the servers (no model involved)."""
     async with connect(attached(spec, scenario), pool, spec.prompt.tool_naming) as conn:
         tools = conn.tools.values()
-        return {t.tool: t.input_schema for t in tools}, frozenset(
-            t.tool for t in tools if t.destructive
+        return (
+            {t.tool: t.input_schema for t in tools},
+            frozenset(t.tool for t in tools if t.destructive),
+            frozenset(t.tool for t in tools if t.read_only),
         )
+
+
+def _by_state(scenario: Scenario, turns: list[TurnResult], verdict: Graded, stored: str) -> Graded:
+    """The verdict under `grade_by`, with the probes' recorded findings judged again by the
+    probes as the scenario writes them now (a rescore never looks at the servers again)."""
+    if verdict.outcome in UNGRADED:
+        return verdict
+    found = StateVerdict.model_validate_json(stored).probes if stored else []
+    turns, end = rejudged_all(scenario, turns, [p for p in found if p.turn is None])
+    _turns, outcome, detail, _state = graded_by_state(
+        scenario, turns, verdict.outcome, verdict.detail, end
+    )
+    return replace(verdict, outcome=outcome, detail=detail)
 
 
 async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool) -> RescoreResult:
@@ -111,22 +129,11 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
     scenario = scenario_of(spec)  # the sweep's `calls:` too, as the trial was graded
     transcript = [Message.model_validate(m) for m in json.loads(trial.transcript_json)]
     calls = _calls(call_rows, transcript)
-    schemas, destructive = await _schemas(spec, scenario, pool)
+    schemas, destructive, read_only = await _schemas(spec, scenario, pool)
     stop = trial.stop_reason or "turn_limit"
     elicited = [Elicitation.model_validate(e) for e in json.loads(trial.elicitations_json)]
-    if scenario.turns:
-        turns = [TurnResult.model_validate(t) for t in json.loads(trial.turns_json)]
-        _turns, verdict = grade_conversation(
-            scenario,
-            turns,
-            calls,
-            stop,  # type: ignore[arg-type]
-            schemas,
-            trial.detail,
-            destructive,
-            elicited,
-        )
-    elif scenario.user_sim is not None and trial.user_sim_json:
+    turns: list[TurnResult] = []
+    if scenario.user_sim is not None and trial.user_sim_json:
         verdict = grade_simulated(
             scenario,
             UserSimRecord.model_validate_json(trial.user_sim_json),
@@ -137,16 +144,21 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
             schemas,
             trial.detail,
         )
-    else:
-        verdict = grade(
+    else:  # every other trial is a conversation, a one-prompt one of one turn
+        kept = [TurnResult.model_validate(t) for t in json.loads(trial.turns_json)]
+        turns = stored_turns(scenario, kept, calls, trial.final_answer, stop)  # type: ignore[arg-type]
+        turns, verdict = grade_conversation(
             scenario,
+            turns,
             calls,
-            trial.final_answer,
             stop,  # type: ignore[arg-type]
             schemas,
             trial.detail,
+            destructive,
+            elicited,
+            read_only,
         )
-        verdict = with_declines(verdict, calls, elicited)
+    verdict = _by_state(scenario, turns, verdict, trial.state_json)
     if scenario.answer is None:
         # A conversation without answer scoring: graded again, nothing to score or store.
         return RescoreResult(

@@ -99,6 +99,11 @@ def _by_path(value: Any, path: str) -> Iterator[Any]:
     yield value
 
 
+def value_at(value: Any, path: str) -> Any:
+    """The value at a path from the top (`a.b[0].c`); None when the path leads nowhere."""
+    return next(_by_path(value, path), None)
+
+
 def _by_key(value: Any, key: str) -> Iterator[Any]:
     """Every value held under `key`, at any depth."""
     stack = [value]

@@ -1,7 +1,8 @@
-"""Grading a conversation: each turn as a one-prompt scenario of its own, then all together.
+"""Grading a trial's turns: each turn as a one-prompt scenario of its own, then all together.
 
-Each turn is graded by `grade` exactly as a one-prompt scenario would be (its calls, its
-steps, its answer), so a one-prompt scenario's path is untouched. Two things are added here:
+Every trial but a simulated user's is graded here: a one-prompt scenario is a conversation of
+one turn (`Scenario.dialogue`), whose verdict is its turn's. Each turn is graded by `grade` (its
+calls, its steps, its answer); two things are added here:
 
 - a value taken from an earlier turn's result (`from_turn` on a chained matcher): the turn is
   graded with such matchers read as "present", then each is checked by the chained matcher
@@ -12,7 +13,7 @@ steps, its answer), so a one-prompt scenario's path is untouched. Two things are
 
 The conversation passes only if every turn passed on its own; otherwise its outcome is its
 first failed turn's (docs/conversations.md). Recovery after an error result (`recovered`) is
-read here for every trial, a one-prompt scenario being a conversation of one turn.
+read here for every trial.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from mcp_farm.schema import (
     Outcome,
     ParamMatcher,
     Scenario,
+    StepVerdict,
     StopReason,
     ToolCallRecord,
     TurnResult,
@@ -37,7 +39,7 @@ from mcp_farm.workers.grading.chained import Chain
 from mcp_farm.workers.grading.elicited import confirmed_calls, ignored_decline
 from mcp_farm.workers.grading.grade import Graded, grade, steps_of
 from mcp_farm.workers.grading.matchers import check, forbidden, located
-from mcp_farm.workers.grading.steps import accepts, find
+from mcp_farm.workers.grading.steps import accepts, arguments_problem, find
 from mcp_farm.workers.grading.typed import Typed
 
 ENDS: tuple[Outcome, ...] = ("harness_error", "infra_error", "timeout")
@@ -90,6 +92,38 @@ def turn_calls(turn: TurnResult, calls: list[ToolCallRecord]) -> list[ToolCallRe
     return calls[turn.first_call : turn.first_call + turn.call_count]
 
 
+def credited_calls(
+    scenario: Scenario,
+    i: int,
+    turn: TurnResult,
+    calls: list[ToolCallRecord],
+    schemas: dict[str, dict[str, Any]],
+) -> list[ToolCallRecord]:
+    """Turn i's calls as its steps are graded: its own, and before them, for each step marked
+    `known_from_earlier` that no call of the turn accepts, the latest call of an earlier turn
+    that met it and came back without an error ("I already looked that up")."""
+    own = turn_calls(turn, calls)
+    earlier = [c for c in calls[: turn.first_call] if c.ok and c.server is not None]
+    credited: dict[int, ToolCallRecord] = {}
+    for _name, way in plain_view(scenario, i).ways():
+        for step in way.expect:
+            if not step.known_from_earlier or step.expect_error:
+                continue
+            if any(accepts(step, c) for c in own):
+                continue
+            met = [
+                c
+                for c in earlier
+                if accepts(step, c)
+                and not arguments_problem(
+                    step, c, Chain({}), lambda _c, _d: None, schemas.get(c.tool)
+                )
+            ]
+            if met:
+                credited[met[-1].index] = met[-1]
+    return [*sorted(credited.values(), key=lambda c: c.index), *own]
+
+
 def _step_calls(
     scenario: Scenario,
     done: list[TurnResult],
@@ -109,7 +143,9 @@ def _step_calls(
             return [c for c in calls if c.index == turn.model_steps[k]]
         return [c for c in turn.farm_calls if c.index == k]
     way = _way(plain_view(scenario, t), turn.route)
-    found = find(way, turn_calls(turn, calls), lambda _c, _d: None, schemas)
+    found = find(
+        way, credited_calls(scenario, t, turn, calls, schemas), lambda _c, _d: None, schemas
+    )
     return found.met.get(k, [])
 
 
@@ -176,7 +212,7 @@ def done_steps(
     model's own calls did, values from earlier turns included, each with the call that did it
     (as the grader's step verdicts place it). The farm does not make these again."""
     name, way = scenario.turn_scenario(i).ways()[0]
-    own = turn_calls(turn, calls)
+    own = credited_calls(scenario, i, turn, calls, schemas)
     found: dict[int, int] = {}
     for verdict in steps_of(plain_view(scenario, i), own, name, schemas):
         made = next((c for c in own if c.index == verdict.call), None)
@@ -192,7 +228,7 @@ def _asked(
     scenario: Scenario, i: int, turn: TurnResult, own: list[ToolCallRecord], **graded: Any
 ) -> Graded:
     """A turn that must ask: no call but `allowed_extra`, then a question about the detail."""
-    said = scenario.turns[i]
+    said = scenario.dialogue()[i]
     early = grade(plain_view(scenario, i), [], turn.answer, turn.stop_reason, **graded)
     if early.outcome in EARLY:
         return early
@@ -223,7 +259,7 @@ def _unconfirmed(
     """Under `confirm_destructive`: the first destructive call made before a user message
     confirmed (`confirms: true`, on this turn's message or an earlier one) and without an
     elicitation the user accepted during the call itself."""
-    if not scenario.confirm_destructive or any(t.confirms for t in scenario.turns[: i + 1]):
+    if not scenario.confirm_destructive or any(t.confirms for t in scenario.dialogue()[: i + 1]):
         return None
     confirmed = confirmed_calls(elicited)
     for c in own:
@@ -242,11 +278,15 @@ def grade_turn(
     problem: str = "",
     destructive: frozenset[str] = frozenset(),
     elicited: Sequence[Elicitation] = (),
+    read_only: frozenset[str] = frozenset(),
 ) -> Graded:
     """Turn i's own verdict; `done` holds the turns before it, already graded. `destructive`:
     the tools their servers mark `destructiveHint: true` (for `confirm_destructive`);
-    `elicited`: the trial's elicitation exchanges."""
-    graded = _turn_verdict(scenario, i, turn, done, calls, schemas, problem, destructive, elicited)
+    `elicited`: the trial's elicitation exchanges; `read_only`: the tools marked
+    `readOnlyHint: true` (whose copies `calls: strict` lets be)."""
+    graded = _turn_verdict(
+        scenario, i, turn, done, calls, schemas, problem, destructive, elicited, read_only
+    )
     gone = _gone_call(turn, done, turn_calls(turn, calls))
     if gone is not None and graded.outcome not in (*EARLY, "forbidden_call"):
         return Graded(
@@ -276,11 +316,12 @@ def _turn_verdict(
     problem: str,
     destructive: frozenset[str],
     elicited: Sequence[Elicitation],
+    read_only: frozenset[str],
 ) -> Graded:
     """The turn's verdict by its steps, then by its forbidden and unconfirmed calls and the
     calls made again after the user refused an elicitation."""
     own = turn_calls(turn, calls)
-    graded = _graded_turn(scenario, i, turn, own, done, calls, schemas, problem)
+    graded = _graded_turn(scenario, i, turn, own, done, calls, schemas, problem, read_only)
     if OUTCOMES.index(graded.outcome) > OUTCOMES.index("forbidden_call"):
         made = (
             forbidden(scenario.turn_scenario(i).never, own, schemas)
@@ -301,10 +342,19 @@ def _graded_turn(
     calls: list[ToolCallRecord],
     schemas: dict[str, dict[str, Any]],
     problem: str,
+    read_only: frozenset[str],
 ) -> Graded:
-    if scenario.turns[i].must_ask:
+    if scenario.dialogue()[i].must_ask:
         return _asked(scenario, i, turn, own, schemas=schemas, problem=problem)
-    graded = grade(plain_view(scenario, i), own, turn.answer, turn.stop_reason, schemas, problem)
+    graded = grade(
+        plain_view(scenario, i),
+        credited_calls(scenario, i, turn, calls, schemas),
+        turn.answer,
+        turn.stop_reason,
+        schemas,
+        problem,
+        read_only,
+    )
     if OUTCOMES.index(graded.outcome) > OUTCOMES.index("wrong_params"):
         wrong = _cross_problem(scenario, i, graded.route, own, done, calls, schemas)
         if wrong:
@@ -321,6 +371,7 @@ def grade_conversation(
     problem: str = "",
     destructive: frozenset[str] = frozenset(),
     elicited: Sequence[Elicitation] = (),
+    read_only: frozenset[str] = frozenset(),
 ) -> tuple[list[TurnResult], Graded]:
     """Every turn graded on its own (in order: a later turn may chain from an earlier one),
     and the conversation's verdict: a pass only if every turn of the scenario passed."""
@@ -329,7 +380,9 @@ def grade_conversation(
         # A turn graded before keeps what ended it in its detail; one the session was cut off
         # in (never graded) ended as the trial did.
         why = problem if turn.detail == NOT_GRADED else turn.detail
-        verdict = grade_turn(scenario, i, turn, graded, calls, schemas, why, destructive, elicited)
+        verdict = grade_turn(
+            scenario, i, turn, graded, calls, schemas, why, destructive, elicited, read_only
+        )
         graded.append(
             turn.model_copy(
                 update={
@@ -338,40 +391,114 @@ def grade_conversation(
                     "first_try": verdict.first_try if verdict.outcome == "pass" else None,
                     "route": verdict.route,
                     "steps": steps_of(
-                        plain_view(scenario, i), turn_calls(turn, calls), verdict.route, schemas
+                        plain_view(scenario, i),
+                        credited_calls(scenario, i, turn, calls, schemas),
+                        verdict.route,
+                        schemas,
                     ),
                 }
             )
         )
+    whole = len(scenario.dialogue())
     failed = [t for t in graded if t.outcome != "pass"]
     if failed:
         first = failed[0]
-        detail = f"turn {first.index + 1}: {first.detail}"
+        detail = _named(first.index, first.detail, whole)
         for t in (t for t in graded if t.farm_problem):
             detail += f"; not continued after turn {t.index + 1}: {t.farm_problem}"
-        return graded, Graded(first.outcome, detail)
-    if len(graded) < len(scenario.turns):
-        # The session ended before a turn began (setup failed, the clock ran out): graded as
-        # the one-prompt path grades a session that ended so.
-        early = grade(plain_view(scenario, len(graded)), [], None, stop_reason, schemas, problem)
-        return graded, Graded(early.outcome, f"turn {len(graded) + 1}: {early.detail}")
+        return graded, Graded(first.outcome, detail, route=_route(first, whole))
+    if len(graded) < max(whole, 1):
+        # The session ended before a turn began (setup failed, the clock ran out, no user
+        # model could be made): graded as a session that ended with no call and no answer.
+        i = len(graded)
+        view = plain_view(scenario, i) if whole else scenario
+        early = grade(view, [], None, stop_reason, schemas, problem)
+        route = early.route if whole == 1 else None
+        return graded, Graded(early.outcome, _named(i, early.detail, whole), route=route)
+    if whole == 1:
+        # A conversation of one turn (a one-prompt scenario) passes as its turn did.
+        one = graded[0]
+        return graded, Graded("pass", one.detail, bool(one.first_try), route=one.route)
     return graded, Graded("pass", "", first_try=all(t.first_try for t in graded))
+
+
+def _named(i: int, detail: str, whole: int) -> str:
+    """A turn's detail as the trial's: with the turn named where there is more than one."""
+    return f"turn {i + 1}: {detail}" if whole > 1 else detail
+
+
+def _route(turn: TurnResult, whole: int) -> str | None:
+    """The trial's route: its one turn's; a conversation of several turns has none of its own."""
+    return turn.route if whole == 1 else None
+
+
+def stored_turns(
+    scenario: Scenario,
+    stored: list[TurnResult],
+    calls: list[ToolCallRecord],
+    answer: str | None,
+    stop_reason: StopReason,
+) -> list[TurnResult]:
+    """A recorded trial's turns, to grade again: as stored; a one-prompt trial's record keeps
+    no turn list (`recorded_turns`), so its one turn is made again from the trial's calls
+    and answer, not yet graded (its detail, `NOT_GRADED`, lets the trial's own be used)."""
+    if scenario.turns or scenario.prompt is None or stored:
+        return stored
+    return [
+        TurnResult(
+            index=0,
+            user=scenario.prompt,
+            first_call=0,
+            call_count=len(calls),
+            answer=answer,
+            stop_reason=stop_reason,
+            outcome="harness_error",
+            detail=NOT_GRADED,
+        )
+    ]
+
+
+def recorded_turns(scenario: Scenario, turns: list[TurnResult]) -> list[TurnResult]:
+    """The turns a trial's record keeps, as records always kept them (the reports count a
+    trial with a turn list as a conversation): a conversation's; none for a one-prompt
+    scenario, whose step verdicts the record keeps at the trial's level (`trial_steps`)."""
+    return turns if scenario.turns else []
+
+
+def trial_steps(
+    scenario: Scenario,
+    turns: list[TurnResult],
+    calls: list[ToolCallRecord],
+    route: str | None,
+    schemas: dict[str, dict[str, Any]],
+) -> list[StepVerdict]:
+    """The step verdicts a record keeps at the trial's level: none for a conversation (each
+    turn keeps its own), a one-prompt scenario's one turn's, and for a simulated user's trial
+    (or a session that ended before its turn began) the scenario's steps over all its calls."""
+    if scenario.turns:
+        return []
+    if turns:
+        return turns[0].steps
+    view = plain_view(scenario, 0) if scenario.dialogue() else scenario
+    return steps_of(view, calls, route, schemas)
 
 
 def recovered(
     scenario: Scenario, calls: list[ToolCallRecord], route: str | None, turns: list[TurnResult]
 ) -> bool | None:
     """Whether every call that got an error result was followed by a successful call that did
-    a step (on the route graded); None when no call failed. In a conversation both calls are
-    of the same turn, and the step is that turn's: a step done in a later turn answers another
-    request, so a model that gave up after the error did not recover because the user asked
-    for something else next. Under `open_tools`, where no step is named, any later successful
-    call counts."""
-    if all(c.ok for c in calls):
+    a step (on the route graded); None when no call got one. Both calls are of the same turn,
+    and the step is that turn's: a step done in a later turn answers another request, so a
+    model that gave up after the error did not recover because the user asked for something
+    else next. A simulated user's trial has no turns of the farm's: its calls are one part,
+    with the scenario's steps. Under `open_tools`, where no step is named, any later
+    successful call counts. A call to a tool no server offers got no error result from any
+    server (the farm answered it): it is `wrong_tool`'s to count, not recovery's."""
+    if all(c.ok or not _served(c) for c in calls):
         return None
     if scenario.open_tools:
         parts = [(calls, {c.index for c in calls if c.ok})]
-    elif scenario.turns:
+    elif turns:
         parts = [
             (own, _step_doers(_way(plain_view(scenario, t.index), t.route), own))
             for t in turns
@@ -379,7 +506,18 @@ def recovered(
         ]
     else:
         parts = [(calls, _step_doers(_way(scenario, route), calls))]
-    return all(any(d > c.index for d in doers) for own, doers in parts for c in own if not c.ok)
+    return all(
+        any(d > c.index for d in doers)
+        for own, doers in parts
+        for c in own
+        if not c.ok and _served(c)
+    )
+
+
+def _served(call: ToolCallRecord) -> bool:
+    """Whether a server received the call (its tool was offered): only then is a failure an
+    error result."""
+    return call.server is not None
 
 
 def _step_doers(way: Scenario, own: list[ToolCallRecord]) -> set[int]:

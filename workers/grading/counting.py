@@ -3,7 +3,9 @@
 Each step is done by one call. Under `calls: strict`, every other call of an expected tool is
 wrong (a second call that also fits a step done included), and a call identical to an earlier
 one is a loop unless it does a step of its own (a task that needs the same call twice makes
-it twice). `max_repeats` bounds identical calls in either mode.
+it twice). Repeats that change nothing are let be: a copy of a call of a tool its server
+marks `readOnlyHint: true`, and any further call that meets an `idempotent` step. `max_repeats`
+bounds identical calls in either mode.
 """
 
 from __future__ import annotations
@@ -22,11 +24,15 @@ from mcp_farm.workers.model.safejson import (
 )
 
 
-def repeats_allowed(scenario: Scenario, tool: str) -> int:
+def repeats_allowed(scenario: Scenario, tool: str, read_only: frozenset[str] = frozenset()) -> int:
     """Identical calls of `tool` a session allows before it stops the trial as a tool loop:
     `max_repeats`; under `calls: strict`, no more than the steps of one way that accept the
-    tool could each use (at least one), since any further copy is a loop whatever it does."""
-    if scenario.calls != "strict":
+    tool could each use (at least one), since any further copy is a loop whatever it does,
+    unless repeating it changes nothing (`read_only`: the tools marked `readOnlyHint`; or a
+    step that accepts it is `idempotent`)."""
+    if scenario.calls != "strict" or tool in read_only:
+        return scenario.max_repeats
+    if any(tool in s.names and s.idempotent for _n, way in scenario.ways() for s in way.expect):
         return scenario.max_repeats
     steps = max(sum(1 for s in way.expect if tool in s.names) for _n, way in scenario.ways())
     return min(scenario.max_repeats, max(1, steps))
@@ -49,13 +55,34 @@ def past_limit(calls: list[ToolCallRecord], allowed: int) -> str | None:
     return None
 
 
-def loop_problem(scenario: Scenario, calls: list[ToolCallRecord], found: Findings) -> str | None:
+def harmless(
+    scenario: Scenario, call: ToolCallRecord, found: Findings, read_only: frozenset[str]
+) -> bool:
+    """Whether doing this call again changes nothing: its tool is marked read-only, or it
+    meets an `idempotent` step."""
+    if call.server is not None and call.tool in read_only:
+        return True
+    return any(
+        scenario.expect[j].idempotent and any(m.index == call.index for m in met)
+        for j, met in found.met.items()
+    )
+
+
+def loop_problem(
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    found: Findings,
+    read_only: frozenset[str] = frozenset(),
+) -> str | None:
     """Identical calls past `max_repeats`; under `calls: strict`, also a call identical to an
-    earlier one that no step could need (more copies than the steps they meet)."""
+    earlier one that no step could need (more copies than the steps they meet), unless
+    repeating it is `harmless`."""
     past = past_limit(calls, scenario.max_repeats)
     if past or scenario.calls != "strict":
         return past
     for c, copies in _copies(calls):
+        if harmless(scenario, c, found, read_only):
+            continue
         indexes = {copy.index for copy in copies}
         steps = sum(1 for met in found.met.values() if any(m.index in indexes for m in met))
         if len(copies) > max(1, steps):
@@ -64,20 +91,26 @@ def loop_problem(scenario: Scenario, calls: list[ToolCallRecord], found: Finding
 
 
 def extra_call(
-    scenario: Scenario, calls: list[ToolCallRecord], found: Findings
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    found: Findings,
+    read_only: frozenset[str] = frozenset(),
 ) -> tuple[Outcome, str] | None:
     """Under `calls: strict`, once every step has its one call: the first other call of an
     expected tool (a second call that also fits a step done included) is wrong_params; else
-    the first other call identical to an earlier one is a tool_loop."""
+    the first other call identical to an earlier one is a tool_loop. A call that repeats
+    harmlessly (`harmless`: a copy, or a step done again) is neither."""
     doing = set(found.placed.values())
     repeat: str | None = None
     for c, copies in _copies(calls):
         if c.index in doing or c.tool not in scenario.accepted_tools:
             continue
+        again = [j for j, met in sorted(found.met.items()) if any(m.index == c.index for m in met)]
+        if (len(copies) > 1 or again) and harmless(scenario, c, found, read_only):
+            continue
         if len(copies) > 1:
             repeat = repeat or f"call {c.index} ({c.tool}) repeats call {copies[0].index}"
             continue
-        again = [j for j, met in sorted(found.met.items()) if any(m.index == c.index for m in met)]
         if again:
             what = f"does step {again[0]} again, done by call {found.placed[again[0]]}"
         else:

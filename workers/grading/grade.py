@@ -81,7 +81,10 @@ def _schema_problem(
 
 
 def _match_steps(
-    scenario: Scenario, calls: list[ToolCallRecord], schemas: dict[str, dict[str, Any]]
+    scenario: Scenario,
+    calls: list[ToolCallRecord],
+    schemas: dict[str, dict[str, Any]],
+    read_only: frozenset[str],
 ) -> tuple[Graded | None, Findings]:
     """wrong_params, a loop, or wrong_sequence, or None when every step is met in an allowed
     order; and what the steps found.
@@ -98,7 +101,7 @@ def _match_steps(
     done = found.steps_met
     if found.params:
         return Graded("wrong_params", found.params, steps_done=done), found
-    loop = loop_problem(scenario, calls, found)
+    loop = loop_problem(scenario, calls, found, read_only)
     if loop:
         return Graded("tool_loop", loop, steps_done=done), found
     if found.sequence:
@@ -119,6 +122,8 @@ def scenario_of(spec: TrialSpec) -> Scenario:
         scenario = scenario.model_copy(update={"calls": spec.calls})
     if spec.confirm_destructive is not None:
         scenario = scenario.model_copy(update={"confirm_destructive": spec.confirm_destructive})
+    if spec.grade_by is not None and scenario.probes:
+        scenario = scenario.model_copy(update={"grade_by": spec.grade_by})
     if spec.user_arm == "no_user" and scenario.user_sim is not None:
         # Every fact is in the opening: there is nothing the agent had to ask.
         card = no_user_card(scenario.user_sim)
@@ -175,15 +180,18 @@ def grade(
     stop_reason: StopReason,
     schemas: dict[str, dict[str, Any]],
     problem: str = "",
+    read_only: frozenset[str] = frozenset(),
 ) -> Graded:
     """The first outcome of the taxonomy that applies, in the order of `Outcome` (schema/vocab.py).
+    `read_only`: the tools their servers mark `readOnlyHint: true`, whose copies
+    `calls: strict` lets be.
 
     A pattern of the scenario that runs past its time budget raises InfraError naming the
     scenario and the field: the trial cannot be graded, which is not the model's doing."""
     try:
-        return _graded(scenario, calls, final_answer, stop_reason, schemas, problem)
+        return _graded(scenario, calls, final_answer, stop_reason, schemas, problem, read_only)
     except PatternTimeout as exc:
-        raise InfraError(f"scenario {scenario.id}: {exc}") from None
+        raise InfraError(f"cannot grade: scenario {scenario.id}: {exc}") from None
 
 
 def _graded(
@@ -193,6 +201,7 @@ def _graded(
     stop_reason: StopReason,
     schemas: dict[str, dict[str, Any]],
     problem: str,
+    read_only: frozenset[str],
 ) -> Graded:
     if stop_reason in ("harness_error", "infra_error"):
         return Graded(stop_reason, problem)
@@ -209,8 +218,8 @@ def _graded(
     if scenario.never and (made := forbidden(scenario.never, calls, schemas)):
         return Graded("forbidden_call", made)
     if not scenario.routes:
-        return _grade_way(scenario, calls, final_answer, stop_reason, schemas)
-    return _by_route(scenario, calls, final_answer, stop_reason, schemas)
+        return _grade_way(scenario, calls, final_answer, stop_reason, schemas, read_only)
+    return _by_route(scenario, calls, final_answer, stop_reason, schemas, read_only)
 
 
 def _by_route(
@@ -219,13 +228,14 @@ def _by_route(
     final_answer: str | None,
     stop_reason: StopReason,
     schemas: dict[str, dict[str, Any]],
+    read_only: frozenset[str],
 ) -> Graded:
     """The first route the trial passes by; else the route it got furthest on: the latest
     outcome in the taxonomy's order, then the most steps done (the route the model was on),
     then the first listed."""
     closest: Graded | None = None
     for name, way in scenario.ways():
-        graded = _grade_way(way, calls, final_answer, stop_reason, schemas)
+        graded = _grade_way(way, calls, final_answer, stop_reason, schemas, read_only)
         if graded.outcome == "pass":
             return Graded("pass", f"route {name}", graded.first_try, route=name)
         if closest is None or _further(graded, closest):
@@ -250,14 +260,19 @@ def _grade_way(
     final_answer: str | None,
     stop_reason: StopReason,
     schemas: dict[str, dict[str, Any]],
+    read_only: frozenset[str],
 ) -> Graded:
     """The tool and answer checks of the taxonomy, for a scenario's one way of doing its task."""
     if scenario.open_tools:
         return _grade_open(scenario, calls, final_answer, stop_reason, schemas)
     if scenario.expect and not calls:
         return Graded("no_tool_call", "the model answered without calling a tool")
-    if not scenario.expect and calls:
-        return Graded("wrong_tool", f"no tool should be called; called {calls[0].tool}")
+    if not scenario.expect:
+        # Only `allowed_extra` may be called where no step is expected (a turn answered from
+        # what the agent knows may still look something up that the scenario allows).
+        for c in calls:
+            if c.server is None or c.tool not in scenario.allowed_extra:
+                return Graded("wrong_tool", f"no tool should be called; called {c.tool}")
     expected = scenario.accepted_tools
     labels = ", ".join(step.label for step in scenario.expect)
     for c in calls:
@@ -267,11 +282,11 @@ def _grade_way(
             return Graded("wrong_tool", f"called {c.tool}; expected {labels}")
     if scenario.expect and not any(c.tool in expected for c in calls):
         return Graded("wrong_tool", f"never called {labels}")
-    verdict, found = _match_steps(scenario, calls, schemas)
+    verdict, found = _match_steps(scenario, calls, schemas, read_only)
     if verdict:
         return verdict
     done = found.steps_met
-    extra = extra_call(scenario, calls, found) if scenario.calls == "strict" else None
+    extra = extra_call(scenario, calls, found, read_only) if scenario.calls == "strict" else None
     if extra:
         return Graded(*extra, steps_done=done)
     graded = _loop_or_answer(scenario, final_answer, stop_reason)

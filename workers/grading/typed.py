@@ -110,3 +110,11 @@ class Typed:
 
 UNTYPED = Typed()
 """A place no schema speaks about: JSON types are held as written."""
+
+_ANY_NUMBER: dict[str, Any] = {"type": ["number"]}
+_ANY_NUMBER["items"] = _ANY_NUMBER
+_ANY_NUMBER["additionalProperties"] = _ANY_NUMBER
+BY_VALUE = Typed(_ANY_NUMBER, _ANY_NUMBER)
+"""Every place, at any depth, compares numbers by value (`900` is `900.0`), as state probes
+do: what a probe finds has no schema, and the state it reads (a SQLite REAL column, a JSON
+document) may write a whole number either way. A boolean is still never a number."""

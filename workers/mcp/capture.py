@@ -35,7 +35,14 @@ from mcp_farm.scenarios.cassette import (
     recorded_tool,
     write_cassette,
 )
-from mcp_farm.schema import Elicitation, IgnoreRules, ServerDef, SpecError, mask_secrets
+from mcp_farm.schema import (
+    CONTROL_META,
+    Elicitation,
+    IgnoreRules,
+    ServerDef,
+    SpecError,
+    mask_secrets,
+)
 from mcp_farm.workers.errors import InfraError
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -117,6 +124,11 @@ class _Tape:
         self.last = (key, len(answers) - 1 if found is None else found, found is None)
 
 
+def is_control(tool: Tool) -> bool:
+    """Whether a listed tool is for the farm only (its `_meta` holds CONTROL_META: true)."""
+    return bool(tool.meta and tool.meta.get(CONTROL_META) is True)
+
+
 @dataclass
 class Capture:
     """The exchanges of one trial, written into the capture folder's cassettes by `save`."""
@@ -126,13 +138,20 @@ class Capture:
     seen: int = 0
     """How many of the trial's elicitation exchanges came before the latest captured call:
     those after it came during the next one (calls run one at a time)."""
+    control: dict[str, set[str]] = field(default_factory=dict)
+    """Per server, its control tools: never recorded, listed or called (a probe's snapshot, a
+    restore, a hidden trigger), since a cassette must not hold a call of a tool it does not
+    list."""
 
     def listed(self, server: ServerDef, tools: list[Tool], instructions: str) -> None:
         """A server the trial attached, with what it listed. A `replay:` server is itself a
         recording, and is not captured again."""
         if server.replay is not None:
             return
-        recorded = [recorded_tool(t) for t in tools]
+        # A control tool is the farm's own channel (docs/state.md): a cassette that listed it
+        # would offer it to a model as an ordinary tool.
+        recorded = [recorded_tool(t) for t in tools if not is_control(t)]
+        self.control[server.name] = {t.name for t in tools if is_control(t)}
         self.tapes[server.name] = _Tape(server, recorded, instructions)
 
     def called(
@@ -151,7 +170,7 @@ class Capture:
         during = [e for e in elicited[self.seen :] if e.server == server and e.mode == "form"]
         self.seen = len(elicited)
         tape = self.tapes.get(server)
-        if tape is None:
+        if tape is None or tool in self.control.get(server, set()):
             return
         answer = recorded_answer(result, latency_s, during)
         tape.add(Exchange(tool=tool, arguments=masked(arguments), answers=[answer]))
@@ -161,7 +180,8 @@ class Capture:
         recorded as a change after its latest call, where a cassette replays it."""
         tape = self.tapes.get(server)
         if tape is not None:
-            tape.relisted([recorded_tool(t) for t in tools])
+            self.control.setdefault(server, set()).update(t.name for t in tools if is_control(t))
+            tape.relisted([recorded_tool(t) for t in tools if not is_control(t)])
 
     def save(self) -> None:
         """Add this trial's exchanges to the cassettes; InfraError naming the file when one

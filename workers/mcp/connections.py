@@ -8,8 +8,10 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import ClientSession, MCPError
 from mcp.types import CallToolResult, TextContent, Tool
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
@@ -21,8 +23,10 @@ from mcp_farm.schema import (
     budgeted_search,
     digest,
 )
+from mcp_farm.schema.specs import DISTRACTOR_SERVER
+from mcp_farm.workers.clock import clock_stopped
 from mcp_farm.workers.errors import InfraError
-from mcp_farm.workers.mcp.capture import Capture
+from mcp_farm.workers.mcp.capture import Capture, is_control
 from mcp_farm.workers.mcp.elicit import Asked
 from mcp_farm.workers.mcp.pool import (
     ListChanges,
@@ -32,6 +36,7 @@ from mcp_farm.workers.mcp.pool import (
 from mcp_farm.workers.mcp.roundtrip import call_tool
 from mcp_farm.workers.model.safejson import as_json_text
 from mcp_farm.workers.model.toolspec import ToolSpec
+from mcp_farm.workers.selection import Selector
 
 
 @dataclass
@@ -65,6 +70,14 @@ class Connected:
     """Tools (shown names) a server stopped listing during the trial, and which server."""
     asked: Asked = field(default_factory=Asked)
     """The trial's elicitation script and record, which every leased session answers from."""
+    control: dict[str, set[str]] = field(default_factory=dict)
+    """Per attached server, the control tools it lists for the farm only (`_meta` marks them,
+    CONTROL_META): a state snapshot, a restore, a hidden trigger. Never offered to the model."""
+    sandboxes: dict[str, Path] = field(default_factory=dict)
+    """Per attached server with a sandbox, the trial's copy of it (what file and SQLite
+    probes look in)."""
+    selector: Selector | None = None
+    """Tool selection before the model (a prompt config's `select:`); None: all tools shown."""
     listed: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per attached server, per tool it listed, the digests of its description and schemas
     (`tool_fingerprint`): what a replay compares to say which tools changed."""
@@ -95,6 +108,17 @@ class Connected:
         return hit is not None
 
 
+async def reselect(conn: Connected, said: str, expected: list[str]) -> bool:
+    """Under selection, show the model the tools selected for what the user said (`expected`:
+    the real tools this message should lead to, for its recall); whether the tools shown
+    changed. Without selection, nothing changes."""
+    if conn.selector is None:
+        return False
+    before = list(conn.tools.values())
+    conn.tools = await conn.selector.select(said, expected)
+    return list(conn.tools.values()) != before
+
+
 def elicit_problem(connected: Connected) -> None:
     """InfraError when a scripted elicitation answer could not be sent during the last call:
     the scenario's error (content that does not fit the request), never the model's."""
@@ -106,7 +130,11 @@ def elicit_problem(connected: Connected) -> None:
 def add_tools(connected: Connected, server: str, tools: list[Tool]) -> None:
     """Offer a server's listed tools to the model, by the names it sees them by; InfraError
     when two servers list the same shown name."""
+    connected.control[server] = set()
     for tool in tools:
+        if is_control(tool):
+            connected.control[server].add(tool.name)
+            continue
         name = shown_name(server, tool.name, connected.naming)
         if name in connected.tools and connected.tools[name].server != server:
             # Not the model's fault: the trial cannot be a fair test of either tool.
@@ -119,6 +147,7 @@ def add_tools(connected: Connected, server: str, tools: list[Tool]) -> None:
             input_schema=dict(tool.input_schema or {}),
             read_only=bool(tool.annotations and tool.annotations.read_only_hint),
             destructive=bool(tool.annotations and tool.annotations.destructive_hint is True),
+            meta={k: str(v) for k, v in (tool.meta or {}).items() if k.startswith("farm/")},
         )
 
 
@@ -142,11 +171,15 @@ async def connect(
     naming: str,
     result_chars: int | None = None,
     capture: Capture | None = None,
+    clock: anyio.CancelScope | None = None,
 ) -> AsyncIterator[Connected]:
     """Borrow every server the trial needs; give them back healthy only if the trial ended
     without an exception (a timeout, a crash or a cancellation stops them instead). With a
-    `capture`, what each server lists and answers is recorded."""
-    attached = [s.name for s in servers]
+    `capture`, what each server lists and answers is recorded. The scenario's `clock` is held
+    while servers start: start-up has its own limit, and is never the scenario's time."""
+    # The distractors are the farm's, not the scenario's: a server reporting what is attached
+    # (gaia) tells of the scenario's own.
+    attached = [s.name for s in servers if s.name != DISTRACTOR_SERVER]
     lent: list[LiveServer] = []
     healthy = False
     connected = Connected(
@@ -158,10 +191,13 @@ async def connect(
         naming=naming,
     )
     try:
-        for server in servers:
-            lent.append(await pool.acquire(server, attached))
+        with clock_stopped(clock):
+            for server in servers:
+                lent.append(await pool.acquire(server, attached))
         for live in lent:
             connected.sessions[live.server.name] = live.session
+            if live.sandbox is not None:
+                connected.sandboxes[live.server.name] = live.sandbox
             if capture is not None:
                 capture.listed(live.server, live.tools, live.instructions)
             told = "\n".join(t for t in (live.instructions, live.server.instructions.strip()) if t)

@@ -43,6 +43,9 @@ class Asked:
     script: list[ElicitAnswer] = field(default_factory=list)
     """The entries that answer requests now: the current turn's, then the scenario's."""
     turn: int = 0
+    turn_entries: int = 0
+    """How many of `script`'s first entries are the current turn's own (the rest are the
+    scenario's): where an entry is named in a message."""
     call: int | None = None
     """The model's call being made (its index in the trial's calls); None for a farm call."""
     exchanges: list[Elicitation] = field(default_factory=list)
@@ -81,13 +84,28 @@ class Asked:
             wrong = schema_error(entry.content, schema) if entry.content is not None else None
             if wrong is not None:
                 self.problem = (
-                    f"the scenario's `elicit` answer to {server}'s request "
-                    f"{shorten(params.message)} does not fit the requested schema: {wrong.message}"
+                    f"the `elicit` entry {_named(entry)} ({self._where(entry)}) answering "
+                    f"{server}'s request {shorten(params.message)} does not fit the requested "
+                    f"schema: {wrong.message}"
                 )
                 self.exchanges.append(record)
                 return ErrorData(code=INVALID_PARAMS, message="the scenario cannot answer this")
         self.exchanges.append(record)
         return ElicitResult(action=record.action, content=record.content)
+
+    def _where(self, entry: ElicitAnswer) -> str:
+        """Which list the entry is in, and its index there: `script` holds the current turn's
+        entries first, then the scenario's (`turn_entries` of them are the turn's)."""
+        k = next(i for i, e in enumerate(self.script) if e is entry)
+        if k < self.turn_entries:
+            return f"turns[{self.turn}].elicit[{k}]"
+        return f"elicit[{k - self.turn_entries}]"
+
+
+def _named(entry: ElicitAnswer) -> str:
+    """An entry as the author wrote it: its `field` or `message`, and its action."""
+    said = f"field: {entry.field}" if entry.field else f"message: {shorten(entry.message or '')}"
+    return f"{{{said}, action: {entry.action}}}"
 
 
 @dataclass

@@ -6,17 +6,17 @@ tool answers: for each scenario with a `from_key`, its servers are borrowed as a
 borrows them, its setup is made, and the ideal agent's calls (each step's `example`) are
 made in order up to the last step a key is read from. A step without an example, or an
 example call that fails, ends the probe of that scenario quietly: the examples are judged on
-their own elsewhere.
+their own elsewhere. `mcp_farm.workers.walk.probe_problems` runs it over the suites.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import MCPError
+from mcp.types import CallToolResult
 
 from mcp_farm.schema import (
     ExpectedCall,
@@ -24,10 +24,6 @@ from mcp_farm.schema import (
     Scenario,
     ServerDef,
     canonical_json,
-)
-from mcp_farm.schema.tasks.messages import (
-    SpecProblem,
-    SuiteToCheck,
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.chained import key_problem
@@ -58,13 +54,14 @@ class KeySource:
     """Every `from_key` that reads a step of this list."""
 
 
-def _lists(scenario: Scenario) -> list[tuple[int | None, int, str, list[ExpectedCall]]]:
-    """(turn or None, index among that turn's lists, field, steps) for each list of steps."""
-    if not scenario.turns:
-        return [(None, k, at, steps) for k, (at, steps) in enumerate(scenario.step_lists())]
+def _lists(scenario: Scenario) -> list[tuple[int, int, str, list[ExpectedCall]]]:
+    """(turn, index among that turn's lists, field, steps) for each list of steps; a
+    one-prompt scenario's are its one turn's, a simulated user's hold for its whole talk."""
+    if not scenario.dialogue():
+        return [(0, k, at, steps) for k, (at, steps) in enumerate(scenario.step_lists())]
     return [
-        (t, k, f"turns[{t}].{at}", steps)
-        for t in range(len(scenario.turns))
+        (t, k, f"{scenario.turn_field(t)}{at}", steps)
+        for t in range(len(scenario.dialogue()))
         for k, (at, steps) in enumerate(scenario.turn_scenario(t).step_lists())
     ]
 
@@ -75,7 +72,7 @@ def keyed(scenario: Scenario, where: str) -> list[KeySource]:
     one the farm makes itself after a failed turn), made after the turns before t."""
     lists = _lists(scenario)
     first = {turn: steps for turn, k, _at, steps in lists if k == 0}
-    sources: dict[tuple[int | None, int], KeySource] = {}
+    sources: dict[tuple[int, int], KeySource] = {}
     for turn, k, at, steps in lists:
         for field_, m in _from_keys(steps, f"{where}.{at}"):
             assert m.from_key is not None and m.derived_from_step is not None
@@ -99,9 +96,9 @@ def _from_keys(steps: list[ExpectedCall], at: str) -> list[tuple[str, ParamMatch
     ]
 
 
-def _before(first: dict[int | None, list[ExpectedCall]], turn: int | None) -> list[ExpectedCall]:
+def _before(first: dict[int, list[ExpectedCall]], turn: int) -> list[ExpectedCall]:
     """The steps of every turn before `turn` (each turn's first route), in order."""
-    return [] if turn is None else [step for t in range(turn) for step in first.get(t, [])]
+    return [step for t in range(turn) for step in first.get(t, [])]
 
 
 def _blocks(step: ExpectedCall) -> list[tuple[str, dict[str, Any]]]:
@@ -161,11 +158,13 @@ async def _ideal_results(
     return results
 
 
-async def _example_result(
+async def example_call(
     step: ExpectedCall, conn: Connected, timeout_s: float
-) -> list[str] | None:
-    """What the step's example call answered: its text, and its structured content as JSON
-    when it has some; None when it has no example, or it failed."""
+) -> tuple[str, CallToolResult] | None:
+    """The step's example call, made on the server that lists its first tool: that server and
+    the result; None when the step has no example, no server lists the tool, or the call
+    raised (a protocol error, the time limit, a server gone). Validate's walk makes the same
+    calls (mcp_farm.workers.walk)."""
     tool = step.names[0]
     spec = conn.tools.get(tool)
     if step.example is None or spec is None:
@@ -174,10 +173,22 @@ async def _example_result(
     try:
         with anyio.fail_after(timeout_s):
             result = await conn.call(spec.server, tool, step.example)
-    except (MCPError, TimeoutError):
+    except (MCPError, TimeoutError, InfraError):
         return None
+    return spec.server, result
+
+
+async def _example_result(
+    step: ExpectedCall, conn: Connected, timeout_s: float
+) -> list[str] | None:
+    """What the step's example call answered: its text, and its structured content as JSON
+    when it has some; None when it has no example, or it failed."""
+    made = await example_call(step, conn, timeout_s)
+    if made is None:
+        return None
+    server, result = made
     text = result_text(result)
-    if result.is_error or conn.reported_error(spec.server, text):
+    if result.is_error or conn.reported_error(server, text):
         return None
     structured = result.structured_content
     return [text] if structured is None else [text, canonical_json(structured)]
@@ -188,34 +199,3 @@ def _key_problem(answers: list[str], key: str) -> str | None:
     reason); None when it picks a value in either, as chained matchers read both."""
     problems = [key_problem(answer, key) for answer in answers]
     return None if any(p is None for p in problems) else problems[0]
-
-
-def key_problems(
-    suites: list[tuple[SuiteToCheck, dict[str, ServerDef]]], root: Path, start_timeout_s: float
-) -> list[SpecProblem]:
-    """Every suite's `from_key` problems (each suite with the servers it attaches, by name);
-    a scenario whose servers are not all at hand is not probed. Runs its own event loop."""
-    todo = [
-        (each.source, f"scenarios[{i}]", scenario, [attached[n] for n in scenario.servers])
-        for each, attached in suites
-        for i, scenario in enumerate(each.suite.scenarios)
-        if not scenario.open_tools
-        and keyed(scenario, "")
-        and all(n in attached for n in scenario.servers)
-    ]
-    if not todo:
-        return []
-    return anyio.run(_probe_all, todo, root, start_timeout_s)
-
-
-async def _probe_all(
-    todo: list[tuple[str, str, Scenario, list[ServerDef]]], root: Path, start_timeout_s: float
-) -> list[SpecProblem]:
-    problems: list[SpecProblem] = []
-    async with anyio.create_task_group() as keepers:
-        pool = ServerPool(keepers, root, start_timeout_s)
-        for source, where, scenario, servers in todo:
-            found = await probe(scenario, where, servers, pool)
-            problems += [SpecProblem(source=source, field=f, problem=p) for f, p in found]
-        pool.close()
-    return problems

@@ -3,8 +3,10 @@
 Each step's example call is judged by the step's own matchers (the grader's code), and each
 server the suites attach is started once, the way a trial starts it, to list its tools; the
 suites' tool names and matcher shapes are then checked against those lists
-(mcp_farm.scenarios.tool_checks), and each `from_key` against what its source step's example
-call answers (mcp_farm.workers.mcp.keyprobe). A server that cannot start is one problem, not a
+(mcp_farm.scenarios.tool_checks), each `from_key` against what its source step's example
+call answers (mcp_farm.workers.mcp.keyprobe), and each tool-list `trigger:` and `elicit`
+`field:` against what the servers do when the ideal agent's calls are made
+(mcp_farm.workers.walk). A server that cannot start is one problem, not a
 traceback.
 """
 
@@ -36,11 +38,11 @@ from mcp_farm.schema.tasks.messages import (
 )
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.examples import example_problems
-from mcp_farm.workers.mcp.keyprobe import key_problems
 from mcp_farm.workers.mcp.pool import (
     REPO_ROOT,
     ServerPool,
 )
+from mcp_farm.workers.walk import probe_problems
 
 STARTS_AT_ONCE = 4
 """Servers started side by side: most of a start is waiting on a process's imports."""
@@ -66,7 +68,7 @@ def check_calls(
     if request.start_servers:
         # Only servers that started are probed; the others are reported below.
         working = [(e, {n: s for n, s in a.items() if _key(s) not in failed}) for e, a in used]
-        probed = key_problems(working, root, settings.server_start_timeout_s)
+        probed = probe_problems(working, root, settings.server_start_timeout_s)
     else:
         probed = []
     if not failed:
@@ -92,6 +94,17 @@ def check_calls(
         if request.start_servers:
             problems += _tool_problems(each, attached, tools, failed, reported)
     return CallCheckResult(problems=problems + probed, servers_started=len(tools), notes=notes)
+
+
+def tool_schemas(suite: Suite, names: list[str], settings: Settings) -> dict[str, dict[str, Any]]:
+    """The input schema of each tool the named servers of the suite list, by tool name: the
+    servers are started the way validate starts them (a server that cannot start lists none).
+    Runs its own event loop: call it outside one."""
+    attached = {n: s for n, s in _attached(suite).items() if n in names}
+    servers = {_key(s): s for s in attached.values()}
+    root = settings.data_dir / "schemas"
+    tools, _failed, _noisy = anyio.run(_list_all, servers, root, settings.server_start_timeout_s)
+    return _schemas(names, attached, tools)
 
 
 def _tool_problems(

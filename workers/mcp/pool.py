@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import shutil
 import ssl
 import sys
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -28,10 +29,11 @@ from typing import TextIO
 import anyio
 import httpx2
 from anyio.abc import TaskGroup, TaskStatus
-from mcp import ClientSession
+from mcp import ClientSession, MCPError
 from mcp.client.session import MessageHandlerFnT as MessageHandler
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import Subscription, SubscriptionLost, ToolsListChanged, listen
 from mcp.types import Tool, ToolListChangedNotification
 from pydantic import ValidationError
 
@@ -49,10 +51,17 @@ from mcp_farm.schema import (
 from mcp_farm.schema.redact import MASK, MASK_MIN_CHARS
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.elicit import ElicitHolder
+from mcp_farm.workers.mcp.launch import relay_cpu, relayed
 from mcp_farm.workers.mcp.shared import (
     SharedProcess,
     free_port,
     keep_process,
+)
+from mcp_farm.workers.startclock import (
+    children_of_self,
+    spawned_child,
+    start_deadline,
+    tree_cpu,
 )
 
 logger = logging.getLogger(__name__)
@@ -126,10 +135,14 @@ class ListChanges:
         """Wait for a change from now on (before the farm makes a call that causes one)."""
         self.arrived = anyio.Event()
 
+    def note(self) -> None:
+        """One change announced (a notification, or an event on a listen stream)."""
+        self.seen += 1
+        self.arrived.set()
+
     async def __call__(self, message: object) -> None:
         if isinstance(message, ToolListChangedNotification):
-            self.seen += 1
-            self.arrived.set()
+            self.note()
         await anyio.lowlevel.checkpoint()
 
 
@@ -320,8 +333,11 @@ class ServerPool:
         start_timeout_s: float,
         sessions: int = 1,
         environ: Mapping[str, str] | None = None,
+        fork: bool = True,
     ) -> None:
         self._tg = tg
+        self.fork = fork
+        """Start Python stdio servers as forks of a warm interpreter (Settings.server_fork)."""
         # `{env:VAR}` is read from the worker's own environment when a server starts (that is
         # its meaning), so the process environment is the default; tests pass their own.
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
@@ -437,6 +453,7 @@ class ServerPool:
                     port,
                     self._errlog,
                     self.start_timeout_s,
+                    self.fork,
                 )
             except Exception as exc:  # as for any server: the infrastructure's failure
                 raise InfraError(
@@ -466,25 +483,31 @@ class ServerPool:
         changes = ListChanges()
         elicit = ElicitHolder(server.name)
         try:
-            async with _open(how, self._errlog, noise, changes, elicit) as session:
-                with anyio.fail_after(self.start_timeout_s):
+            spawned = Spawned(process.process.pid if process is not None else None)
+            opened = _open(how, self._errlog, noise, changes, elicit, spawned, self.fork)
+            async with opened as session:
+                # Bounded by the server's CPU time, not the wall clock (workers/startclock.py).
+                async with start_deadline(
+                    lambda: spawned.pid, self.start_timeout_s, cpu=spawned.cpu
+                ):
                     instructions = await _opened(session, server)
                     listed = await session.list_tools()
-                live = LiveServer(
-                    key,
-                    server,
-                    session,
-                    list(listed.tools),
-                    sandbox,
-                    process=process,
-                    instructions=instructions,
-                    noise=noise,
-                    changes=changes,
-                    elicit=elicit,
-                )
-                task_status.started(live)
-                started = True
-                await live.stop.wait()
+                async with follow_changes(session, changes, self.start_timeout_s):
+                    live = LiveServer(
+                        key,
+                        server,
+                        session,
+                        list(listed.tools),
+                        sandbox,
+                        process=process,
+                        instructions=instructions,
+                        noise=noise,
+                        changes=changes,
+                        elicit=elicit,
+                    )
+                    task_status.started(live)
+                    started = True
+                    await live.stop.wait()
         except Exception as exc:
             if not started:
                 raise
@@ -518,6 +541,55 @@ async def _opened(session: ClientSession, server: ServerDef) -> str:
     return (found.instructions or "").strip()
 
 
+@asynccontextmanager
+async def follow_changes(
+    session: ClientSession, changes: ListChanges, limit_s: float
+) -> AsyncIterator[None]:
+    """At 2026-07-28, hear the server's tool-list changes: a server announces them only on a
+    `subscriptions/listen` stream its client opens, so one is open for the session's life and
+    each `ToolsListChanged` event counts as a handshake-era notification does. A handshake-era
+    session, or a server that declares no tool-list changes, needs none. The server has
+    `limit_s` wall seconds to acknowledge the stream (it answers at once when it serves it)."""
+    found = session.discover_result
+    tools = found.capabilities.tools if found is not None else None
+    if tools is None or not tools.list_changed:
+        yield
+        return
+    opened = False
+    # The deadline bounds the acknowledgement only: lifted once the stream is open.
+    with anyio.CancelScope(deadline=anyio.current_time() + limit_s) as acked:
+        try:
+            async with listen(session, tools_list_changed=True) as subscription:
+                opened = True
+                acked.deadline = math.inf
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_hear, subscription, changes)
+                    try:
+                        yield
+                    finally:
+                        tg.cancel_scope.cancel()
+        except MCPError as exc:
+            if opened:
+                raise
+            raise InfraError(
+                f"it refused subscriptions/listen for its tool-list changes: {exc}"
+            ) from None
+    if acked.cancelled_caught and not opened:
+        raise InfraError(f"it did not acknowledge subscriptions/listen within {limit_s:g} s")
+
+
+async def _hear(subscription: Subscription, changes: ListChanges) -> None:
+    """Count each tool-list event of a listen stream until the stream ends."""
+    try:
+        async for event in subscription:
+            if isinstance(event, ToolsListChanged):
+                changes.note()
+    except SubscriptionLost:
+        # The server dropped the stream (or the session is going away): a trigger that waits
+        # for a change then finds none and says so, naming the server and the call.
+        logger.info("a server's subscriptions/listen stream ended without its close")
+
+
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 """The SDK's own defaults: a session's response stream may stay open for minutes."""
 
@@ -529,6 +601,18 @@ def _tls() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
+@dataclass
+class Spawned:
+    """The process a session's server runs in, where this process can see it."""
+
+    pid: int | None = None
+    relayed: bool = False
+    """The process is a relay for a forked server (workers/mcp/launch/)."""
+
+    def cpu(self, pid: int) -> float:
+        return relay_cpu(pid) if self.relayed else tree_cpu(pid)
+
+
 @asynccontextmanager
 async def _open(
     how: Launch,
@@ -536,20 +620,34 @@ async def _open(
     noise: StdoutNoise | None = None,
     changes: ListChanges | None = None,
     elicit: ElicitHolder | None = None,
+    spawned: Spawned | None = None,
+    fork: bool = False,
 ) -> AsyncIterator[ClientSession]:
     """A session with one server: over stdio when it is a command, else streamable HTTP. With
-    `elicit`, the session declares the elicitation capability and answers through it."""
+    `elicit`, the session declares the elicitation capability and answers through it; with
+    `spawned`, the process id of a stdio server is kept there (for its start-up limit); with
+    `fork`, a Python server starts as a fork of a warm interpreter where it can
+    (workers/mcp/launch/)."""
     changes = changes or ListChanges()
     if how.url is None:
-        params = StdioServerParameters(
-            command=how.argv[0], args=how.argv[1:], env=dict(how.env) or None
-        )
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(
-                read, write, elicitation_callback=elicit, message_handler=_handler(noise, changes)
-            ) as session,
-        ):
+        argv = (fork and relayed(how.argv, how.env)) or how.argv
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(how.env) or None)
+        async with AsyncExitStack() as stack:
+            # The SDK does not tell the process id: it is the child this process gained while
+            # spawning, told from another spawned at the same moment by its command line.
+            before = children_of_self()
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            if spawned is not None:
+                spawned.pid = spawned_child(children_of_self() - before, argv)
+                spawned.relayed = argv is not how.argv
+            session = await stack.enter_async_context(
+                ClientSession(
+                    read,
+                    write,
+                    elicitation_callback=elicit,
+                    message_handler=_handler(noise, changes),
+                )
+            )
             yield session
     else:
         async with (

@@ -1,4 +1,5 @@
-"""Following a server's tool-list changes: after `notifications/tools/list_changed`, list its
+"""Following a server's tool-list changes: after `notifications/tools/list_changed` (at
+2026-07-28 an event on the `subscriptions/listen` stream workers/mcp/pool.py opens), list its
 tools again, so the model sees the new list from its next reply (docs/conversations.md)."""
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ async def trigger_change(conn: Connected, server: str, call: SetupCall, label: s
         await changes.arrived.wait()
     if not changes.arrived.is_set():
         raise InfraError(
-            f"{label} {server}.{call.tool} caused no notifications/tools/list_changed "
-            f"within {NOTICE_WAIT_S:g} s"
+            f"{label} {server}.{call.tool} announced no tool-list change within "
+            f"{NOTICE_WAIT_S:g} s (notifications/tools/list_changed, or at 2026-07-28 an "
+            "event on the subscriptions/listen stream)"
         )
     # The model's next reply lists the tools again (session.reply_loop), and in a text mode
     # shows the new list in the system message.

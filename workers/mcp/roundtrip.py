@@ -4,13 +4,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 from mcp import ClientSession
-from mcp.client._input_required import (
-    InputRequiredRoundsExceededError,
-    run_input_required_driver,
-)
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -23,6 +21,16 @@ from mcp.types import (
 )
 
 INTERNAL_ERROR = -32603
+Ask = Callable[[str, InputRequest], Awaitable[InputResponse | ErrorData]]
+Again = Callable[
+    [InputResponses | None, str | None], Awaitable[CallToolResult | InputRequiredResult]
+]
+MAX_ROUNDS = 10
+"""Rounds of `input_required` answered before the server is said to keep asking (the SDK's
+own default, and the other SDKs')."""
+STATE_ONLY_WAIT_S = (0.05, 0.25)
+"""A round that carries only `requestState` (the server is still working) is sent again after
+a pause that doubles from the first value up to the second."""
 
 
 async def call_tool(
@@ -35,7 +43,7 @@ async def call_tool(
 
     Raises:
         MCPError: the server refused the call, a scripted answer could not be sent, or the
-            server kept asking past the SDK's round limit.
+            server kept asking past MAX_ROUNDS rounds.
     """
 
     async def again(
@@ -57,8 +65,37 @@ async def call_tool(
     first = await again(None, None)
     if not isinstance(first, InputRequiredResult):
         return first
-    try:
-        return await run_input_required_driver(first, dispatch=ask, retry=again)
-    except InputRequiredRoundsExceededError as exc:
-        # The server's fault, reported the way a refused call is.
-        raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from None
+    return await _rounds(first, ask, again)
+
+
+async def _rounds(
+    current: CallToolResult | InputRequiredResult, ask: Ask, again: Again
+) -> CallToolResult:
+    """Answer the server's requests and send the call again until a result comes. The farm
+    drives the loop itself, through the SDK's public session calls only (the SDK's own driver
+    lives in a private module): the requests of one round are answered one at a time, in the
+    server's order, so a scripted user's answers are given in the same order on every run."""
+    wait = STATE_ONLY_WAIT_S[0]
+    for _round in range(MAX_ROUNDS):
+        if not isinstance(current, InputRequiredResult):
+            return current
+        responses: InputResponses | None = None
+        if current.input_requests:
+            wait = STATE_ONLY_WAIT_S[0]
+            responses = {}
+            for key, request in current.input_requests.items():
+                answer = await ask(key, request)
+                if isinstance(answer, ErrorData):
+                    raise MCPError.from_error_data(answer)
+                responses[key] = answer
+        else:
+            await anyio.sleep(wait)
+            wait = min(wait * 2, STATE_ONLY_WAIT_S[1])
+        current = await again(responses, current.request_state)
+    if not isinstance(current, InputRequiredResult):
+        return current
+    # The server's fault, reported the way a refused call is.
+    raise MCPError(
+        code=INTERNAL_ERROR,
+        message=f"the server still asked for input after {MAX_ROUNDS} rounds",
+    )

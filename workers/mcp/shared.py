@@ -21,6 +21,8 @@ from anyio.abc import Process, TaskStatus
 from mcp.client.stdio import get_default_environment
 
 from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.mcp.launch import relay_cpu, relayed
+from mcp_farm.workers.startclock import start_deadline, tree_cpu
 
 logger = logging.getLogger(__name__)
 
@@ -73,14 +75,17 @@ async def keep_process(
     port: int,
     errlog: TextIO,
     start_timeout_s: float,
+    fork: bool = False,
     *,
     task_status: TaskStatus[SharedProcess],
 ) -> None:
-    """Start the process, report it once it serves, and own it until `stop` or its exit."""
+    """Start the process (with `fork`, as a fork of the warm interpreter where it can:
+    workers/mcp/launch/), report it once it serves, and own it until `stop` or its exit."""
+    relay = relayed(argv, env) if fork else None
     # stdin stays an open pipe that nothing is written to: when this worker dies, the pipe
     # closes and a server started with `--shared` exits too, instead of serving nobody forever.
     process = await anyio.open_process(
-        argv,
+        relay or argv,
         env=get_default_environment() | env,
         stdin=subprocess.PIPE,
         stdout=errlog,
@@ -88,7 +93,9 @@ async def keep_process(
     )
     shared = SharedProcess(name, port, process)
     try:
-        with anyio.fail_after(start_timeout_s):
+        # Bounded by the server's CPU time, not the wall clock (workers/startclock.py).
+        cpu = relay_cpu if relay else tree_cpu
+        async with start_deadline(lambda: process.pid, start_timeout_s, cpu=cpu):
             await _serving(shared)
         task_status.started(shared)
         async with anyio.create_task_group() as tg:

@@ -107,6 +107,14 @@ def opening_messages(
     return messages
 
 
+def user_turn(messages: list[Message], prompt: PromptConfig) -> int:
+    """Which user turn (0-based) `messages` end in: the user messages after the prompt
+    config's few-shot examples (`opening_messages`), less one. Tool results are not user
+    messages here, whatever a text mode later shows them as."""
+    users = sum(1 for m in messages if m.role == "user")
+    return users - len(prompt.few_shot) - 1
+
+
 def reply_schema(tools: list[ToolSpec]) -> dict[str, Any]:
     """JSON schema of a JSON-in-text reply: one tool call with typed arguments, or an answer."""
     calls = [

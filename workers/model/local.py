@@ -27,6 +27,12 @@ from mcp_farm.schema import (
     TokenCounts,
 )
 from mcp_farm.workers.errors import AdapterError
+from mcp_farm.workers.model.constrain import (
+    Grammars,
+    LazyGrammarSampler,
+    ReplyGrammar,
+    Truncation,
+)
 from mcp_farm.workers.model.decode import (
     checked_call,
     decode_arguments,
@@ -139,7 +145,58 @@ def _aligned_llama() -> type:
                     self.guard.check()
                 yield token
 
+        lazy_grammar = True
+        """Check a reply's grammar against the best tokens first (`constrain`); False applies
+        it to the whole vocabulary at every token, as llama-cpp-python does."""
+        grammars: Grammars | None = None
+
+        # llama-cpp-python calls it with keywords only (`generate`, `sample`).
+        def _init_sampler(self, **kwargs: Any) -> Any:  # type: ignore[override]
+            grammar = kwargs.get("grammar")
+            if not self.lazy_grammar or grammar is None or not _plain_chain(kwargs):
+                return super()._init_sampler(**kwargs)
+            if self.grammars is None:
+                self.grammars = Grammars(self._model.vocab)
+            fresh = ReplyGrammar(self.grammars.fresh(grammar._grammar, grammar._root))
+            chain = super()._init_sampler(**{**kwargs, "grammar": None})
+            truncation = Truncation(
+                temperature=kwargs["temp"],
+                top_k=kwargs["top_k"],
+                top_p=kwargs["top_p"],
+                min_p=kwargs["min_p"],
+                typical_p=kwargs["typical_p"],
+            )
+            return LazyGrammarSampler(fresh, chain, truncation, self._n_vocab)
+
     return AlignedLlama
+
+
+def _plain_chain(kwargs: dict[str, Any]) -> bool:
+    """Whether llama-cpp-python's chain is one the shortlist reproduces: no logits processor,
+    no penalties (they would change logits before the grammar), no mirostat, and a
+    temperature of 0 (greedy) or above (top-k … dist)."""
+    return (
+        kwargs.get("logits_processor") is None
+        and kwargs["repeat_penalty"] == 1.0
+        and kwargs["frequency_penalty"] == 0.0
+        and kwargs["presence_penalty"] == 0.0
+        and kwargs["mirostat_mode"] == 0
+        and kwargs["temp"] >= 0.0
+    )
+
+
+@lru_cache(maxsize=128)
+def _grammar(schema_json: str) -> Any:
+    from llama_cpp.llama_chat_format import _grammar_for_response_format
+
+    return _grammar_for_response_format({"type": "json_object", "schema": json.loads(schema_json)})
+
+
+def schema_grammar(schema: dict[str, Any]) -> Any:
+    """The grammar llama-cpp-python builds for `response_format={"type": "json_object",
+    "schema": schema}`, built once per schema. The key keeps the schema's key order: the
+    grammar writes an object's properties in the order the schema lists them."""
+    return _grammar(json.dumps(schema))
 
 
 N_BATCH = 64
@@ -206,6 +263,10 @@ class LocalClient:
     follows the whole batches the new prompt shares with the last one (turn 2 of a session,
     or the next trial with the same system prompt and tools; see `_aligned_llama`). False
     re-reads every prompt from its first token (bench/prefix_reuse.py measures both)."""
+    lazy_grammar: bool = True
+    """Check a constrained reply's grammar against the model's best tokens before the whole
+    vocabulary (the same tokens, see `constrain`); False is llama-cpp-python's own path
+    (bench/constrained_decoding.py measures both)."""
 
     def __init__(self, target: ModelTarget, cache_dir: Path, n_ctx: int = 4096) -> None:
         if target.model in BUNDLED:
@@ -275,11 +336,12 @@ class LocalClient:
             "seed": gen.seed if gen.seed is not None else seed,
         }
         if prompt.mode == "native" and tools:
-            kwargs["response_format"] = {"type": "json_object", "schema": native_schema(tools)}
+            kwargs["grammar"] = schema_grammar(native_schema(tools))
         elif prompt.mode == "grammar":
-            kwargs["response_format"] = {"type": "json_object", "schema": reply_schema(tools)}
+            kwargs["grammar"] = schema_grammar(reply_schema(tools))
         with _LOCK:
             self._fresh(llm)
+            llm.lazy_grammar = self.lazy_grammar
             llm.guard = guard
             guard.begin()
             try:
@@ -299,12 +361,13 @@ class LocalClient:
         llm = _load(str(self.path), self.chat_format, self.n_ctx)
         with _LOCK:
             self._fresh(llm)
+            llm.lazy_grammar = self.lazy_grammar
             result: dict[str, Any] = llm.create_chat_completion(
                 messages=self._fold_system(messages),
                 temperature=sampling.temperature,
                 max_tokens=sampling.max_tokens,
                 seed=sampling.seed,
-                response_format={"type": "json_object", "schema": schema},
+                grammar=schema_grammar(schema),
             )
         return result
 

@@ -30,6 +30,7 @@ from mcp_farm.schema import (
     TokenCounts,
 )
 from mcp_farm.workers.errors import AdapterError
+from mcp_farm.workers.model.encode import user_turn
 from mcp_farm.workers.model.toolspec import (
     JsonReply,
     ModelReply,
@@ -90,8 +91,7 @@ class ReplayClient:
         reply = model_turns(messages)
         if not any("turn" in t for t in self.turns):  # one user request: replies in order
             return self.turns[reply] if reply < len(self.turns) else 0
-        users = sum(1 for m in messages if m.role == "user")
-        turn = users - len(prompt.few_shot) - 1
+        turn = user_turn(messages, prompt)
         mine = [t for t in self.turns if t.get("turn") == turn]
         return mine[reply] if reply < len(mine) else turn
 

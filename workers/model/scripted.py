@@ -1,4 +1,4 @@
-"""A deterministic model for tests: it replays a script of replies, one per turn.
+"""A deterministic model for tests: it replays a script of replies, one per model turn.
 
 Script items: `{"call": {"name": …, "arguments": {…}}}`, `{"answer": "…"}` or `{"text": "…"}`
 (raw text, decoded like any model's text), each with an optional `think_s` (seconds to wait
@@ -6,6 +6,13 @@ first, as a slow or hung model would), or `{"any": [item, …]}`: one of those i
 the call's sampling seed, so a scripted model's seed matters as a sampled model's does (the
 variance split of agent repetitions and user seeds is tested and benchmarked with it). Calls are emitted in the prompt's mode: structured in
 native mode, as JSON text in the text modes, so the real decoder is exercised.
+
+A script is flat (every reply in order, whatever user turn it answers) or per turn: each item
+with `turn: k` (0-based) answers user turn k, its replies in the order written. Per turn, a
+user turn cut short (strict counting stops a repeat, a limit ends it) leaves its unused
+replies behind, and the next turn still starts at its own first reply; a flat script would
+hand it the cut turn's leftovers. Past its replies a turn gets an empty answer, as a flat
+script's end does.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from mcp_farm.workers.model.decode import (
     decode_arguments,
     decode_text_reply,
 )
+from mcp_farm.workers.model.encode import user_turn
 from mcp_farm.workers.model.safejson import as_json_text
 from mcp_farm.workers.model.toolspec import (
     ModelReply,
@@ -39,22 +47,25 @@ class ScriptedClient:
     def __init__(self, target: ModelTarget) -> None:
         if target.script is None:
             raise AdapterError(f"model {target.id!r}: the scripted adapter needs `script`")
+        self.by_turn = per_turn(target.id, target.script)
+        """The replies of each user turn (per-turn form); None for a flat script."""
         self.script: list[dict[str, Any]] = target.script
         self.pins = {"adapter": "scripted"}
-        self.given = 0
-        """Replies given so far: the next is script item `given`. Counted here rather than
-        from the history, which shows the expected turn, not the model's, after a failed
-        conversation turn under `continue`; a conversation's script is every turn's replies
-        in order."""
+        self.given: dict[int, int] = {}
+        """Replies given so far, by user turn (a flat script counts them all under turn 0).
+        Counted here rather than from the history, which shows the expected turn, not the
+        model's, after a failed conversation turn under `continue`."""
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], prompt: PromptConfig, seed: int
     ) -> ModelReply:
-        turn = self.given
-        self.given += 1
-        if turn >= len(self.script):
+        at = 0 if self.by_turn is None else user_turn(messages, prompt)
+        script = self.script if self.by_turn is None else self.by_turn.get(at, [])
+        turn = self.given.get(at, 0)
+        self.given[at] = turn + 1
+        if turn >= len(script):
             return ModelReply(text="", tokens=TokenCounts())
-        item = _picked(self.script[turn], seed)
+        item = _picked(script[turn], seed)
         think_s = item.get("think_s", 0) if isinstance(item, dict) else 0
         if isinstance(think_s, int | float) and think_s > 0:
             await anyio.sleep(think_s)  # a slow machine, or a hung model past its limit
@@ -63,6 +74,27 @@ class ScriptedClient:
             prompt=sum(len(m.content.split()) for m in messages), completion=8
         )
         return reply
+
+
+def per_turn(model: str, script: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]] | None:
+    """A per-turn script's replies by user turn, each without its `turn` key; None for a flat
+    script. AdapterError when only some items name their turn, or one names no turn number:
+    a script half in each form has no one reading."""
+    named = [item for item in script if isinstance(item, dict) and "turn" in item]
+    if not named:
+        return None
+    if len(named) < len(script):
+        raise AdapterError(
+            f"model {model!r}: give `turn` on every script item (replies per user turn) "
+            "or on none (replies in order)"
+        )
+    replies: dict[int, list[dict[str, Any]]] = {}
+    for item in named:
+        turn = item["turn"]
+        if not isinstance(turn, int) or isinstance(turn, bool) or turn < 0:
+            raise AdapterError(f"model {model!r}: a script item's `turn` is {turn!r}, not 0, 1, …")
+        replies.setdefault(turn, []).append({k: v for k, v in item.items() if k != "turn"})
+    return replies
 
 
 def _picked(item: Any, seed: int) -> Any:

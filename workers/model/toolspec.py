@@ -21,6 +21,8 @@ class ToolSpec:
     """The server marked the tool read-only (MCP `readOnlyHint`): calling it changes nothing."""
     destructive: bool = False
     """The server marked the tool destructive (MCP `destructiveHint: true`)."""
+    meta: dict[str, str] = field(default_factory=dict, compare=False)
+    """The tool's `farm/…` metadata (a distractor's shown name, origin, family)."""
 
 
 @dataclass(frozen=True)

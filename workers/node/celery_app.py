@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import redis
 from celery import Celery, Task
 from celery.exceptions import Reject
 from celery.signals import worker_process_init, worker_process_shutdown
 from celery.worker.consumer.consumer import CONNECTION_ERROR, CONNECTION_RETRY
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from mcp_farm.schema import (
     Settings,
@@ -108,9 +110,12 @@ logging.getLogger("celery.app.trace").addFilter(_RejectWithoutTraceback())
 
 class _BrokerOutage(logging.Filter):
     """Celery logs a lost broker connection as a warning, then an error with the next attempt's
-    delay for every reconnection attempt. Each is reported to the broker's outage instead (one
-    line when it starts, a summary every 30 s, one line when it ends, node/outage.py), and the
-    reconnection that ends it says so there."""
+    delay for every reconnection attempt; kombu's retry helpers (a publish, a declare, a timer
+    on the event loop) log an error with a traceback per attempt of their own. Each is
+    reported to the broker's outage instead (one line when it starts, a summary every 30 s,
+    one line when it ends, node/outage.py), and the reconnection that ends it says so there.
+    Any other warning or error of these loggers that carries a connection error is the same
+    outage: the rule is the kind of error, not the wording of one line."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
@@ -122,11 +127,48 @@ class _BrokerOutage(logging.Filter):
             return False
         if record.msg == "Connected to %s":
             BROKER.ok()
+            return True
+        lost = _connection_error(record) if record.levelno >= logging.WARNING else None
+        if lost is not None:
+            BROKER.failed(record.name, lost)
+            return False
         return True
 
 
 def _as_exception(value: Any) -> BaseException:
     return value if isinstance(value, BaseException) else ConnectionError(str(value))
+
+
+def _connection_error(record: logging.LogRecord) -> BaseException | None:
+    """The broker connection error a log record carries, in its traceback or its arguments."""
+    args = record.args if isinstance(record.args, tuple) else ()
+    found = [record.exc_info[1]] if record.exc_info and record.exc_info[1] else []
+    found += [a for a in args if isinstance(a, BaseException)]
+    return next((e for e in found if isinstance(e, BROKER_ERRORS)), None)
+
+
+BROKER_ERRORS: tuple[type[BaseException], ...] = (
+    ConnectionError,
+    redis.ConnectionError,
+    redis.TimeoutError,
+    KombuOperationalError,
+)
+"""What a broker that went away raises: a refused or reset socket, redis-py's own errors, and
+kombu's wrapping of them."""
+
+_BROKER_LOGGERS = (
+    "celery.worker.consumer.consumer",
+    "celery.worker.consumer.connection",
+    "celery.worker.consumer.gossip",
+    "celery.worker.components",
+    "celery.worker.heartbeat",
+    "celery.events.dispatcher",
+    "kombu.common",
+    "kombu.connection",
+    "kombu.asynchronous.hub",
+    "kombu.asynchronous.timer",
+)
+"""Where Celery and kombu log a broker connection's loss and their attempts to get it back."""
 
 
 class _ChosenBehaviour(logging.Filter):
@@ -139,8 +181,8 @@ class _ChosenBehaviour(logging.Filter):
         return "worker_cancel_long_running_tasks_on_connection_loss" not in record.getMessage()
 
 
-logging.getLogger("celery.worker.consumer.consumer").addFilter(_BrokerOutage())
-logging.getLogger("celery.worker.consumer.connection").addFilter(_BrokerOutage())
+for _name in _BROKER_LOGGERS:
+    logging.getLogger(_name).addFilter(_BrokerOutage())
 logging.getLogger("py.warnings").addFilter(_ChosenBehaviour())
 
 

@@ -11,13 +11,15 @@ import json
 import logging
 import os
 import socket
+import sys
 import threading
+import time
 from datetime import UTC, datetime
 from importlib.util import find_spec
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 from sqlalchemy.exc import SQLAlchemyError
 
 from mcp_farm.schema import (
@@ -158,8 +160,17 @@ def start_worker(
     worker_ready.connect(lambda **_: reaper.start(), weak=False)
     worker_shutdown.connect(lambda **_: reaper.stop(), weak=False)
     worker_shutdown.connect(lambda **_: node.leave(), weak=False)
+    # A stop someone asked for (SIGTERM, Ctrl-C) is final; any other failed stop is not. The
+    # exit status is the stopped worker's own: Celery's `start` does not return it.
+    asked = threading.Event()
+    stopped: dict[str, Any] = {}
+    worker_shutting_down.connect(lambda **_: asked.set(), weak=False)
+    worker_shutdown.connect(
+        lambda sender=None, **_: stopped.update(code=getattr(sender, "exitcode", None)),
+        weak=False,
+    )
     app = create_app(settings)
-    app.worker_main(
+    app.start(
         [
             "worker",
             f"--hostname={node_name}",
@@ -171,3 +182,30 @@ def start_worker(
             "--without-mingle",
         ]
     )
+    code = stopped.get("code")
+    if code and not asked.is_set():
+        restart(code)
+    if code:
+        raise SystemExit(code)
+
+
+RESTART_S = 5.0
+"""How long a worker that stopped on a failure waits before it starts again."""
+
+
+def restart(code: int | str) -> NoReturn:
+    """Start this worker again, as the same process (a supervisor keeps tracking it), after a
+    stop nobody asked for: Celery ends the whole worker when a pool process dies before the
+    pool has started ("Could not start worker processes"), though a fresh start would serve.
+    Its trials were given back by then (acknowledged late, and reaped if they were running)."""
+    logger.warning(
+        "the worker stopped without being asked to (exit status %s); starting it again in %g s",
+        code,
+        RESTART_S,
+    )
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    time.sleep(RESTART_S)
+    os.execv(sys.executable, sys.orig_argv)

@@ -109,7 +109,8 @@ class Reaper:
             pass  # it lapses on its own
 
     def sweep_once(self) -> int:
-        """One pass; returns how many trials were given back (0 while it may not act)."""
+        """One pass; returns how many trials were given back or published again (0 while it
+        may not act)."""
         if self.reach.for_s() < self.settings.stale_after_s():
             return 0  # not ready: leave the lease to a worker that is
         try:
@@ -134,6 +135,14 @@ class Reaper:
         except Exception:  # a boundary: the reaper must outlive any outage
             logger.warning("could not look for abandoned trials", exc_info=True)
             return 0
+        # Two lines, because they mean different things to an admin: a dead worker (look at
+        # that machine) and a message Redis lost in a hand-over (nothing to look at).
         if done.requeued:
             logger.warning("gave %d trial(s) of dead workers back to their queues", done.requeued)
-        return done.requeued
+        if done.lost:
+            logger.warning(
+                "published %d pending trial(s) again whose message the broker had lost "
+                "(a worker stopped while Redis handed it over)",
+                done.lost,
+            )
+        return done.requeued + done.lost

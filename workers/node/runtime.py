@@ -40,15 +40,20 @@ class Runtime:
         self.portal: BlockingPortal = self._portal_cm.__enter__()
         self._owner: Future[Any]
         self._owner, self.pool = self.portal.start_task(
-            self._own_pool, settings.server_start_timeout_s, settings.sessions
+            self._own_pool, settings.server_start_timeout_s, settings.sessions, settings.server_fork
         )
 
     async def _own_pool(
-        self, start_timeout_s: float, sessions: int, *, task_status: TaskStatus[ServerPool]
+        self,
+        start_timeout_s: float,
+        sessions: int,
+        fork: bool,
+        *,
+        task_status: TaskStatus[ServerPool],
     ) -> None:
         self._closing = anyio.Event()
         async with anyio.create_task_group() as tg:
-            pool = ServerPool(tg, self.root, start_timeout_s, sessions)
+            pool = ServerPool(tg, self.root, start_timeout_s, sessions, fork=fork)
             task_status.started(pool)
             await self._closing.wait()
             pool.close()
@@ -67,8 +72,13 @@ class Runtime:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _key(settings: Settings) -> tuple[str, float, int]:
-    return (str(settings.data_dir.resolve()), settings.server_start_timeout_s, settings.sessions)
+def _key(settings: Settings) -> tuple[str, float, int, bool]:
+    return (
+        str(settings.data_dir.resolve()),
+        settings.server_start_timeout_s,
+        settings.sessions,
+        settings.server_fork,
+    )
 
 
 _runtime: Runtime | None = None

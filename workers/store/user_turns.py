@@ -10,6 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from mcp_farm.schema import StoreError
 from mcp_farm.schema.db import UserTurnRow, dialect_insert, session_scope
+from mcp_farm.workers.store.results import storable
 
 
 def find_user_turn(*, engine: Engine, key: str) -> str | None:
@@ -25,8 +26,15 @@ def find_user_turn(*, engine: Engine, key: str) -> str | None:
 def save_user_turn(*, engine: Engine, key: str, text: str, model_id: str) -> None:
     """Keep a reply under `key`; the first writer wins (two workers that raced to the same
     input got the same reply at temperature 0, and the cache must never change under a
-    reader)."""
-    values = {"key": key, "text": text, "model_id": model_id, "created_at": datetime.now(UTC)}
+    reader). The text follows the store's one text rule, as every stored text does: a secret
+    the farm knows (an endpoint key the user model repeated) is kept as `***`, so a later hit
+    replays the masked message."""
+    values = {
+        "key": key,
+        "text": storable(text),
+        "model_id": model_id,
+        "created_at": datetime.now(UTC),
+    }
     stmt = dialect_insert(engine.dialect.name)(UserTurnRow).values(**values)
     try:
         with engine.begin() as conn:

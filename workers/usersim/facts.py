@@ -1,8 +1,11 @@
 """Whether a simulated user's message holds a fact it was never given: every piece of text
-shaped like a fact (an e-mail address, a date, a time, a file name, an id, a number) must occur
-on its card or in what the agent had said to it, read by value where it has one (a time, a
-date, a number), so that "3pm" is the card's 15:00; one that does not is the user's invention. And which of its facts a message gave that the
-card keeps for when the agent asks.
+shaped like a fact (an e-mail address, a street address, a date, a time, a quantity with its
+unit, a file name, an id, a number) must occur on its card or in what the agent had said to it,
+read by value where it has one (a time, a date, a quantity, a number), so that "3pm" is the
+card's 15:00 and "0.75 hours" its 45 minutes; one that does not is the user's invention. A
+number counts as known only in a role that fits: a quantity as a known quantity of its
+dimension (or a number known without a unit), a street number as part of a known address. And
+which of its facts a message gave that the card keeps for when the agent asks.
 
 Deterministic on purpose: a user error must be found the same way in every trial, by no
 model, so that a failure can be attributed without a judge of its own."""
@@ -15,20 +18,34 @@ from decimal import Decimal
 
 from mcp_farm.workers.usersim.readings import (
     DATE,
+    QUANTITY,
     TIME,
     Date,
+    Quantity,
     Time,
     date_readings,
+    number_as_time,
     number_readings,
+    quantity_readings,
     same_day,
     split_datetimes,
     time_readings,
 )
 
+STREET = re.compile(
+    r"\b\d+[A-Za-z]?,?\s+(?:[A-Z][\w'-]*\s+){1,3}"
+    r"(?:Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Drive|Boulevard|Blvd|Way|Place|Pl|Court|Ct"
+    r"|Square|Sq|Terrace|Close|Crescent|Row|Strasse|Straße)\b"
+)
+"""A street address's number and street (`45 Baker Street`): its number is the address's, so
+it is checked as part of an address, never as a number the card holds in another role."""
+
 SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
+    ("address", STREET),
     ("date", DATE),
     ("time", TIME),
+    ("quantity", QUANTITY),
     (
         "file",
         re.compile(
@@ -54,7 +71,10 @@ class Known:
 
     times: set[Time] = field(default_factory=set)
     dates: set[Date] = field(default_factory=set)
+    quantities: set[Quantity] = field(default_factory=set)
     numbers: set[Decimal] = field(default_factory=set)
+    bare: set[Decimal] = field(default_factory=set)
+    """The numbers written without a unit (nor as part of a time, a date or an id)."""
     parts: set[Decimal] = field(default_factory=set)
     pieces: set[str] = field(default_factory=set)
     text: str = ""
@@ -70,6 +90,9 @@ class Known:
             for year, month, day in date_readings(piece):
                 self.dates.add((year, month, day))
                 self.parts |= {Decimal(n) for n in (year, month, day) if n is not None}
+        elif shape == "quantity":
+            self.quantities |= quantity_readings(piece)
+            self.numbers |= number_readings(re.sub(r"\s?[A-Za-z]+$", "", piece))
         elif shape == "number":
             self.numbers |= number_readings(piece)
 
@@ -105,6 +128,9 @@ def known_in(texts: list[str]) -> Known:
         for match in pattern.finditer(joined):
             known.add(shape, match.group())
     known.parts |= {Decimal(m.group()) for m in DIGITS.finditer(joined)}
+    for shape, piece in pieces(joined):
+        if shape == "number":
+            known.bare |= number_readings(piece)
     return known
 
 
@@ -115,6 +141,13 @@ def _has(shape: str, piece: str, known: Known, whole: bool = False) -> bool:
     digits."""
     if shape == "time":
         return bool(time_readings(piece) & known.times)
+    if shape == "quantity":
+        # A quantity is known as a quantity of its dimension, or as a number the card gives
+        # without a unit ("length: 45"); never by a number that has another unit.
+        value = number_readings(re.sub(r"\s?[A-Za-z]+$", "", piece))
+        return bool(quantity_readings(piece) & known.quantities or value & known.bare)
+    if shape == "number" and number_as_time(piece) & known.times:
+        return True  # 20.30 for the card's 20:30
     dates = date_readings(piece) if shape == "date" else set()
     if dates:
         return any(same_day(d, k) for d in dates for k in known.dates)

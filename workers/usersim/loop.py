@@ -29,19 +29,21 @@ from mcp_farm.schema import (
     UserSimRecord,
     digest,
 )
+from mcp_farm.workers.clock import clock_stopped
 from mcp_farm.workers.errors import InfraError
-from mcp_farm.workers.mcp.connections import Connected
+from mcp_farm.workers.mcp.connections import Connected, reselect
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
 from mcp_farm.workers.session import (
     SessionState,
-    clock_stopped,
     recorded,
     reply_loop,
     setup_owner,
+    show_tools,
 )
 from mcp_farm.workers.usersim.cache import TurnCache, turn_key
 from mcp_farm.workers.usersim.facts import invented, volunteered
+from mcp_farm.workers.usersim.script import off_script
 
 SPEAKER = re.compile(r"^\s*(?:user|you|me)\s*:\s*", re.IGNORECASE)
 """A speaker label a small model may put before its message, taken off."""
@@ -91,6 +93,7 @@ def user_side(
         temperature=settings.temperature,
         seed=settings.seed + repetition,
         guideline=GUIDELINE_VERSION,
+        max_tokens=settings.max_tokens,
     )
     cache = cache if settings.temperature == 0 else None
     return UserSide(client, settings, card, UserSimRecord(identity=identity), cache)
@@ -169,12 +172,23 @@ async def user_reply(user: UserSide, said: list[tuple[str, str]], state: Session
     return SPEAKER.sub("", reply.text).strip()
 
 
-def _check(user: UserSide, index: int, text: str, said: list[tuple[str, str]]) -> None:
+def _check(
+    user: UserSide, index: int, text: str, said: list[tuple[str, str]], parting: bool = False
+) -> None:
     """Record the user's message `index` as a user error if it holds a fact that is neither
     on its card nor in what the agent had said to it (`invented`), or gives a fact the card
     keeps for when it is asked while the agent's reply before it asked nothing
-    (`volunteered`)."""
+    (`volunteered`), or does not play the user at all (`off_script`: an echo of its
+    instructions, or no answer to the agent's question for a card fact; a `parting` message,
+    sent with the stop marker, is not held to answer it: a stop at the agent's question is
+    one error, `left_early`, found when the trial is graded)."""
     card = user.card
+    system = user_system_prompt(card, user.record.identity.guideline)
+    astray = off_script(text, system, said[-1][1], card, parting=parting)
+    if astray:
+        user.record.errors.append(
+            UserError(message=index, kind="off_script", facts=astray, said=text)
+        )
     allowed = [card.opening, card.reason, card.satisfied_when, *card.values()]
     allowed += [reply for who, reply in said if who == "agent"]
     wrong = invented(text, allowed)
@@ -191,6 +205,14 @@ def _check(user: UserSide, index: int, text: str, said: list[tuple[str, str]]) -
         )
 
 
+def _still_expected(scenario: Scenario, state: SessionState) -> list[str]:
+    """What a simulated user's next message should lead to, for its selection recall: the
+    scenario's expected tools the agent has not called yet (a simulated user's messages carry
+    no expectations of their own; the goal is the whole scenario's)."""
+    made = {call.tool for call in state.calls}
+    return [tool for tool in scenario.expected_tools if tool not in made]
+
+
 async def run_simulated(
     state: SessionState,
     scenario: Scenario,
@@ -203,6 +225,7 @@ async def run_simulated(
 ) -> None:
     """Talk until the user stops, the agent's part ends without a reply, or the card's turn
     limit; the model's history is the stored transcript, with the user's messages in it."""
+    await reselect(conn, user.card.opening, _still_expected(scenario, state))
     tools = list(conn.tools.values())
     state.transcript = opening_messages(prompt, user.card.opening, tools, conn.instructions)
     said: list[tuple[str, str]] = [("user", user.card.opening)]
@@ -213,14 +236,22 @@ async def run_simulated(
             stop = STOP_MARKER in text
             text = text.split(STOP_MARKER)[0].strip()
             if text:
-                _check(user, i, text, said)
+                _check(user, i, text, said, parting=stop)
                 state.transcript.append(Message(role="user", content=text))
                 said.append(("user", text))
+            elif not stop:
+                # An empty reply is no stop: the user model wrote nothing at all.
+                user.record.errors.append(
+                    UserError(message=i, kind="off_script", facts=["(empty message)"], said="")
+                )
             if stop or not text:
                 # A parting message is kept in the transcript; the agent is not asked again.
                 record.ended = "user_stop"
                 return
             record.messages += 1
+            # Selection runs on each message the user writes, as on a scripted turn's.
+            if await reselect(conn, text, _still_expected(scenario, state)):
+                show_tools(state, state.transcript, prompt, conn)
         record.first_calls.append(len(state.calls))
         state.stop_reason, state.final_answer, state.format_error = None, None, None
         await reply_loop(

@@ -1,6 +1,7 @@
-"""What a time, a date or a number written in one of several formats says, as values that
-compare whatever the format ("3pm" and 15:00 are one time; "12/03" may be 12 March or 3
-December): so that a true fact restated another way is not taken for an invented one."""
+"""What a time, a date, a quantity or a number written in one of several formats says, as
+values that compare whatever the format ("3pm" and 15:00 are one time; "12/03" may be 12 March
+or 3 December; "0.75 hours" is 45 minutes): so that a true fact restated another way is not
+taken for an invented one."""
 
 from __future__ import annotations
 
@@ -30,13 +31,42 @@ DATE = re.compile(
 """A date in a supported format; the day-month order of a numeric one is not assumed."""
 
 TIME = re.compile(
-    r"\b(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?(?:[ap]m|[ap]\.m\.?)(?!\w)"  # 3pm, 3:00 p.m.
+    r"\b(?:1[0-2]|0?[1-9])(?:[:.][0-5]\d)?\s?(?:[ap]m|[ap]\.m\.?)(?!\w)"  # 3pm, 3:00 p.m., 8.30pm
     r"|\b(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?!\d)"  # 15:00, 9:30, 15:00:00
     r"|\b(?:[01]?\d|2[0-3])h(?:[0-5]\d)?\b"  # 15h, 15h30
     r"|\b(?:1[0-2]|0?[1-9])\s?o'?clock\b",  # 3 o'clock (morning or afternoon)
     re.IGNORECASE,
 )
 """A time of day in a supported format; a bare number ("at 3") is a number, not a time."""
+
+Quantity = tuple[str, Decimal]
+"""(dimension, value in the dimension's base unit): ("duration", 2700) is 45 minutes."""
+
+UNITS: dict[str, tuple[str, Decimal]] = {
+    **dict.fromkeys(("second", "seconds", "sec", "secs"), ("duration", Decimal(1))),
+    **dict.fromkeys(("minute", "minutes", "min", "mins"), ("duration", Decimal(60))),
+    **dict.fromkeys(("hour", "hours", "hr", "hrs", "h"), ("duration", Decimal(3600))),
+    **dict.fromkeys(("day", "days"), ("duration", Decimal(86400))),
+    **dict.fromkeys(("week", "weeks"), ("duration", Decimal(604800))),
+    **dict.fromkeys(("m", "metre", "metres", "meter", "meters"), ("length", Decimal(1))),
+    **dict.fromkeys(
+        ("km", "kilometre", "kilometres", "kilometer", "kilometers"), ("length", Decimal(1000))
+    ),
+    **dict.fromkeys(("mile", "miles"), ("length", Decimal("1609.344"))),
+    **dict.fromkeys(("g", "gram", "grams"), ("mass", Decimal(1))),
+    **dict.fromkeys(("kg", "kilo", "kilos", "kilogram", "kilograms"), ("mass", Decimal(1000))),
+}
+"""The units a quantity may be written in, with its dimension and its size in the dimension's
+base unit (seconds, metres, grams): a closed list, as the formats of times and dates are."""
+
+QUANTITY = re.compile(
+    r"\b\d+(?:[.,]\d+)?\s?(?:"
+    + "|".join(sorted((u for u in UNITS if len(u) > 1), key=len, reverse=True))
+    + r")\b|\b\d+(?:[.,]\d+)?\s(?:h|m|g)\b",
+    re.IGNORECASE,
+)
+"""A number with a unit from UNITS (`45 minutes`, `0.75 hours`, `2 km`); a one-letter unit
+only after a space (`15h` is a time of day, `5m` could be minutes or metres)."""
 
 _GROUPED = {
     ",": re.compile(r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?"),
@@ -106,6 +136,22 @@ def number_readings(piece: str) -> set[Decimal]:
         if match:
             values.add(Decimal(match.group(1).replace(group, "") + "." + (match.group(2) or "0")))
     return values
+
+
+def quantity_readings(piece: str) -> set[Quantity]:
+    """The values a QUANTITY piece may have, in its dimension's base unit (a decimal comma or
+    point alike: `0,75 hours` and `0.75 hours` are both 45 minutes)."""
+    match = re.fullmatch(r"(\d+(?:[.,]\d+)?)\s?([a-z]+)", piece.lower())
+    if match is None or match.group(2) not in UNITS:
+        return set()
+    dimension, size = UNITS[match.group(2)]
+    return {(dimension, value * size) for value in number_readings(match.group(1))}
+
+
+def number_as_time(piece: str) -> set[Time]:
+    """The time a number like `20.30` may be (hours and minutes written with a dot)."""
+    match = re.fullmatch(r"([01]?\d|2[0-3])[.:]([0-5]\d)", piece)
+    return set() if match is None else {(int(match.group(1)), int(match.group(2)))}
 
 
 def same_day(date: Date, other: Date) -> bool:

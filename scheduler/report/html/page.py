@@ -32,6 +32,8 @@ from mcp_farm.scheduler.report.cells import (
     recovery_cell,
     secs,
     shows_recovery,
+    shows_state,
+    state_cell,
     user_cells,
     user_notes,
     variance_rows,
@@ -40,6 +42,7 @@ from mcp_farm.scheduler.report.html.answers import (
     answers_script,
     answers_section,
 )
+from mcp_farm.scheduler.report.html.curves import curves_section, selection_section
 from mcp_farm.scheduler.scorecard.queries.samples import (
     SAMPLES_PER_CELL,
     SampleTrials,
@@ -136,6 +139,7 @@ def _table(heads: list[str], rows: list[list[str]], numeric_from: int) -> str:
 
 def _rate_table(card: Scorecard, dimension: str) -> str:
     recovery = shows_recovery(card, dimension)
+    state = shows_state(card, dimension)
     rows = [
         [
             r.model,
@@ -145,13 +149,15 @@ def _rate_table(card: Scorecard, dimension: str) -> str:
             pct(r.rate),
             pct(r.first_rate),
             *([recovery_cell(r)] if recovery else []),
+            *([state_cell(r)] if state else []),
             interval(r),
             secs(r.latency.p95),
         ]
         for r in card.of(dimension)  # type: ignore[arg-type]
     ]
     heads = ["model", "prompt", dimension, "n", "pass", "1st try"]
-    heads += [*(["recovered"] if recovery else []), "95% CI", "p95"]
+    heads += [*(["recovered"] if recovery else []), *(["state"] if state else [])]
+    heads += ["95% CI", "p95"]
     return _table(heads, rows, 3)
 
 
@@ -186,6 +192,7 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
     transcripts are included for the drill-down."""
     samples = samples or {}
     data = card.model_dump_json().replace("</", "<\\/")
+    state = shows_state(card, "config")
     configs = [
         [
             r.model,
@@ -194,6 +201,7 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
             pct(r.rate),
             pct(r.first_rate),
             recovery_cell(r),
+            *([state_cell(r)] if state else []),
             interval(r),
             pass_k(r.pass_hat_k, r.k),
             *_p(r),
@@ -230,11 +238,11 @@ are Wilson 95%. Built {html.escape(card.built_at)} from sweep
 <code>{html.escape(card.provenance.sweep_name)}</code>.</p>{banner}
 <pre id="errors"></pre>
 <h2>Pass rate per model × prompt config</h2>
-{_table(["model", "prompt", "n", "pass", "1st try", "recovered", "95% CI", "pass^k", "p50", "p95", "p99"], configs, 2)}
+{_table(["model", "prompt", "n", "pass", "1st try", "recovered", *(["state"] if state else []), "95% CI", "pass^k", "p50", "p95", "p99"], configs, 2)}
 {footnote}
 <h2>Pass rate per tool (heatmap)</h2><div id="heatmap"></div>
 <h2>Trial latency distribution</h2><div id="latency"></div>
-<h2>Outcomes</h2><div id="failures"></div>{talks}{answers_section(card, _table)}
+<h2>Outcomes</h2><div id="failures"></div>{talks}{curves_section(card, _table)}{selection_section(card, _table)}{answers_section(card, _table)}
 <h2>Per tier</h2>{_rate_table(card, "tier")}
 <h2>Verbatim vs paraphrased</h2>{_rate_table(card, "phrasing")}
 <h2>Scenarios and sample transcripts</h2>

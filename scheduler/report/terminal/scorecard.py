@@ -21,9 +21,19 @@ from mcp_farm.scheduler.report.cells import (
     recovery_cell,
     secs,
     shows_recovery,
+    shows_state,
+    state_cell,
     user_cells,
     user_notes,
     variance_rows,
+)
+from mcp_farm.scheduler.report.robustness_cells import (
+    CURVE_HEADS,
+    SELECTION_HEADS,
+    SELECTION_NOTE,
+    curve_note,
+    curve_rows,
+    selection_rows,
 )
 from mcp_farm.scheduler.report.terminal.answers import print_answers
 from mcp_farm.scheduler.scorecard.build import outcome_columns
@@ -49,7 +59,9 @@ def _latency(lat: Latency) -> list[str]:
 def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table:
     heads = ["model", "prompt"] + ([head] if head else [])
     recovery = shows_recovery(card, dimension)
+    state = shows_state(card, dimension)
     right = ["n", "pass", "1st try", *(["recovered"] if recovery else [])]
+    right += ["state"] if state else []
     table = _table(title, heads, [*right, "95% CI", "pass^k", "p50", "p95", "p99"])
     for row in card.of(dimension):  # type: ignore[arg-type]
         table.add_row(
@@ -60,6 +72,7 @@ def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table
             pct(row.rate),
             pct(row.first_rate),
             *([recovery_cell(row)] if recovery else []),
+            *([state_cell(row)] if state else []),
             interval(row),
             f"{pct(row.pass_hat_k)} k={row.k}" if row.k > 1 else "–",
             *_latency(row.latency),
@@ -124,6 +137,21 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
                 split.add_row(*(escape(cell) for cell in cells))
             console.print(split)
             console.print(f"[dim]{VARIANCE_NOTE}[/dim]", highlight=False)
+    if card.robustness:
+        heads = ["model", "prompt", "descriptions", "names"]
+        curves = _table("Pass rate against tool count (docs/robustness.md)", heads, CURVE_HEADS)
+        for cells in curve_rows(card):
+            curves.add_row(*(escape(cell) for cell in cells))
+        console.print(curves)
+        for curve in card.robustness:
+            console.print(f"[dim]{escape(curve_note(curve))}[/dim]", highlight=False)
+    if card.selection:
+        title = "Tool selection before the model (docs/robustness.md)"
+        chosen = _table(title, ["model", "prompt"], SELECTION_HEADS)
+        for cells in selection_rows(card):
+            chosen.add_row(*(escape(cell) for cell in cells))
+        console.print(chosen)
+        console.print(f"[dim]{escape(SELECTION_NOTE)}[/dim]", highlight=False)
     for line in timeout_lines(card):
         console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
     if cassette := cassette_note(card):

@@ -36,7 +36,10 @@ _SUMS = """count(*) as n,
        sum(case when model_s > 0 and tokens_completion > 0 then model_s else 0 end) as timed_s,
        sum(case when stop_reason = 'model_time_limit' then 1 else 0 end) as model_timeouts,
        count(recovered) as errored,
-       sum(case when recovered then 1 else 0 end) as recovered"""
+       sum(case when recovered then 1 else 0 end) as recovered,
+       count(state_passed) as probed,
+       sum(case when state_passed then 1 else 0 end) as state_passes,
+       sum(case when other_path then 1 else 0 end) as other_paths"""
 _KEY = f"model_id, {CONFIG}, scenario_id, tier, expected_tools, variant > 0, left_cassette"
 # A trial's latency counts when it was graded: done, and neither an infrastructure error nor
 # a bug in the farm.

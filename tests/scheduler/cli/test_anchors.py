@@ -8,8 +8,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,7 @@ from mcp_farm.scheduler.cli.app import app
 from mcp_farm.scheduler.scorecard.queries.answers import anchor_check, record_anchor_check
 from mcp_farm.schema import digest
 from mcp_farm.schema.db import init_db, make_engine
+from tests.forkrun import farm_cli
 
 RUBRIC = "code-answer"
 SCENARIO = "code.callers.get-comma-header"
@@ -94,7 +93,7 @@ def judge_sweep(path: Path, folder: Path, scores: dict[str, dict[str, float]]) -
 
 def verify(folder: Path, sweep: Path, db: str) -> Any:
     args = ["anchors", "verify", str(folder), "--judge-from", str(sweep), "--db", db]
-    return CliRunner().invoke(app, args)
+    return CliRunner().invoke(app, args, env={"COLUMNS": "400"})  # a long temporary path, unfolded
 
 
 def lock(folder: Path) -> None:
@@ -138,11 +137,8 @@ def test_a_threshold_below_the_seeds_needs_a_flag_and_is_shown_lowered(
     anchors: Path, tmp_path: Path
 ) -> None:
     # The real entry point: one line naming the flag, exit 2, and no lock written.
-    command = [sys.executable, "-m", "mcp_farm.scheduler.cli.app", "anchors", "lock"]
-    refused = subprocess.run(
-        [*command, str(anchors), "--threshold", "0.5"],
-        capture_output=True,
-        text=True,
+    refused = farm_cli(
+        ["anchors", "lock", str(anchors), "--threshold", "0.5"],
         timeout=120,
         env=os.environ | {"COLUMNS": "400"},
     )
@@ -431,11 +427,16 @@ def test_a_lock_that_is_not_a_json_object_is_one_line_and_exit_2(
     (anchors / "anchors.lock").write_text(content, encoding="utf-8")
     sweep = judge_sweep(tmp_path / "j.yaml", anchors, gold(anchors))
     # The real entry point, which turns a deliberate error into one line and exit 2.
-    command = [sys.executable, "-m", "mcp_farm.scheduler.cli.app", "anchors", "verify"]
-    done = subprocess.run(
-        [*command, str(anchors), "--judge-from", str(sweep), "--db", f"sqlite:///{tmp_path}/f.db"],
-        capture_output=True,
-        text=True,
+    done = farm_cli(
+        [
+            "anchors",
+            "verify",
+            str(anchors),
+            "--judge-from",
+            str(sweep),
+            "--db",
+            f"sqlite:///{tmp_path}/f.db",
+        ],
         timeout=120,
         env=os.environ | {"COLUMNS": "400"},  # a long temporary path, on one line
     )

@@ -5,25 +5,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from mcp_farm.scenarios import load_suite
+from tests.forkrun import farm_cli
 from tests.helpers import ideal_script
 
 SCENARIO = next(s for s in load_suite("basic").scenarios if s.id == "fs.budget-total")
 
 
 def farm(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args, "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return farm_cli([*args, "--data-dir", str(data)], timeout=600)
 
 
 def sweep_file(tmp_path: Path, **overrides: object) -> Path:

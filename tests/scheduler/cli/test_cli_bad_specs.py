@@ -6,24 +6,18 @@ from __future__ import annotations
 import re
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from mcp_farm.scenarios import suite_path
+from tests.forkrun import farm_cli
 
 BASIC = yaml.safe_load(suite_path("basic").read_text(encoding="utf-8"))
 
 
 def farm(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"},
-    )
+    return farm_cli(args, timeout=300, env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"})
 
 
 def _broken_suite(tmp_path: Path) -> Path:

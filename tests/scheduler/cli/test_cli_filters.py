@@ -48,7 +48,10 @@ def test_known_filters_that_match_nothing_together_say_so_instead_of_an_empty_ta
 
 
 def test_a_known_tier_still_lists_its_scenarios() -> None:
-    done = CliRunner().invoke(app, ["scenarios", "list", "--tier", "simple"])
+    # Wide, whatever COLUMNS the tests run under: at 80 the id column folds ids mid-word.
+    done = CliRunner().invoke(
+        app, ["scenarios", "list", "--tier", "simple"], env={"COLUMNS": "400"}
+    )
     assert done.exit_code == 0, done.output
     assert "fs.list-desktop" in done.output and " complex " not in done.output
 

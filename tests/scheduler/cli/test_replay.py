@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.forkrun import farm_cli
 
 ORDERS = Path(__file__).resolve().parents[2] / "servers" / "orders.py"
 SCRIPT = [
@@ -22,10 +23,8 @@ SCRIPT = [
 
 
 def farm(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args, "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
+    return farm_cli(
+        [*args, "--data-dir", str(data)],
         timeout=600,
         env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
     )
@@ -191,10 +190,8 @@ def test_compare_lines_a_recording_up_with_its_replay_cell_by_cell_and_both_name
 
     report = farm("report", replay_id, data=data)
     assert f"replay of {sweep_id}: measures the servers, not the model" in report.stdout
-    status = subprocess.run(
-        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", "sweep", "status", replay_id],
-        capture_output=True,
-        text=True,
+    status = farm_cli(
+        ["sweep", "status", replay_id],
         timeout=600,
         env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "FARM_DATA_DIR": str(data)},
     )
@@ -226,10 +223,8 @@ def test_a_replay_target_in_a_sweep_file_is_resolved_before_anything_is_recorded
     assert "replays sweep 'no-such-sweep', which is not in this database" in unknown.stderr
     short = replay_file("short", sweep_id, 2)  # repetition 1 was never recorded
     for args in (["run", str(short)], ["sweep", "submit", str(short)]):
-        refused = subprocess.run(
-            [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args],
-            capture_output=True,
-            text=True,
+        refused = farm_cli(
+            args,
             timeout=600,
             env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "FARM_DATA_DIR": str(data)},
         )

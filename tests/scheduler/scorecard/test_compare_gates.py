@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -23,11 +22,13 @@ from mcp_farm.scheduler.scorecard.compare import (
     compare,
 )
 from mcp_farm.scheduler.scorecard.gates import check_gates
+from mcp_farm.scheduler.statistics.rates import trials_to_resolve
 from mcp_farm.schema import Gate
 from mcp_farm.schema.db import (
     init_db,
     make_engine,
 )
+from tests.forkrun import farm_cli
 
 CONFIGS = [("m", "native"), ("m", "json")]
 BROKEN_TOOL = "tool_05"
@@ -125,12 +126,7 @@ def test_junit_has_one_case_per_scenario_and_config_and_markdown_lists_every_tie
 
 
 def _farm(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args, "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return farm_cli([*args, "--data-dir", str(data)], timeout=300)
 
 
 def test_report_gate_and_compare_exit_codes_from_the_command_line(tmp_path: Path) -> None:
@@ -204,3 +200,44 @@ def test_many_trials_with_equal_rates_are_the_same(tmp_path: Path) -> None:
     [cell] = compare(engine, Side.parse("x"), Side.parse("y"), ["config"])
     assert cell.verdict == "same"
     assert cell.verdict_text == "same"
+
+
+def test_every_interval_agrees_with_its_holm_verdict_and_the_repetitions_allow_for_holm(
+    engine: Engine,
+) -> None:
+    # Issue 36, item 18: a 95% interval beside a Holm-adjusted verdict excluded 0 in cells
+    # called "not significant", and the repetitions it suggested ignored the adjustment.
+    found = [
+        c
+        for a, b in (("base", "broken"), ("base", "noise"))
+        for c in compare(engine, Side.parse(a), Side.parse(b), DIMENSIONS)
+    ]
+    unadjusted_but_not_significant = [c for c in found if c.diff.p < 0.05 and not c.significant]
+    assert unadjusted_but_not_significant, "the fixture must hold cells Holm turns around"
+    for c in found:
+        excludes_zero = c.diff.low > 0 or c.diff.high < 0
+        assert not excludes_zero or c.significant, (c.dimension, c.label, c.diff)
+        if c.diff.method == "clustered":
+            assert excludes_zero == c.significant, (c.dimension, c.label, c.diff)
+    for c in unadjusted_but_not_significant:
+        assert c.alpha < 0.05
+
+
+def test_the_repetitions_a_cell_needs_allow_for_the_holm_adjustment(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'farm.sqlite'}")
+    init_db(engine)
+    ten = [SyntheticScenario(f"s{i:02d}", "simple", ("tool_00",)) for i in range(10)]
+    for sweep_id, rate in (("all-pass", 1.0), ("all-fail", 0.0)):
+        load(
+            engine,
+            sweep_id,
+            trials(sweep_id, [("m", "native")], ten, 2, lambda *_, r=rate: r, seed=1),
+        )
+    found = compare(engine, Side.parse("all-pass"), Side.parse("all-fail"), ["scenario"])
+    assert len(found) == 10
+    for cell in found:
+        # Alone, 4 trials a side at 100% vs 0% resolve it (Fisher's p = 2/70); one of ten cells
+        # under Holm is tested at 0.05 · p / p_adjusted = 1/60, which 5 a side reach (2/252).
+        assert trials_to_resolve(cell.diff) == 4
+        assert cell.alpha == pytest.approx(0.05 / 3)
+        assert cell.verdict_text.startswith("not significant (n=2): about 5 repetitions")

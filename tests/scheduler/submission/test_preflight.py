@@ -31,6 +31,7 @@ from tests.fake_openai import (
     Behaviour,
     fake_openai,
 )
+from tests.forkrun import farm_cli
 from tests.helpers import free_port
 
 SCENARIO = "fs.budget-total"
@@ -189,19 +190,7 @@ def test_run_against_a_port_nobody_listens_on_exits_2_and_records_nothing(tmp_pa
     url = f"http://127.0.0.1:{free_port()}/v1"
     data = tmp_path / "data"
     args = ["--endpoint", url, "--endpoint-model", "qwen3-4b", "--data-dir", str(data)]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcp_farm.scheduler.cli.app",
-            "run",
-            str(scripted_sweep(tmp_path)),
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = farm_cli(["run", str(scripted_sweep(tmp_path)), *args], timeout=300)
     assert done.returncode == 2, done.stdout + done.stderr
     error = flat(done.stderr)
     assert "Traceback" not in error

@@ -7,7 +7,6 @@ import os
 import select
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +18,10 @@ from sqlalchemy.engine import Engine
 
 from mcp_farm.scheduler.view.queries import read_only
 from mcp_farm.schema.db import make_engine
+from tests.forkrun import farm_cli
+
+LOCAL = "http://127.0.0.1"
+"""The base URL of in-process clients: a loopback address, as the explorer answers only those."""
 
 TOOL_PAYLOAD = "/Documents/<script>document.title='pwned-tool'</script>.md"
 REPLY_PAYLOAD = (
@@ -78,12 +81,7 @@ def served_url(proc: subprocess.Popen[bytes], seconds: float = 60) -> str:
 
 
 def farm(*args: str, data: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_farm.scheduler.cli.app", *args, "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return farm_cli([*args, "--data-dir", str(data)], timeout=timeout)
 
 
 @dataclass(frozen=True)

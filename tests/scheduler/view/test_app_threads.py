@@ -34,7 +34,7 @@ def test_a_slow_query_does_not_hold_up_another_page(tmp_path: Path) -> None:
 
     async def both() -> int:
         transport = httpx.ASGITransport(app=create_app(engine))
-        async with httpx.AsyncClient(transport=transport, base_url="http://view") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             slow = asyncio.create_task(client.get("/trials/slow"))
             assert await asyncio.to_thread(entered.wait, WAIT_S), "the slow query never ran"
             other = await asyncio.wait_for(client.get("/"), WAIT_S)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from html import unescape
 from urllib.parse import urlencode, urljoin
 
+import httpx
 import pytest
 import uvicorn
 from starlette.applications import Starlette
@@ -21,6 +22,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from mcp_farm.scheduler.view.app import HEADERS
+from tests.distributed.conftest import wait_until
 from tests.scheduler.report.test_report_html import _chromium, _run
 from tests.scheduler.view.conftest import Recorded, served_url
 
@@ -51,6 +53,10 @@ def served(recorded: Recorded) -> Iterator[str]:
         proc.wait(timeout=30)
 
 
+def wait_for_card(url: str) -> None:
+    wait_until(lambda: "Per model" in httpx.get(url, timeout=30).text, 60, f"the card on {url}")
+
+
 def dom(chromium: str, url: str) -> str:
     dumped = _run(chromium, "--virtual-time-budget=3000", "--dump-dom", url)
     assert dumped.returncode == 0, dumped.stderr[-2000:]
@@ -73,6 +79,9 @@ def test_a_person_finds_a_failing_trial_and_reads_why(served: str, recorded: Rec
     assert "<title>Sweeps</title>" in sweeps
 
     sweep_url = urljoin(served, href(sweeps, f"/sweeps/{recorded.sweep_id}"))
+    # The card is built off the request (a loaded machine may take longer than the first
+    # request waits): a person sees "being built" and the page reloads; wait for it, bounded.
+    wait_for_card(sweep_url)
     scorecard = dom(chromium, sweep_url)
     assert "Per model × configuration" in scorecard
     # The careless model's row: its count of trials is a link to them.
@@ -127,3 +136,25 @@ def test_the_policy_blocks_a_script_that_reached_a_page_anyway() -> None:
         thread.join(timeout=30)
     assert "<title>clean</title>" in dumped.stdout, "the planted script ran"
     assert "script-src 'none'" in dumped.stderr, "Chromium reported no blocked script"
+
+
+def test_a_page_of_another_site_rebound_to_loopback_reads_nothing(
+    served: str, recorded: Recorded
+) -> None:
+    """DNS rebinding: another site's name resolves to the explorer's address, so the browser
+    sends that site's pages there as their own origin. The explorer answers only its own names."""
+    chromium = _chromium()
+    port = served.rsplit(":", 1)[1].strip("/")
+    rebound = _run(
+        chromium,
+        "--host-resolver-rules=MAP rebound.example 127.0.0.1",
+        "--virtual-time-budget=3000",
+        "--dump-dom",
+        f"http://rebound.example:{port}/sweeps/{recorded.sweep_id}/trials",
+    )
+    assert rebound.returncode == 0, rebound.stderr[-2000:]
+    assert "421" in rebound.stdout and "rebound.example" in rebound.stdout
+    assert recorded.sweep_id not in rebound.stdout and "/trials/" not in rebound.stdout
+    # The same page by the explorer's own name opens, with its favicon.
+    own = dom(chromium, f"{served}sweeps/{recorded.sweep_id}/trials")
+    assert recorded.careless[:12] in own and 'rel="icon"' in own

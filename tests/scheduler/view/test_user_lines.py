@@ -43,7 +43,7 @@ def test_a_user_that_left_early_is_shown_with_its_words_and_whose_fault(
     assert "<h2>Simulated user</h2>" in page and "whose fault: user" in page
     assert "left early (stopped at the agent&#x27;s question)" in page
     assert PAYLOAD not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "ended by user_stop" in page and "leaving-user t=0 guideline v1" in page
+    assert "ended by user_stop" in page and "leaving-user t=0 max_tokens=160 guideline v1" in page
 
     out = io.StringIO()
     print_trial(record, Console(file=out, width=200))

@@ -413,7 +413,7 @@ def test_a_number_that_is_no_line_is_not_read_as_one(prose: str) -> None:
     [
         "pkg/conn.py and line 999 of pkg/b.py",
         "pkg/b.py, line 999 and pkg/conn.py",
-        "pkg/conn.py. Line 999 is another story.",
+        "pkg/conn.py. It is short. Line 999 is another story.",
         "pkg/conn.py\n\n- line 999 of the log",
         "pkg/conn.py – 999 callers",
     ],
@@ -590,3 +590,86 @@ def test_a_line_past_the_end_beside_a_path_is_never_grounded_whatever_marks_part
     else:
         prose = f"See {word}{past}{sep} {path} for it."  # a mark glued to it joins its name
     assert statuses(prose, repo) == ["hallucinated"], prose
+
+
+# ------------------------------------------------------------------ issue 36: every line-like
+# token of a sentence belongs to a path, and one the grounding cannot read is never credited.
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "The send path is pkg/conn.py. The write happens at line {n}.",
+        "pkg/conn.py holds the connection class whose send method writes its data, at line {n}.",
+        "pkg/conn.py:2 calls it, and the write itself is at line {n}.",
+        "pkg/conn.py, lines 2/{n}",
+        "pkg/conn.py:2/{n}",
+        "pkg/conn.py:2\u2011{n}",
+        "pkg/conn.py:2\u2212{n}",
+        "pkg/conn.py:2\u2010{n}",
+        "pkg/conn.py(2,{n}): later",
+        "pkg/conn.py({n}): error C2065: undeclared identifier",
+        "pkg/conn.py({n},7): error",
+        f"https://github.com/o/r/blob/{SHA}/pkg/conn.py#L{{n}}",
+        f"[conn.py](https://github.com/o/r/blob/{SHA}/pkg/conn.py#L{{n}})",
+        f"see https://git.example.org/o/r/-/blob/{SHA}/pkg/conn.py#L2-L{{n}}.",
+    ],
+)
+def test_a_line_past_the_end_in_the_outside_forms_is_never_grounded(form: str, repo: Path) -> None:
+    prose = form.format(n=999) if "(2,{n})" not in form else form.format(n=5)
+    if "(2,{n})" in form:
+        # `path(2,5):` is line 2, column 5: the column is no line.
+        (ref,) = extract(prose)
+        assert (ref.line_start, ref.line_end) == (2, 2)
+        return
+    assert statuses(prose, repo) == ["hallucinated"], extract(prose)
+    assert statuses(form.format(n=3), repo) == ["grounded"], extract(form.format(n=3))
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["line nine", "line nine hundred", "line twenty-two", "line XII", "line IV", "lines X"],
+)
+def test_a_line_written_in_words_or_roman_numerals_is_never_grounded(
+    written: str, repo: Path
+) -> None:
+    for prose in (f"pkg/conn.py, {written}", f"see pkg/conn.py; the loop is at {written}."):
+        (ref,) = extract(prose)
+        assert ref.bad_line == written, ref
+        assert statuses(prose, repo) == ["hallucinated"]
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "the line I mean is in pkg/conn.py",
+        "pkg/conn.py:2 fixes issue #999 for good.",
+        "pkg/conn.py is short. It has few parts. Line 999 is in another file.",
+        "pkg/conn.py\n\nLine 999 of the log says so.",
+    ],
+)
+def test_a_token_of_another_sentence_or_an_issue_number_is_not_the_paths_line(
+    prose: str, repo: Path
+) -> None:
+    assert statuses(prose, repo) == ["grounded"], extract(prose)
+
+
+def test_a_compiler_line_and_a_full_hash_link_are_citations(repo: Path) -> None:
+    prose = (
+        "pkg/conn.py(2): warning C4100. Also "
+        f"https://github.com/o/r/blob/{SHA}/pkg/conn.py#L5 and "
+        f"[the other](https://github.com/o/r/blob/{SHA}/pkg/conn.py#L10-L11)."
+    )
+    refs = extract(prose)
+    assert [(r.path, r.line_start, r.line_end) for r in refs] == [
+        ("pkg/conn.py", 2, 2),
+        ("pkg/conn.py", 5, 5),
+        ("pkg/conn.py", 10, 11),
+    ]
+    assert [c.status for c in verify(refs, repo)] == ["grounded"] * 3
+
+
+def test_a_path_with_a_bracketed_number_and_no_colon_is_still_a_call() -> None:
+    assert extract("call resp.json(2) and data.json()") == []

@@ -29,7 +29,7 @@ from mcp_farm.schema.db import (
     init_db,
     make_engine,
 )
-from tests.workers.model.test_real_models import _needs_llama
+from tests.workers.model.test_real_models import _needs_llama, three_anchors
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -65,12 +65,13 @@ def test_the_bundled_model_judges_a_real_run_twice_per_transcript(settings: Sett
 
 
 def test_the_anchor_gate_runs_the_bundled_judge_and_records_its_verdict(
-    settings: Settings,
+    settings: Settings, tmp_path: Path
 ) -> None:
     _needs_llama()
     db = settings.resolved_database_url()
+    folder = str(three_anchors(tmp_path))
     result = CliRunner().invoke(
-        app, ["anchors", "verify", "code", "--judge-from", str(SWEEP), "--db", db]
+        app, ["anchors", "verify", folder, "--judge-from", str(SWEEP), "--db", db]
     )
     assert result.exit_code in (0, 1), result.output
     assert "ρ =" in result.output

@@ -39,7 +39,7 @@ def test_a_final_answer_past_its_budget_is_an_infra_error_naming_scenario_and_fi
     with pytest.raises(InfraError) as caught:
         grade(scenario, GOOD, ALMOST, "answer", SCHEMAS)
     assert str(caught.value) == (
-        f"scenario {CHAIN.id}: final_answer /(a|aa)+$/ ran past its {MATCH_BUDGET_S:g} s "
+        f"cannot grade: scenario {CHAIN.id}: final_answer /(a|aa)+$/ ran past its {MATCH_BUDGET_S:g} s "
         "budget on 4,001 characters"
     )
 
@@ -68,7 +68,9 @@ def test_a_schema_pattern_past_its_budget_is_an_infra_error_when_grading() -> No
     # Open tool use judges every call by its tool's schema (a server's).
     scenario = CHAIN.model_copy(update={"open_tools": True, "expect": []})
     calls = [call(0, "read_file", {"path": ALMOST}, "total 46,550")]
-    with pytest.raises(InfraError, match=f"^scenario {CHAIN.id}: JSON schema pattern "):
+    with pytest.raises(
+        InfraError, match=f"^cannot grade: scenario {CHAIN.id}: JSON schema pattern "
+    ):
         grade(scenario, calls, "46,550", "answer", schemas)
 
 

@@ -111,3 +111,19 @@ def test_every_turns_error_needs_a_step_of_its_own_turn() -> None:
     # Turn 1's error is fixed in turn 1; turn 0's step came before turn 1's error.
     assert recovered(conversation(), made, None, turns(1, 4)) is True
     assert recovered(conversation(), made, None, turns(3, 2)) is False
+
+
+def unknown(i: int, tool: str) -> ToolCallRecord:
+    """A call to a tool no server offers, as the session records it."""
+    return ToolCallRecord(
+        index=i, server=None, tool=tool, arguments={}, ok=False, error=f"unknown tool {tool}"
+    )
+
+
+def test_a_call_to_a_tool_no_server_offers_is_no_error_result_to_recover_from() -> None:
+    made = [unknown(0, "add_to_note"), call(1, "append_to_note", **RIGHT)]
+    assert recovered(one_prompt(), made, None, []) is None
+    # Beside a real error result, only that one is judged.
+    made = [unknown(0, "add_to_note"), call(1, "append_to_note", False, **WRONG)]
+    assert recovered(one_prompt(), [*made, call(2, "append_to_note", **RIGHT)], None, []) is True
+    assert recovered(one_prompt(), made, None, []) is False

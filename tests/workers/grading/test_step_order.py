@@ -270,3 +270,25 @@ def test_calls_strict_is_a_scenario_field() -> None:
         | {"calls": "strict"}
     )
     assert s.calls == "strict"
+
+
+def test_a_step_that_expects_an_error_is_met_by_a_call_the_input_schema_refuses() -> None:
+    # Issue 36, item 19: an expected failing call that misses the tool's enum could never pass,
+    # for any agent: its schema problem was held against it before its error counted.
+    s = scenario(
+        {"tool": "read", "params": {"id": "gone", "mode": "fastest"}, "expect_error": True},
+        {"tool": "read", "params": {"id": "gone", "mode": "fast"}},
+    )
+    schemas = {
+        "read": {
+            "type": "object",
+            "properties": {"id": {}, "mode": {"enum": ["fast", "slow"]}},
+        }
+    }
+    refused = call(0, "read", "mode: 'fastest' is not one of", ok=False, id="gone", mode="fastest")
+    fixed = call(1, "read", "ok", id="gone", mode="fast")
+    graded = grade(s, [refused, fixed], "done", "answer", schemas)
+    assert graded.outcome == "pass", graded.detail
+    # A call that worked although it breaks the schema is still the model's wrong call.
+    worked = call(0, "read", "text", id="gone", mode="fastest")
+    assert grade(s, [worked, fixed], "done", "answer", schemas).outcome == "wrong_params"

@@ -67,3 +67,8 @@ def test_content_that_does_not_fit_the_schema_is_refused_and_named_as_the_scenar
     answer = _ask(ElicitHolder("office", asked), _form("How many people?"))
     assert not isinstance(answer, ElicitResult)
     assert "does not fit the requested schema" in asked.problem
+    # Issue 36, item 23: the message names the entry and where it is written.
+    assert "the `elicit` entry {field: people, action: accept} (elicit[0])" in asked.problem
+    turned = Asked(script=[wrong], turn=2, turn_entries=1)
+    _ask(ElicitHolder("office", turned), _form("How many people?"))
+    assert "(turns[2].elicit[0])" in turned.problem

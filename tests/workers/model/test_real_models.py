@@ -108,6 +108,10 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> str:
             "4096",
             "--model_alias",
             "gemma3-270m",
+            # Two threads, as the bundled model in-process decodes (the server's default is
+            # half the cores: one here).
+            "--n_threads",
+            "2",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -150,16 +154,26 @@ def test_the_bundled_model_files_exist(tmp_path: Path) -> None:
     assert path.exists() and path.stat().st_size > 100_000_000
 
 
+REUSED = {
+    "native": ("fs.list-desktop", "fs.read-todo"),
+    # The grammar config's model wanders for 8 turns on the Desktop listing, each read again
+    # from its first token without reuse: the shorter scenario twice shows the same (the
+    # second trial shares the whole of the first one's opening).
+    "grammar": ("fs.read-todo", "fs.read-todo"),
+}
+
+
 def _answers(prompt: str, settings: Settings, reuse: bool) -> list[tuple[str, list[str]]]:
     """Outcome and the model's words for two basic scenarios, read with or without reusing
-    the evaluated prompt (every trial but the first shares its opening with the one before)."""
+    the evaluated prompt (every trial but the first shares its opening with the one before,
+    and every turn but the first with the turn before)."""
     from mcp_farm.workers.model.local import LocalClient
 
     model = ModelTarget(id="gemma3-270m", adapter="local", model="gemma3-270m")
     found = []
     LocalClient.reuse_prefix = reuse
     try:
-        for scenario in ("fs.list-desktop", "fs.read-todo"):
+        for scenario in REUSED[prompt]:
             spec = _spec(model, prompt).model_copy(
                 update={"scenario": ScenarioRef(id=scenario, version=1, suite="basic")}
             )
@@ -183,6 +197,31 @@ def test_reusing_the_prompt_already_read_changes_nothing_measured(
     assert _answers(prompt, settings, reuse=True) == _answers(prompt, settings, reuse=False)
 
 
+def three_anchors(tmp_path: Path) -> Path:
+    """The bundled anchor folder cut to its first three anchors (a gate needs three), locked
+    anew: the gate's path is the same as with all four, with a quarter less judging. Each
+    anchor keeps its place, and so the seed its verdicts are sampled with (10 × its index)."""
+    import shutil
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from mcp_farm.scenarios.anchors import ANCHORS_DIR
+    from mcp_farm.scheduler.cli.app import app
+
+    kept = ("anchor-1", "anchor-2", "anchor-3")
+    folder = tmp_path / "anchors"
+    folder.mkdir()
+    for name in kept:
+        shutil.copy(ANCHORS_DIR / "code" / f"{name}.json", folder)
+    gold = yaml.safe_load((ANCHORS_DIR / "code" / "gold.yaml").read_text())
+    gold["anchors"] = {name: gold["anchors"][name] for name in kept}
+    (folder / "gold.yaml").write_text(yaml.safe_dump(gold))
+    done = CliRunner().invoke(app, ["anchors", "lock", str(folder)])
+    assert done.exit_code == 0, done.output
+    return folder
+
+
 def test_the_anchor_gate_judges_through_an_openai_compatible_endpoint(
     llama_server: str, tmp_path: Path
 ) -> None:
@@ -197,7 +236,7 @@ def test_the_anchor_gate_judges_through_an_openai_compatible_endpoint(
     from mcp_farm.scheduler.cli.common import GATE_FAILED
 
     data = tmp_path / "data"
-    args = ["anchors", "verify", "code", "--endpoint", llama_server]
+    args = ["anchors", "verify", str(three_anchors(tmp_path)), "--endpoint", llama_server]
     args += ["--endpoint-model", "gemma3-270m", "--data-dir", str(data)]
     done = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     out = " ".join(done.output.split())

@@ -8,7 +8,9 @@ from __future__ import annotations
 import logging
 
 import pytest
+import redis
 from celery.worker.consumer.consumer import CONNECTION_ERROR, CONNECTION_RETRY
+from kombu.common import _ensure_errback
 
 from mcp_farm.schema import Settings
 from mcp_farm.workers.node.celery_app import create_app
@@ -51,3 +53,27 @@ def test_celerys_reconnection_lines_become_one_outage_line_at_each_end(
     assert lines[1].startswith("the broker (Redis) is reachable again after ")
     assert lines[1].endswith("(6 task consumer failed)")
     assert lines[2] == f"Connected to {uri}"
+
+
+def test_kombus_error_per_retry_with_a_traceback_is_the_outage_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    refused = redis.ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    caplog.set_level(logging.INFO)
+    try:
+        for interval in (0, 2, 4, 6):
+            try:
+                raise refused
+            except redis.ConnectionError as exc:
+                _ensure_errback(exc, interval)  # kombu's own line per publish retry
+        logging.getLogger("kombu.common").error("something else went wrong")
+        logging.getLogger("celery.worker.consumer.connection").info("Connected to %s", "redis://")
+    finally:
+        BROKER.ok()
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith("the broker (Redis) is unreachable (kombu.common: ConnectionError")
+    assert lines[1] == "something else went wrong"  # not a connection error: left alone
+    assert lines[2].startswith("the broker (Redis) is reachable again after ")
+    assert lines[2].endswith("(4 kombu.common failed)")
+    assert len(lines) == 4, lines
+    assert not any(r.exc_info for r in caplog.records)

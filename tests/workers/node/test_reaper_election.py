@@ -85,3 +85,24 @@ def test_a_broker_outage_is_one_line_for_the_reaper_not_a_traceback_a_beat(
     assert "20 reaper lease failed" in lines[-1]
     assert len(lines) == 2, lines
     assert not any(r.exc_info for r in caplog.records)
+
+
+def test_a_republished_lost_message_and_a_dead_workers_trial_are_told_apart_in_the_log(
+    redis_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_farm.schema.tasks.messages import RequeueResult
+    from mcp_farm.workers.node import reaper as module
+
+    def requeue_orphans(*_args: object) -> dict[str, int]:
+        return RequeueResult(lapsed=2, requeued=2, lost=3).model_dump()
+
+    monkeypatch.setattr(module, "load_task", lambda _name: requeue_orphans)
+    [reaper] = reapers(redis_url, "holder")
+    caplog.set_level(logging.INFO)
+    assert reaper.sweep_once() == 5
+    lines = [r.getMessage() for r in caplog.records]
+    assert "gave 2 trial(s) of dead workers back to their queues" in lines
+    assert any(
+        line.startswith("published 3 pending trial(s) again whose message") for line in lines
+    )
+    assert not any("dead workers" in line and "3" in line for line in lines)

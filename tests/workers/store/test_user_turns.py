@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 
 from mcp_farm.schema import StoreError
 from mcp_farm.schema.db import init_db, make_engine
+from mcp_farm.schema.redact import remember_secret
 from mcp_farm.workers.store.user_turns import find_user_turn, save_user_turn
 from mcp_farm.workers.usersim.cache import DbTurnCache
 
@@ -40,3 +41,21 @@ def test_an_unmigrated_database_is_a_store_error_and_the_cache_a_miss(tmp_path: 
     cache = DbTurnCache(url)
     assert anyio.run(cache.get, "k1") is None
     anyio.run(cache.put, "k1", "text", "u")  # logged, never raised
+
+
+def secret_is_masked(engine: Engine) -> None:
+    init_db(engine)
+    remember_secret("sk-endpoint-key-1234")
+    said = "My key is sk-endpoint-key-1234, as Bearer sk-endpoint-key-1234 says."
+    save_user_turn(engine=engine, key="k2", text=said, model_id="u")
+    kept = find_user_turn(engine=engine, key="k2")
+    assert kept == "My key is ***, as Bearer *** says."
+
+
+@pytest.mark.integration
+def test_on_postgres_a_secret_the_user_model_repeated_is_kept_masked(pg_engine: Engine) -> None:
+    secret_is_masked(pg_engine)
+
+
+def test_on_sqlite_a_secret_the_user_model_repeated_is_kept_masked(tmp_path: Path) -> None:
+    secret_is_masked(make_engine(f"sqlite:///{tmp_path / 'farm.sqlite'}"))

@@ -178,3 +178,46 @@ def test_a_cards_amount_in_any_supported_format_is_known_and_another_amount_is_n
     assume(name in AMOUNT_FORMATS and written is not None)
     assume(other != value and other not in digits)
     assert invented(said(str(written)), card) == [written]
+
+
+@pytest.mark.parametrize(
+    ("message", "wrong"),
+    [
+        # Quantities compare with their units: the card's 45 minutes, however written.
+        ("It takes 0.75 hours.", []),
+        ("It takes 0,75 hours.", []),
+        ("It takes 45 mins.", []),
+        ("It takes 2700 seconds.", []),
+        ("It takes 0.5 hours.", ["0.5 hours"]),
+        ("It takes 45 km.", ["45 km"]),
+        # A time written with a dot is a time.
+        ("It's at 3.00pm.", []),
+        ("It's at 15.00.", []),
+        ("It's at 8.30pm.", ["8.30pm"]),
+        # A card number in another role is not known: the street number is the address's.
+        ("I live at 45 Baker Street.", ["45 Baker Street"]),
+        ("I live at 15 Baker Street.", ["15 Baker Street"]),
+    ],
+)
+def test_a_number_is_known_only_in_a_role_and_unit_that_fit(message: str, wrong: list[str]) -> None:
+    assert invented(message, card_of("usersim.dentist-ask-time")) == wrong
+
+
+@pytest.mark.parametrize(
+    ("message", "card", "wrong"),
+    [
+        ("It takes 0.75 hours.", "length: 45 minutes", []),
+        ("It takes 0.5 hours.", "length: 30 minutes", []),
+        ("It takes 30 minutes.", "length: 0.5 hours", []),
+        ("It takes 30 minutes.", "length: 30", []),
+        ("At 8.30pm, please.", "start: 20:30", []),
+        ("At 8.30 pm, please.", "start: 20:30", []),
+        ("At 20.30, please.", "start: 8:30 pm", []),
+        ("I live at 12 Elm Road.", "address: 12 Elm Road; flat: 3", []),
+        ("I live at 3 Elm Road.", "address: 12 Elm Road; flat: 3", ["3 Elm Road"]),
+    ],
+)
+def test_outside_restatements_of_quantities_times_and_addresses_are_judged_by_value(
+    message: str, card: str, wrong: list[str]
+) -> None:
+    assert invented(message, [card]) == wrong

@@ -45,3 +45,18 @@ def test_the_bundled_model_plays_the_user_of_a_recorded_conversation(settings: S
     assert result.failure_source in ("agent", "user", "none")
     # A user that left at a bare stop marker left no message.
     assert all(e.said in said or (e.kind, e.said) == ("left_early", "") for e in record.errors)
+
+
+def test_the_calibration_refuses_the_bundled_270m_model_as_a_user(settings: Settings) -> None:
+    """The measurement behind README's word on which bundled model can play a user: at 270M
+    parameters it echoes its instructions or talks past the question."""
+    from mcp_farm.schema.tasks.messages import UserCalibrationRequest
+    from mcp_farm.workers.usersim.calibrate import calibrate_user
+
+    _needs_llama()
+    gemma = ModelTarget(id="gemma-user", adapter="local", model="gemma3-270m")
+    user = UserModel(model=gemma, temperature=0.0, seed=3, max_tokens=64)
+    result = calibrate_user(UserCalibrationRequest(user=user), settings)
+    print(*(f"{r.question} -> {r.reply!r} {r.problems}" for r in result.replies), sep="\n")
+    assert not result.passed, result.line()
+    assert result.line().startswith("user model gemma-user failed the simulated-user calibration")

@@ -64,9 +64,12 @@ def test_a_sweep_stores_user_errors_and_scores_with_and_without_them(
     by_id = {row.scenario_id: row for row in stored}
     assert [by_id[DENTIST][i] for i in (2, 3, 4)] == ["pass", 0, "none"]
     assert [by_id[GROCERIES][i] for i in (2, 3, 4)] == ["wrong_tool", 1, "user"]
-    assert by_id[DENTIST].user_identity.startswith("user-script t=0 guideline v1 (")
+    assert by_id[DENTIST].user_identity.startswith("user-script t=0 max_tokens=160 guideline v1 (")
     assert by_id[DENTIST].tokens_completion == 3 * 8
-    assert json.loads(by_id[GROCERIES].user_sim_json)["errors"][0]["facts"] == ["15:00", "45"]
+    assert json.loads(by_id[GROCERIES].user_sim_json)["errors"][0]["facts"] == [
+        "15:00",
+        "45 minutes",
+    ]
 
     card = build_scorecard(engine=engine, sweep_id=plan.sweep_id)
     [users] = card.simulated_users

@@ -83,7 +83,7 @@ def test_a_user_that_volunteers_an_on_request_fact_fails_the_milestone_through_t
     )
     assert result.user_sim is not None
     assert result.user_sim.errors == [
-        UserError(message=1, kind="volunteered", facts=["15:00", "45"], said=TRUE["answer"])
+        UserError(message=1, kind="volunteered", facts=["15:00", "45 minutes"], said=TRUE["answer"])
     ]
     assert result.failure_source == "user"
 
@@ -101,8 +101,10 @@ def test_the_same_facts_given_when_asked_are_no_user_error(settings: Settings) -
         ("Oat milk, please.", [], ["Oat milk"]),
         ("Some milk, please.", [], []),
         ("Yes, the oat milk.", ["Shall I add oat milk"], []),
-        ("At 3pm, for 45 minutes.", [], ["3pm", "45"]),
-        ("At 3pm, for 45 minutes.", ["It starts at 15:00."], ["45"]),
+        ("At 3pm, for 45 minutes.", [], ["3pm", "45 minutes"]),
+        ("At 3pm, for 45 minutes.", ["It starts at 15:00."], ["45 minutes"]),
+        ("At 3pm, for 0.75 hours.", ["It starts at 15:00."], ["0.75 hours"]),
+        ("At 3pm, for 45 km.", ["It starts at 15:00."], []),
         ("It's on 2026-03-12.", [], []),
     ],
 )

@@ -1,0 +1,1 @@
+"""Distractor tools for the tool-count axis: the catalogue and the server that lists it."""

@@ -1,0 +1,99 @@
+"""The tool-list curves and selection recall as table cells and sentences, shared by the
+terminal, Markdown and HTML reports."""
+
+from __future__ import annotations
+
+from mcp_farm.scheduler.report.cells import pct
+from mcp_farm.schema.scorecard import Curve, Scorecard
+
+CURVE_HEADS = ["tools", "n", "pass", "95% CI", "1st try", "wrong tool", "95% CI", "fitted", "band"]
+
+
+def _span(low: float | None, high: float | None) -> str:
+    return "–" if low is None or high is None else f"{pct(low)}–{pct(high)}"
+
+
+def curve_rows(card: Scorecard) -> list[list[str]]:
+    """One row per tool-list level: model, prompt, descriptions, names, then CURVE_HEADS."""
+    return [
+        [
+            c.model,
+            c.prompt,
+            c.descriptions,
+            c.names,
+            str(p.tool_count),
+            str(p.n),
+            pct(p.rate),
+            _span(p.low, p.high),
+            pct(p.first_rate),
+            pct(p.wrong_rate),
+            _span(p.wrong_low, p.wrong_high),
+            pct(p.fitted),
+            _span(p.fitted_low, p.fitted_high),
+        ]
+        for c in card.robustness
+        for p in c.points
+    ]
+
+
+def curve_note(c: Curve) -> str:
+    """The slope and the threshold level of one curve, in a sentence."""
+    name = f"{c.model} / {c.prompt} (descriptions {c.descriptions}, names {c.names})"
+    if c.slope is None:
+        slope = "one tool count measured, no slope"
+    else:
+        slope = (
+            f"slope {c.slope:+.2f} log-odds per doubling of tools "
+            f"(95% CI {c.slope_low:+.2f} to {c.slope_high:+.2f})"
+        )
+    below = (
+        f"first below {pct(c.threshold)} at {c.below_at} tools"
+        if c.below_at is not None
+        else f"never below {pct(c.threshold)}"
+    )
+    crossing = f"; the fit crosses it at about {c.crossing:.0f} tools" if c.crossing else ""
+    return f"{name}: {slope}; {below}{crossing}."
+
+
+SELECTION_HEADS = [
+    "method",
+    "k",
+    "trials",
+    "held",
+    "95% CI",
+    "messages held",
+    "95% CI",
+    "failed",
+    "selector missed",
+    "model failed (tools shown)",
+    "pass when held",
+]
+
+SELECTION_NOTE = (
+    "Held: every user message's selection held all the tools it called for (a simulated "
+    "user's message: the scenario's tools not called yet). A failed trial is the selector's "
+    "when some selection lacked such a tool, the model's when every selection held them. "
+    "Intervals are Wilson 95%; messages of one trial are not independent."
+)
+
+
+def selection_rows(card: Scorecard) -> list[list[str]]:
+    """One row per configuration that selects tools: model, prompt, then SELECTION_HEADS."""
+    return [
+        [
+            s.model,
+            s.prompt,
+            s.method,
+            str(s.k),
+            str(s.trials),
+            pct(s.rate),
+            _span(s.low, s.high),
+            f"{pct(s.message_rate)} of {s.messages}",
+            _span(s.message_low, s.message_high),
+            str(s.failures),
+            str(s.selector_missed),
+            str(s.model_failed),
+            pct(s.held_pass_rate),
+        ]
+        for s in card.selection
+    ]

@@ -1,0 +1,156 @@
+"""Curves of pass rate against tool count, from the config rows of a sweep's tool-list levels.
+
+Each level is a configuration of its own (prompt id + `@tools=…,desc=…,names=…`), so its rates
+are the config rows'. Here the levels of one model × prompt × descriptions × names are put in
+order and a logistic curve is fitted to them: log-odds of a pass = a + b·log2(1 + tool count),
+by Newton's method on the binomial likelihood, with half a pass and half a failure added at
+each level so a level where every trial passed (or failed) keeps the fit finite.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from mcp_farm.scheduler.statistics.rates import Z95, wilson
+from mcp_farm.schema.scorecard import Curve, LevelPoint, Row
+from mcp_farm.schema.specs import ToolListLevel, parse_label
+
+DEFAULT_THRESHOLD = 0.5
+NEWTON_STEPS = 50
+
+
+def threshold_of(spec_json: str | None) -> float:
+    """The sweep's `tool_list.threshold` from its recorded spec; the default otherwise."""
+    if not spec_json:
+        return DEFAULT_THRESHOLD
+    block: Any = json.loads(spec_json).get("tool_list") or {}
+    return float(block.get("threshold", DEFAULT_THRESHOLD))
+
+
+def curves(rows: list[Row], threshold: float) -> list[Curve]:
+    """One curve per model × prompt × descriptions × names with two or more tool counts, and
+    one (without a slope) per such group measured at a single count."""
+    groups: dict[tuple[str, str, str, str], list[tuple[ToolListLevel, Row]]] = defaultdict(list)
+    for row in rows:
+        if row.dimension != "config":
+            continue
+        parsed = parse_label(row.prompt)
+        if parsed is None:
+            continue
+        prompt, level = parsed
+        groups[(row.model, prompt, level.descriptions, level.names)].append((level, row))
+    return [
+        _curve(key, sorted(levels, key=lambda lr: lr[0].tool_count), threshold)
+        for key, levels in sorted(groups.items())
+    ]
+
+
+def _curve(
+    key: tuple[str, str, str, str], levels: list[tuple[ToolListLevel, Row]], threshold: float
+) -> Curve:
+    model, prompt, descriptions, names = key
+    counts = [level.tool_count for level, _row in levels]
+    graded = [(row.n, row.passes) for _level, row in levels]
+    fit = _fit(counts, graded) if len(set(counts)) > 1 else None
+    points = [_point(level, row, fit) for level, row in levels]
+    below = next((p.tool_count for p in points if p.rate is not None and p.rate < threshold), None)
+    slope = low = high = crossing = None
+    if fit is not None:
+        (a, b), cov = fit
+        se = math.sqrt(max(cov[1][1], 0.0))
+        slope, low, high = b, b - Z95 * se, b + Z95 * se
+        crossing = _crossing(a, b, threshold, max(counts))
+    return Curve(
+        model=model,
+        prompt=prompt,
+        descriptions=descriptions,
+        names=names,
+        points=points,
+        slope=slope,
+        slope_low=low,
+        slope_high=high,
+        threshold=threshold,
+        below_at=below,
+        crossing=crossing,
+    )
+
+
+def _point(
+    level: ToolListLevel, row: Row, fit: tuple[tuple[float, float], list[list[float]]] | None
+) -> LevelPoint:
+    wrong = row.outcomes.get("wrong_tool", 0)
+    wrong_low, wrong_high = wilson(wrong, row.n)
+    fitted = fitted_low = fitted_high = None
+    if fit is not None:
+        (a, b), cov = fit
+        x = _x(level.tool_count)
+        eta = a + b * x
+        sd = math.sqrt(max(cov[0][0] + 2 * x * cov[0][1] + x * x * cov[1][1], 0.0))
+        fitted, fitted_low, fitted_high = (
+            _expit(eta),
+            _expit(eta - Z95 * sd),
+            _expit(eta + Z95 * sd),
+        )
+    return LevelPoint(
+        tool_count=level.tool_count,
+        label=row.prompt,
+        n=row.n,
+        passes=row.passes,
+        rate=row.rate,
+        low=row.low,
+        high=row.high,
+        first_rate=row.first_rate,
+        wrong_tool=wrong,
+        wrong_rate=wrong / row.n if row.n else None,
+        wrong_low=wrong_low,
+        wrong_high=wrong_high,
+        fitted=fitted,
+        fitted_low=fitted_low,
+        fitted_high=fitted_high,
+    )
+
+
+def _x(count: int) -> float:
+    return math.log2(1 + count)
+
+
+def _expit(eta: float) -> float:
+    return 1.0 / (1.0 + math.exp(-eta)) if eta > -700 else 0.0
+
+
+def _fit(
+    counts: list[int], graded: list[tuple[int, int]]
+) -> tuple[tuple[float, float], list[list[float]]] | None:
+    """(a, b) and their covariance, or None when no trial was graded."""
+    n = np.array([g[0] + 1.0 for g in graded])  # + half a pass and half a failure
+    k = np.array([g[1] + 0.5 for g in graded])
+    if float(n.sum()) <= len(graded):
+        return None
+    x = np.array([_x(c) for c in counts])
+    design = np.column_stack([np.ones_like(x), x])
+    beta = np.zeros(2)
+    info = np.eye(2)
+    for _step in range(NEWTON_STEPS):
+        p = 1.0 / (1.0 + np.exp(-(design @ beta)))
+        weights = n * p * (1 - p)
+        info = design.T @ (design * weights[:, None])
+        step = np.linalg.solve(info, design.T @ (k - n * p))
+        beta = beta + step
+        if float(np.abs(step).max()) < 1e-10:
+            break
+    cov = np.linalg.inv(info)
+    return (float(beta[0]), float(beta[1])), cov.tolist()
+
+
+def _crossing(a: float, b: float, threshold: float, most: int) -> float | None:
+    """The tool count where a + b·log2(1 + count) = logit(threshold), within 0..most."""
+    if b >= 0:
+        return None
+    x = (math.log(threshold / (1 - threshold)) - a) / b if threshold < 1 else math.inf
+    count = 2**x - 1 if x < 64 else math.inf
+    return count if 0 <= count <= most else None

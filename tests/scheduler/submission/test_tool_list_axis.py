@@ -1,0 +1,61 @@
+"""The tool-list axis in expansion: crossed with the rest, in the label and the trial id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_farm.scheduler.submission.expand import expand, load_sweep
+from mcp_farm.schema import SpecError
+from mcp_farm.schema.specs import ToolListAxes, parse_label
+
+ROBUSTNESS = Path("scenarios/sweeps/robustness.yaml")
+QUICKSTART = Path("scenarios/sweeps/quickstart.yaml")
+
+
+def test_the_bundled_robustness_sweep_crosses_counts_and_descriptions() -> None:
+    plan = expand(load_sweep(ROBUSTNESS), str(ROBUSTNESS))
+    labels = {t.prompt.id for t in plan.trials}
+    assert len(labels) == 8
+    assert "native@tools=200,desc=stripped,names=as_is" in labels
+    assert len(plan.trials) == 8 * plan.scenario_count
+    assert len({t.trial_id for t in plan.trials}) == len(plan.trials)
+    for t in plan.trials:
+        parsed = parse_label(t.prompt.id)
+        assert parsed is not None and parsed == ("native", t.tool_list)
+
+
+def test_the_level_is_in_the_payload_so_in_the_id_and_the_same_sweep_gives_the_same_ids() -> None:
+    first = expand(load_sweep(ROBUSTNESS), str(ROBUSTNESS))
+    again = expand(load_sweep(ROBUSTNESS), str(ROBUSTNESS))
+    assert [t.trial_id for t in first.trials] == [t.trial_id for t in again.trials]
+    assert all("tool_list" in t.identity() for t in first.trials)
+
+
+def test_a_sweep_without_the_axis_carries_no_level() -> None:
+    plan = expand(load_sweep(QUICKSTART), str(QUICKSTART))
+    assert all(t.tool_list is None and "tool_list" not in t.identity() for t in plan.trials)
+    assert all("@" not in t.prompt.id for t in plan.trials)
+
+
+def test_the_axis_crosses_with_prompts_and_names() -> None:
+    sweep = load_sweep(QUICKSTART)
+    axes = ToolListAxes(tool_count=[0, 10], names=["as_is", "scrambled"])
+    plan = expand(sweep.model_copy(update={"tool_list": axes}), "x.yaml")
+    assert len({t.prompt.id for t in plan.trials}) == 3 * 2 * 2
+
+
+def test_more_distractors_than_the_catalogue_draws_is_an_error_naming_the_field() -> None:
+    sweep = load_sweep(QUICKSTART).model_copy(
+        update={"tool_list": ToolListAxes(tool_count=[0, 5000])}
+    )
+    with pytest.raises(SpecError, match=r"tool_list\.tool_count"):
+        expand(sweep, "x.yaml")
+
+
+def test_a_tool_list_block_is_parsed_strictly() -> None:
+    with pytest.raises(ValueError, match="each tool count once"):
+        ToolListAxes(tool_count=[10, 10])
+    with pytest.raises(ValueError):
+        ToolListAxes.model_validate({"tool_count": [0], "colour": "red"})
