@@ -25,6 +25,7 @@ from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.connections import connect
 from mcp_farm.workers.mcp.launch import relay_cpu, relayed
 from mcp_farm.workers.mcp.launch.prefork import server_pid, zygote_folder
+from mcp_farm.workers.mcp.launch.relay import socket_path
 from mcp_farm.workers.mcp.pool import ServerPool
 from mcp_farm.workers.startclock import tree_cpu
 
@@ -45,7 +46,7 @@ def _wait(check: Any, seconds: float, what: str) -> Any:
 def _serving() -> bool:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         try:
-            conn.connect(str(zygote_folder() / "zygote.sock"))
+            conn.connect(str(socket_path(zygote_folder())))
         except OSError:
             return False
     return True

@@ -50,7 +50,7 @@ def main(folder: Path) -> None:
     for name in PRELOAD:
         importlib.import_module(name)
     sdk = _sdk_stamp()
-    path = folder / "zygote.sock"
+    path = folder / "zygote.sock"  # relay.socket_path: a script cannot import its sibling
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
