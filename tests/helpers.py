@@ -179,8 +179,8 @@ def wait_until_serving(
 
 def stop_server(proc: subprocess.Popen[Any]) -> None:
     """Stop a server started by hand: asked first, killed if it is still there after 10 s. A
-    server at 2026-07-28 waits on SIGTERM for open `subscriptions/listen` streams, and a test
-    module's warm pool (which holds them) closes after the module's server fixtures."""
+    fixture server ends the open requests of a session still held (a test module's warm pool
+    closes after the module's server fixtures) `STOP_GRACE_S` after SIGTERM."""
     proc.terminate()
     try:
         proc.wait(timeout=10)

@@ -151,6 +151,28 @@ def _exit_when_stdin_closes() -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+STOP_GRACE_S = 2.0
+"""Over http, how long a stopping server lets open requests finish before it ends them. A
+client at 2026-07-28 holds a `subscriptions/listen` stream open for as long as its session
+lasts; without a bound, SIGTERM or Ctrl-C would wait for that client to leave."""
+
+
+def _serve_http(server: MCPServer, host: str, port: int, json_response: bool) -> None:
+    """What `server.run("streamable-http")` does, with a bounded stop (`STOP_GRACE_S`)."""
+    import anyio
+    import uvicorn
+
+    app = server.streamable_http_app(json_response=json_response, host=host)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=server.settings.log_level.lower(),
+        timeout_graceful_shutdown=STOP_GRACE_S,
+    )
+    anyio.run(uvicorn.Server(config).serve)
+
+
 def serve(
     build: Callable[[argparse.Namespace], MCPServer],
     argv: list[str] | None = None,
@@ -201,4 +223,4 @@ def serve(
         if args.transport == "stdio":
             server.run("stdio")
         else:
-            server.run("streamable-http", host=args.host, port=args.port, json_response=args.shared)
+            _serve_http(server, args.host, args.port, json_response=args.shared)

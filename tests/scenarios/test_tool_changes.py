@@ -185,6 +185,35 @@ def test_at_2026_07_28_the_change_comes_through_subscriptions_listen_and_is_grad
     assert second.tools_removed == ["export_tasks_csv"]
 
 
+def test_a_server_stops_on_sigterm_while_a_warm_session_listens(
+    tmp_path: Path, warm: tuple[Runtime, Settings]
+) -> None:
+    """After a 2026-07-28 trial over HTTP the warm pool keeps its session, and with it a
+    `subscriptions/listen` stream; the server still stops when asked (it ends open requests
+    after `STOP_GRACE_S`), instead of waiting for the pool to leave."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", SERVER, "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        wait_until_serving(url, proc, 30, "workspace")
+        definition = AT_2026["http"].replace("URL", url) + (
+            '    protocol: "2026-07-28"\n    reset: {tool: reset_workspace}\n'
+        )
+        path = _export_after_upgrade(tmp_path, definition)
+        scenario = load_suite(str(path)).scenarios[0]
+        runtime, settings = warm
+        result = runtime.run(trial(scenario, ideal_script(scenario), suite=str(path)), settings)
+        assert result.outcome == "pass", result.detail
+        proc.terminate()
+        assert proc.wait(timeout=60) is not None  # a hang raises TimeoutExpired
+    finally:
+        stop_server(proc)
+
+
 @pytest.mark.parametrize("mistake", [False, True])
 def test_over_streamable_http_the_list_change_reaches_the_model(
     mistake: bool, tmp_path: Path, workspace_url: str, warm: tuple[Runtime, Settings]
