@@ -151,7 +151,7 @@ def _exit_when_stdin_closes() -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-STOP_GRACE_S = 2.0
+STOP_GRACE_S = 2
 """Over http, how long a stopping server lets open requests finish before it ends them. A
 client at 2026-07-28 holds a `subscriptions/listen` stream open for as long as its session
 lasts; without a bound, SIGTERM or Ctrl-C would wait for that client to leave."""
