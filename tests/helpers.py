@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -187,6 +190,24 @@ def stop_server(proc: subprocess.Popen[Any]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
+
+
+@contextmanager
+def served_over_http(module: str, name: str) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
+    """A bundled server (`python -m module`) over streamable HTTP, started by hand as a user
+    would: its URL once it answers, and its process; stopped with `stop_server` after."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        wait_until_serving(url, proc, 30, name)
+        yield url, proc
+    finally:
+        stop_server(proc)
 
 
 def run_ideal_first(folder: Path, suite: Path, **settings: Any) -> TrialResult:

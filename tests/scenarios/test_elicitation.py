@@ -5,8 +5,6 @@ exchange is kept on the trial, and calling a tool again after a refusal is forbi
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -39,13 +37,12 @@ from mcp_farm.schema.db import init_db, make_engine
 from mcp_farm.workers.node.runtime import Runtime
 from mcp_farm.workers.store.results import save_trial
 from tests.helpers import (
-    free_port,
     ideal_call_problems,
     ideal_script,
     run_sweep_embedded,
     scripted,
+    served_over_http,
     trial,
-    wait_until_serving,
 )
 
 pytestmark = pytest.mark.integration
@@ -241,19 +238,8 @@ def test_an_elicit_entry_that_cannot_answer_is_a_load_error_naming_the_field(
 @pytest.fixture(scope="module")
 def office_url() -> Iterator[str]:
     """The office server over streamable HTTP, started by hand: the farm only connects."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", SERVER, "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        wait_until_serving(url, proc, 30, "office")
+    with served_over_http(SERVER, "office") as (url, _proc):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.mark.parametrize("mistake", [False, True])

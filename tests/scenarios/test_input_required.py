@@ -5,8 +5,6 @@ trial as an elicitation/create one is; over stdio and streamable HTTP."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from mcp_farm.schema import ElicitAnswer, Scenario, ServerDef, Settings, TrialRe
 from mcp_farm.workers.mcp.connections import connect
 from mcp_farm.workers.mcp.pool import ServerPool
 from mcp_farm.workers.node.runtime import Runtime
-from tests.helpers import free_port, ideal_script, stop_server, trial, wait_until_serving
+from tests.helpers import ideal_script, served_over_http, trial
 
 pytestmark = pytest.mark.integration
 
@@ -142,18 +140,8 @@ def test_an_answer_that_does_not_fit_the_round_trips_schema_is_an_infra_error(
 @pytest.fixture(scope="module")
 def office_url() -> Iterator[str]:
     """The office server over streamable HTTP, started by hand: the farm only connects."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", SERVER, "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        wait_until_serving(url, proc, 30, "office")
+    with served_over_http(SERVER, "office") as (url, _proc):
         yield url
-    finally:
-        stop_server(proc)
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,6 @@ list from its next reply, a tool that appeared must be used, one that is gone is
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ import pytest
 from mcp_farm.scenarios import load_suite
 from mcp_farm.schema import Scenario, Settings, TrialResult
 from mcp_farm.workers.node.runtime import Runtime
-from tests.helpers import free_port, ideal_script, stop_server, trial, wait_until_serving
+from tests.helpers import ideal_script, served_over_http, trial
 
 pytestmark = pytest.mark.integration
 
@@ -120,18 +118,8 @@ def workspace_url() -> Iterator[str]:
     """The workspace server over streamable HTTP, started by hand: the farm only connects.
     One per test: after a 2026-07-28 session on a shared process, a later handshake-era
     session saw no tool-list change (order-dependent under xdist; see the closing note)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", SERVER, "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        wait_until_serving(url, proc, 30, "workspace")
+    with served_over_http(SERVER, "workspace") as (url, _proc):
         yield url
-    finally:
-        stop_server(proc)
 
 
 def _over_http(folder: Path, url: str) -> Path:
@@ -191,15 +179,7 @@ def test_a_server_stops_on_sigterm_while_a_warm_session_listens(
     """After a 2026-07-28 trial over HTTP the warm pool keeps its session, and with it a
     `subscriptions/listen` stream; the server still stops when asked (it ends open requests
     after `STOP_GRACE_S`), instead of waiting for the pool to leave."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", SERVER, "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        wait_until_serving(url, proc, 30, "workspace")
+    with served_over_http(SERVER, "workspace") as (url, proc):
         definition = AT_2026["http"].replace("URL", url) + (
             '    protocol: "2026-07-28"\n    reset: {tool: reset_workspace}\n'
         )
@@ -210,8 +190,6 @@ def test_a_server_stops_on_sigterm_while_a_warm_session_listens(
         assert result.outcome == "pass", result.detail
         proc.terminate()
         assert proc.wait(timeout=60) is not None  # a hang raises TimeoutExpired
-    finally:
-        stop_server(proc)
 
 
 @pytest.mark.parametrize("mistake", [False, True])
