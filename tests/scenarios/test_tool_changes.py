@@ -116,8 +116,10 @@ def test_the_next_trial_starts_from_the_servers_first_list(
 @pytest.fixture
 def workspace_url() -> Iterator[str]:
     """The workspace server over streamable HTTP, started by hand: the farm only connects.
-    One per test: after a 2026-07-28 session on a shared process, a later handshake-era
-    session saw no tool-list change (order-dependent under xdist; see the closing note)."""
+    One per test: the workspace's plan belongs to the process, not to a session. A session
+    that connects after another one left the pro plan is listed the pro tools; its reset
+    brings back the free plan, but at 2026-07-28 that change is announced on the listen
+    stream and can arrive after turn 1 has used the stale list."""
     with served_over_http(SERVER, "workspace") as (url, _proc):
         yield url
 
