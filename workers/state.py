@@ -45,24 +45,19 @@ def judged(probe: StateProbe, value: Any, turn: int | None, readable: bool = Tru
     """A probe's result: the value found (all of it, as JSON, so a rescore can judge it again)
     and the matcher's verdict on the part `at` names."""
     expected = json.dumps(probe.expect.model_dump(mode="json", exclude_defaults=True))
-    if not readable:
+    if readable:
+        found = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        problem = _problem(probe, value)
+    else:
         how = {"json": "JSON", "structured": "structured content"}.get(probe.read, "text")
-        return ProbeResult(
-            turn=turn,
-            label=probe.name,
-            kind=probe.kind,
-            expected=expected,
-            found=UNREADABLE,
-            problem=f"the value could not be read as {how}",
-        )
-    found = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        found, problem = UNREADABLE, f"the value could not be read as {how}"
     return ProbeResult(
         turn=turn,
         label=probe.name,
         kind=probe.kind,
         expected=expected,
         found=found,
-        problem=_problem(probe, value),
+        problem=problem,
     )
 
 
