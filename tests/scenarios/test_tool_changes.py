@@ -149,6 +149,16 @@ AT_2026 = {
 }
 
 
+def _at_2026_07_28(folder: Path, transport: str, url: str) -> tuple[Path, Scenario]:
+    """The export-after-upgrade conversation on the workspace server at 2026-07-28, over
+    `transport` (`url` for http), and its suite file."""
+    definition = AT_2026[transport].replace("URL", url) + (
+        '    protocol: "2026-07-28"\n    reset: {tool: reset_workspace}\n'
+    )
+    path = _export_after_upgrade(folder, definition)
+    return path, load_suite(str(path)).scenarios[0]
+
+
 @pytest.mark.parametrize("transport", sorted(AT_2026))
 @pytest.mark.parametrize("mistake", [False, True])
 def test_at_2026_07_28_the_change_comes_through_subscriptions_listen_and_is_graded_alike(
@@ -158,11 +168,7 @@ def test_at_2026_07_28_the_change_comes_through_subscriptions_listen_and_is_grad
     workspace_url: str,
     warm: tuple[Runtime, Settings],
 ) -> None:
-    definition = AT_2026[transport].replace("URL", workspace_url) + (
-        '    protocol: "2026-07-28"\n    reset: {tool: reset_workspace}\n'
-    )
-    path = _export_after_upgrade(tmp_path, definition)
-    scenario = load_suite(str(path)).scenarios[0]
+    path, scenario = _at_2026_07_28(tmp_path, transport, workspace_url)
     script = ideal_script(scenario)
     if mistake:
         gone = {"call": {"name": "export_tasks_csv", "arguments": {}}}
@@ -182,11 +188,7 @@ def test_a_server_stops_on_sigterm_while_a_warm_session_listens(
     `subscriptions/listen` stream; the server still stops when asked (it ends open requests
     after `STOP_GRACE_S`), instead of waiting for the pool to leave."""
     with served_over_http(SERVER, "workspace") as (url, proc):
-        definition = AT_2026["http"].replace("URL", url) + (
-            '    protocol: "2026-07-28"\n    reset: {tool: reset_workspace}\n'
-        )
-        path = _export_after_upgrade(tmp_path, definition)
-        scenario = load_suite(str(path)).scenarios[0]
+        path, scenario = _at_2026_07_28(tmp_path, "http", url)
         runtime, settings = warm
         result = runtime.run(trial(scenario, ideal_script(scenario), suite=str(path)), settings)
         assert result.outcome == "pass", result.detail
