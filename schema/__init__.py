@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     )
     from mcp_farm.schema.settings import (
         Settings,
+        absolute_folder,
         get_settings,
     )
     from mcp_farm.schema.specs import (
@@ -204,6 +205,7 @@ _HOMES: dict[str, str] = {
     "remember_url_password": "mcp_farm.schema.redact",
     "Settings": "mcp_farm.schema.settings",
     "get_settings": "mcp_farm.schema.settings",
+    "absolute_folder": "mcp_farm.schema.settings",
     "DEFAULT_RESULT_CHARS": "mcp_farm.schema.specs",
     "ExpectedCall": "mcp_farm.schema.specs",
     "FewShot": "mcp_farm.schema.specs",
@@ -362,6 +364,7 @@ __all__ = [
     "UserModel",
     "UserSimRecord",
     "Weights",
+    "absolute_folder",
     "budgeted_finditer",
     "budgeted_fullmatch",
     "budgeted_search",

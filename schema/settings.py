@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 STALE_AFTER_BEATS = 3
@@ -18,7 +19,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FARM_", extra="ignore")
 
     data_dir: Path = Field(default=Path("farm-data"))
-    """Where the embedded mode keeps its SQLite file and per-trial sandboxes (FARM_DATA_DIR)."""
+    """Where the embedded mode keeps its SQLite file and per-trial sandboxes (FARM_DATA_DIR); a
+    relative folder is taken from the working folder and held as an absolute path."""
 
     # The URLs and the password stay out of the settings' repr: it may end up in a log.
     database_url: str | None = Field(default=None, repr=False)
@@ -112,6 +114,13 @@ class Settings(BaseSettings):
     """`farm view` basic-auth password (FARM_VIEW_PASSWORD): needed to listen anywhere but on
     loopback, and asked for on every page when set."""
 
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _absolute(cls, folder: Path) -> Path:
+        # Servers are handed paths inside this folder ({sandbox}); one that resolves a relative
+        # path against its own install folder (npm's server-memory) would write there instead.
+        return absolute_folder(folder)
+
     def stale_after_s(self) -> float:
         """How old a heartbeat or trial lease is when its holder counts as gone."""
         return STALE_AFTER_BEATS * self.heartbeat_s
@@ -123,6 +132,12 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'farm.sqlite').resolve()}"
+
+
+def absolute_folder(folder: Path) -> Path:
+    """`folder` as an absolute path (`~` expanded, a relative one taken from the working
+    folder), without following symbolic links."""
+    return Path(os.path.abspath(folder.expanduser()))
 
 
 @lru_cache(maxsize=1)

@@ -84,13 +84,14 @@ def settings_from(
     db: str | None = None, data_dir: Path | None = None, broker: str | None = None
 ) -> Settings:
     """The process settings, with what the command line gave on top."""
-    from mcp_farm.schema import get_settings
+    from mcp_farm.schema import absolute_folder, get_settings
 
     updates: dict[str, object] = {}
     if db:
         updates["database_url"] = db
     if data_dir:
-        updates["data_dir"] = data_dir
+        # model_copy skips the settings' validators: made absolute here as they make it.
+        updates["data_dir"] = absolute_folder(data_dir)
     if broker:
         updates["broker_url"] = broker
     return get_settings().model_copy(update=updates)

@@ -224,3 +224,27 @@ def test_every_listed_tool_answers_through_our_client(name: str, tmp_path: Path)
     used = {n for s in SCENARIOS if s.servers == [name] for step in s.all_steps for n in step.names}
     used |= {call.tool for s in SCENARIOS if s.servers == [name] for call in s.setup}
     assert used <= listed
+
+
+def test_with_the_default_data_folder_the_memory_server_writes_in_the_trials_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's defaults, run from another working folder: `farm-data` is relative, and
+    the memory server resolves a relative MEMORY_FILE_PATH against its own install folder, so
+    the farm hands it an absolute one."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FARM_DATA_DIR", raising=False)
+    settings = Settings(server_start_timeout_s=30)
+    assert settings.data_dir == tmp_path / "farm-data"
+    scenario = next(s for s in SCENARIOS if s.id == "ref.memory.tea")
+    installed = REPO_ROOT / ".tools/node/node_modules/@modelcontextprotocol/server-memory"
+    runtime = Runtime(settings)
+    try:
+        result = runtime.run(trial(scenario, ideal_script(scenario), suite="thirdparty"), settings)
+        assert result.outcome == "pass", (result.detail, [c.error for c in result.tool_calls])
+        # The warm server's sandbox keeps what the trial wrote until it is lent again.
+        written = list((tmp_path / "farm-data" / "servers").glob("*/ref-memory-*/memory.jsonl"))
+        assert len(written) == 1 and "tea" in written[0].read_text()
+    finally:
+        runtime.close()
+    assert not list(installed.rglob("memory.jsonl"))

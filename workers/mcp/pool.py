@@ -45,6 +45,7 @@ from mcp_farm.scenarios.cassette import replay_definition
 from mcp_farm.schema import (
     ENV_PLACEHOLDER,
     ServerDef,
+    absolute_folder,
     fill_placeholders,
     remember_secret,
 )
@@ -188,17 +189,19 @@ def _expand(
     port: int | None = None,
     sandboxes: Path | None = None,
 ) -> str:
+    # Every path a server is handed is absolute: a server resolves a relative one against its
+    # own working or install folder (npm's server-memory writes under node_modules/ then).
     values = {
         "python": sys.executable,
         "root": str(REPO_ROOT),
-        "sandbox": str(sandbox) if sandbox else "",
+        "sandbox": str(absolute_folder(sandbox)) if sandbox else "",
         "attached": ",".join(attached),
     }
     # Left as written when not given: `_key` builds keys from the definition as written.
     if port is not None:
         values["port"] = str(port)
     if sandboxes is not None:
-        values["sandboxes"] = str(sandboxes)
+        values["sandboxes"] = str(absolute_folder(sandboxes))
     return fill_placeholders(arg, values)
 
 
@@ -343,7 +346,8 @@ class ServerPool:
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         self.max_idle = MAX_IDLE * sessions
         self.share = sessions > 1
-        self.root = root
+        self.root = absolute_folder(root)
+        """Where the sandboxes lie: absolute, as every path handed to a server is."""
         self.start_timeout_s = start_timeout_s
         self._idle: list[LiveServer] = []
         self._shared: dict[str, SharedProcess] = {}
@@ -353,8 +357,8 @@ class ServerPool:
         """Servers started so far (a benchmark and tests read it)."""
         self.sessions_opened = 0
         """Sessions opened on shared processes so far."""
-        root.mkdir(parents=True, exist_ok=True)
-        self.log_path = root / "servers.log"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.root / "servers.log"
         self._errlog: TextIO = self.log_path.open("a", encoding="utf-8")
 
     async def acquire(self, server: ServerDef, attached: list[str]) -> LiveServer:
