@@ -53,6 +53,7 @@ def view(
     import uvicorn
 
     from mcp_farm.scheduler.view.app import ViewError, check_bind, create_app
+    from mcp_farm.scheduler.view.serving import ExplorerProtocol
     from mcp_farm.schema import mask_url, remember_secret
 
     settings = settings_from(db, data_dir)
@@ -72,7 +73,9 @@ def view(
     # The URL first, on a line of its own, so a script (or a test) can read it.
     print(f"farm view: http://{shown}:{bound}/", flush=True)
     console.print(f"[dim]results: {mask_url(settings.resolved_database_url())}[/dim]")
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="off", http=ExplorerProtocol)
+    )
     server.run(sockets=[listener])
 
 
@@ -112,7 +115,7 @@ def trials(
     """List a sweep's trials, filtered as `farm view` filters them; ids for `farm trial show`."""
     from mcp_farm.scheduler.operations.progress import latest_sweep_id
     from mcp_farm.scheduler.operations.queries import check_sweep
-    from mcp_farm.scheduler.view.filters import TrialFilter
+    from mcp_farm.scheduler.view.filters import TrialFilter, checked_text
     from mcp_farm.scheduler.view.queries import trial_page
     from mcp_farm.scheduler.view.terminal import print_trials
 
@@ -139,6 +142,8 @@ def trials(
     selection = TrialFilter.read(
         {k: v for k, v in given.items() if v is not None}, source="farm trials"
     )
+    if sweep_id is not None:
+        checked_text(sweep_id, name="sweep", source="farm trials")
     engine = _reader(settings_from(db, data_dir))
     sweep_id = sweep_id or latest_sweep_id(engine=engine)
     check_sweep(engine=engine, sweep_id=sweep_id)
@@ -152,10 +157,12 @@ def show(
     data_dir: DataDirOption = None,
 ) -> None:
     """Print one trial: summary, verdict step by step, transcript, answer scores, provenance."""
+    from mcp_farm.scheduler.view.filters import checked_text
     from mcp_farm.scheduler.view.queries import trial_ids_starting, trial_record
     from mcp_farm.scheduler.view.terminal import print_trial
     from mcp_farm.schema import FarmError
 
+    checked_text(trial_id, name="trial", source="farm trial show")
     engine = _reader(settings_from(db, data_dir))
     record = trial_record(engine=engine, trial_id=trial_id)
     if record is None:

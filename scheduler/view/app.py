@@ -27,7 +27,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_farm.scheduler.view.cards import Cards
-from mcp_farm.scheduler.view.filters import FilterError, TrialFilter
+from mcp_farm.scheduler.view.filters import FilterError, TrialFilter, checked_text
 from mcp_farm.scheduler.view.pages import error_page, sweep_page, sweeps_page, trials_page
 from mcp_farm.scheduler.view.queries import sweep_lines, trial_page, trial_record
 from mcp_farm.scheduler.view.readable import unreadable
@@ -135,11 +135,17 @@ def create_app(
     pool, so one slow query holds up its own request, not every other."""
     scorecards = cards or Cards(engine)
 
+    def refused(exc: FilterError) -> Response:
+        return _page(error_page(400, str(exc)), 400)
+
     def sweeps(_: Request) -> Response:
         return _page(sweeps_page(sweep_lines(engine=engine)))
 
     def sweep(request: Request) -> Response:
-        sweep_id = request.path_params["sweep_id"]
+        try:
+            sweep_id = checked_text(request.path_params["sweep_id"], name="sweep", source="path")
+        except FilterError as exc:
+            return refused(exc)
         found = sweep_lines(engine=engine, sweep_id=sweep_id)
         if not found:
             return _page(error_page(404, f"no sweep {sweep_id!r} in this database"), 404)
@@ -148,27 +154,37 @@ def create_app(
         return _page(sweep_page(found[0], built))
 
     def trials(request: Request) -> Response:
-        sweep_id = request.path_params["sweep_id"]
+        try:
+            sweep_id = checked_text(request.path_params["sweep_id"], name="sweep", source="path")
+            selection = TrialFilter.read(dict(request.query_params))
+        except FilterError as exc:
+            return refused(exc)
         found = sweep_lines(engine=engine, sweep_id=sweep_id)
         if not found:
             return _page(error_page(404, f"no sweep {sweep_id!r} in this database"), 404)
         try:
-            selection = TrialFilter.read(dict(request.query_params))
             # A page's start (`after`) that is no trial of the sweep is refused here too.
             page = trial_page(engine=engine, sweep_id=sweep_id, selection=selection)
         except FilterError as exc:
-            return _page(error_page(400, str(exc)), 400)
+            return refused(exc)
         return _page(trials_page(sweep_id, selection, page, live=found[0].live))
 
     def trial(request: Request) -> Response:
-        record = trial_record(engine=engine, trial_id=request.path_params["trial_id"])
+        try:
+            trial_id = checked_text(request.path_params["trial_id"], name="trial", source="path")
+        except FilterError as exc:
+            return refused(exc)
+        record = trial_record(engine=engine, trial_id=trial_id)
         if record is None:
             return _page(error_page(404, "no trial with that id in this database"), 404)
         return _page(one_trial_page(record))
 
     def compare(request: Request) -> Response:
-        a = trial_record(engine=engine, trial_id=request.query_params.get("a", ""))
-        b = trial_record(engine=engine, trial_id=request.query_params.get("b", ""))
+        try:
+            ids = [checked_text(request.query_params.get(k, ""), name=k) for k in ("a", "b")]
+        except FilterError as exc:
+            return refused(exc)
+        a, b = (trial_record(engine=engine, trial_id=i) for i in ids)
         if a is None or b is None:
             return _page(error_page(404, "compare needs two trial ids, ?a=…&b=…"), 404)
         return _page(compare_page(a, b))
