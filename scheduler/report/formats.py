@@ -39,6 +39,7 @@ from mcp_farm.scheduler.report.robustness_cells import (
     SELECTION_NOTE,
     selection_rows,
 )
+from mcp_farm.scheduler.report.visible import visible_fields
 from mcp_farm.scheduler.scorecard.build import outcome_columns
 from mcp_farm.schema.scorecard import (
     AnswerQuality,
@@ -78,6 +79,8 @@ def _rate_cells(row: Row) -> list[str]:
 
 
 def to_markdown(card: Scorecard) -> str:
+    """The card as Markdown; what would hide in a name or note is shown as escapes."""
+    card = visible_fields(card)
     lines = [
         f"# Scorecard {card.sweep_id}",
         "",
@@ -271,6 +274,8 @@ def to_junit(card: Scorecard) -> str:
     for a conversation the turns that failed); one whose trials all hit infrastructure errors
     is reported as an error, not a failure.
     """
+    # A CI page shows these names: what would hide in them is written as escapes.
+    card = visible_fields(card)
     root = ET.Element("testsuites", name=f"farm {card.sweep_id}")
     by_config: dict[tuple[str, str], list[Row]] = {}
     for row in card.of("scenario"):

@@ -43,6 +43,7 @@ from mcp_farm.scheduler.report.html.answers import (
     answers_section,
 )
 from mcp_farm.scheduler.report.html.curves import curves_section, selection_section
+from mcp_farm.scheduler.report.visible import visible, visible_fields
 from mcp_farm.scheduler.scorecard.queries.samples import (
     SAMPLES_PER_CELL,
     SampleTrials,
@@ -54,6 +55,11 @@ from mcp_farm.schema.scorecard import (
 
 STYLE = files(__package__).joinpath("page.css").read_text(encoding="utf-8")
 SCRIPT = files(__package__).joinpath("page.js").read_text(encoding="utf-8")
+
+
+def esc(text: str) -> str:
+    """Text escaped for HTML, with what would hide shown (scheduler/report/visible.py)."""
+    return html.escape(visible(text))
 
 
 def _transcript(trial: Any) -> str:
@@ -89,7 +95,7 @@ def _transcript(trial: Any) -> str:
                 made += 1
         parts.append(f"[{who}] {body}")
     parts += [line.strip() for rest in asked.values() for line in rest]
-    return html.escape("\n\n".join(parts))
+    return esc("\n\n".join(parts))
 
 
 def _turn_heads(trial: Any, messages: list[dict[str, Any]]) -> dict[int | None, list[str]]:
@@ -122,13 +128,11 @@ def _turn_lines(trial: Any) -> list[str]:
 
 
 def _table(heads: list[str], rows: list[list[str]], numeric_from: int) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+    head = "".join(f"<th>{esc(h)}</th>" for h in heads)
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td class="n">{html.escape(c)}</td>'
-            if i >= numeric_from
-            else f"<td>{html.escape(c)}</td>"
+            f'<td class="n">{esc(c)}</td>' if i >= numeric_from else f"<td>{esc(c)}</td>"
             for i, c in enumerate(row)
         )
         + "</tr>"
@@ -169,16 +173,16 @@ def _drilldown(card: Scorecard, samples: SampleTrials) -> str:
         recovery = f", recovered {recovery_cell(row)}" if row.errored else ""
         items = "".join(
             f"<details><summary>repetition {t.repetition}"
-            f"{' (paraphrased)' if t.variant else ''}: <b>{html.escape(t.outcome or '')}</b>"
-            f" in {secs(t.latency_s)} <span class=muted>{html.escape(t.detail or '')}"
+            f"{' (paraphrased)' if t.variant else ''}: <b>{esc(t.outcome or '')}</b>"
+            f" in {secs(t.latency_s)} <span class=muted>{esc(t.detail or '')}"
             f"</span></summary><pre>{_transcript(t)}</pre></details>"
             for t in trials
         )
         out.append(
-            f'<details id="s-{html.escape(row.model)}-{html.escape(row.prompt)}-'
-            f'{html.escape(row.key)}"><summary><span class="{state}">{row.passes}/{row.n}'
-            f"</span> {html.escape(row.key)} — {html.escape(row.model)} / "
-            f"{html.escape(row.prompt)}{html.escape(recovery)}</summary>{items}</details>"
+            f'<details id="s-{esc(row.model)}-{esc(row.prompt)}-'
+            f'{esc(row.key)}"><summary><span class="{state}">{row.passes}/{row.n}'
+            f"</span> {esc(row.key)} — {esc(row.model)} / "
+            f"{esc(row.prompt)}{esc(recovery)}</summary>{items}</details>"
         )
     return "".join(out)
 
@@ -190,7 +194,11 @@ def _p(row: Row) -> list[str]:
 def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
     """The report page; with `samples` (scorecard.queries.samples.sample_trials), their
     transcripts are included for the drill-down."""
-    samples = samples or {}
+    card = visible_fields(card)
+    # Looked up by the card's names, shown as the card's are.
+    samples = {
+        (visible(m), visible(p), visible(s)): found for (m, p, s), found in (samples or {}).items()
+    }
     data = card.model_dump_json().replace("</", "<\\/")
     state = shows_state(card, "config")
     configs = [
@@ -209,11 +217,11 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
         for r in card.of("config")
     ]
     note = dash_note(card, speed=False)
-    footnote = f'<p class="muted">{html.escape(note)}</p>' if note else ""
+    footnote = f'<p class="muted">{esc(note)}</p>' if note else ""
     harness = harness_note(card)
-    banner = f'\n<p class="harness">{html.escape(harness)}</p>' if harness else ""
+    banner = f'\n<p class="harness">{esc(harness)}</p>' if harness else ""
     if cassette := cassette_note(card):
-        banner += f'\n<p class="muted">{html.escape(cassette)}</p>'
+        banner += f'\n<p class="muted">{esc(cassette)}</p>'
     talks = ""
     if card.conversations:
         rows = [[c.model, c.prompt, *conversation_cells(c)] for c in card.conversations]
@@ -221,12 +229,12 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
     if card.simulated_users:
         rows = [[u.model, u.prompt, *user_cells(u)] for u in card.simulated_users]
         talks += "<h2>Simulated users</h2>" + _table(["model", "prompt", *USER_HEADS], rows, 2)
-        talks += "".join(f'<p class="muted">{html.escape(n)}</p>' for n in user_notes(card))
+        talks += "".join(f'<p class="muted">{esc(n)}</p>' for n in user_notes(card))
         if split := variance_rows(card):
             talks += "<h3>Agent × user variance</h3>"
             talks += _table(["model", "prompt", *VARIANCE_HEADS], split, 2)
-            talks += f'<p class="muted">{html.escape(VARIANCE_NOTE)}</p>'
-    title = html.escape(f"Scorecard {card.sweep_id}")
+            talks += f'<p class="muted">{esc(VARIANCE_NOTE)}</p>'
+    title = esc(f"Scorecard {card.sweep_id}")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>
@@ -234,8 +242,8 @@ def to_html(card: Scorecard, samples: SampleTrials | None = None) -> str:
 <body data-charts="0">
 <h1>{title}</h1>
 <p class="muted">{card.done}/{card.total} trials recorded; rates exclude infra errors; intervals
-are Wilson 95%. Built {html.escape(card.built_at)} from sweep
-<code>{html.escape(card.provenance.sweep_name)}</code>.</p>{banner}
+are Wilson 95%. Built {esc(card.built_at)} from sweep
+<code>{esc(card.provenance.sweep_name)}</code>.</p>{banner}
 <pre id="errors"></pre>
 <h2>Pass rate per model × prompt config</h2>
 {_table(["model", "prompt", "n", "pass", "1st try", "recovered", *(["state"] if state else []), "95% CI", "pass^k", "p50", "p95", "p99"], configs, 2)}

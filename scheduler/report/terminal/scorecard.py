@@ -36,6 +36,7 @@ from mcp_farm.scheduler.report.robustness_cells import (
     selection_rows,
 )
 from mcp_farm.scheduler.report.terminal.answers import print_answers
+from mcp_farm.scheduler.report.visible import visible_fields
 from mcp_farm.scheduler.scorecard.build import outcome_columns
 from mcp_farm.schema.scorecard import (
     Latency,
@@ -81,6 +82,9 @@ def _rate_table(card: Scorecard, dimension: str, title: str, head: str) -> Table
 
 
 def print_scorecard(card: Scorecard, console: Console) -> None:
+    """The card as tables; every name and note in it with what would hide shown as escapes
+    (scheduler/report/visible.py)."""
+    card = visible_fields(card)
     console.print(f"\n[bold]Scorecard[/bold] {card.sweep_id}: {card.done}/{card.total} trials done")
     if harness := harness_note(card):
         console.print(f"[bold red]{escape(harness)}[/bold red]", highlight=False)
