@@ -27,8 +27,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_farm.scheduler.view.cards import Cards
-from mcp_farm.scheduler.view.filters import FilterError, TrialFilter, checked_text
-from mcp_farm.scheduler.view.pages import error_page, sweep_page, sweeps_page, trials_page
+from mcp_farm.scheduler.view.filters import FilterError, TrialFilter, checked_text, quoted
+from mcp_farm.scheduler.view.pages import (
+    DIMENSIONS,
+    error_page,
+    sweep_page,
+    sweeps_page,
+    trials_page,
+)
 from mcp_farm.scheduler.view.queries import sweep_lines, trial_page, trial_record
 from mcp_farm.scheduler.view.readable import unreadable
 from mcp_farm.scheduler.view.trial_page import compare_page
@@ -104,6 +110,20 @@ def check_bind(host: str, password: str | None) -> None:
         )
 
 
+def table_pages(query: dict[str, str]) -> dict[str, int]:
+    """The page of each scorecard table a sweep page's query asks for (`scenario_page=3`); a
+    FilterError for any other parameter or a page that is no whole number from 1."""
+    pages = {}
+    for key, value in query.items():
+        dimension = key.removesuffix("_page")
+        if dimension not in {d for d, _ in DIMENSIONS} or key == dimension:
+            raise FilterError(f"query: {quoted(key)}: a sweep page takes only TABLE_page=N")
+        if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= 10**6:
+            raise FilterError(f"query: {key}={quoted(value)}: a page number from 1")
+        pages[dimension] = int(value)
+    return pages
+
+
 def _page(html: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(html, status_code=status, headers=HEADERS)
 
@@ -144,14 +164,16 @@ def create_app(
     def sweep(request: Request) -> Response:
         try:
             sweep_id = checked_text(request.path_params["sweep_id"], name="sweep", source="path")
+            pages = table_pages(dict(request.query_params))
         except FilterError as exc:
             return refused(exc)
         found = sweep_lines(engine=engine, sweep_id=sweep_id)
         if not found:
             return _page(error_page(404, f"no sweep {sweep_id!r} in this database"), 404)
         # Progress from counts, now; the card as last built (cards.py), never built per request.
-        built = scorecards.card(sweep_id, found[0].done, live=found[0].live)
-        return _page(sweep_page(found[0], built))
+        line = found[0]
+        built = scorecards.card(sweep_id, line.done, live=line.live, total=line.total)
+        return _page(sweep_page(line, built, pages))
 
     def trials(request: Request) -> Response:
         try:

@@ -3,6 +3,7 @@ a link to its trials, and a filtered, sorted, paged list of trials."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, get_args
 
 from mcp_farm.scheduler.report.cells import (
@@ -30,8 +31,19 @@ if TYPE_CHECKING:
 
 REFRESH_S = 5
 """How often a page showing a running sweep's progress reloads itself."""
-LIVE_CARD_REFRESH_S = 30
-"""How often a running sweep's scorecard page reloads: its card changes no faster (cards.py)."""
+LIVE_CARD_REFRESH_S = int(REBUILD_S)
+"""How often a running sweep's scorecard page reloads: its card changes no faster (cards.py),
+and each reload keeps its card no older than that plus one build."""
+TABLE_ROWS = 100
+"""Rows of a scorecard table on one sweep page; a longer table (per scenario, at a million
+trials a thousand rows) is paged, so the page stays light however big the sweep."""
+DIMENSIONS = (
+    ("config", "Per model × configuration"),
+    ("tool", "Per tool"),
+    ("tier", "Per tier"),
+    ("phrasing", "Verbatim vs paraphrased"),
+    ("scenario", "Per scenario"),
+)
 
 
 def _progress(s: SweepLine) -> str:
@@ -76,11 +88,30 @@ def _cell_query(row: Row) -> dict[str, str]:
     return query
 
 
-def _rows_table(card: Scorecard, dimension: str) -> str:
+def _table_pager(sweep_id: str, dimension: str, page: int, count: int) -> str:
+    """`rows 101–200 of 1,000 · ‹ previous · next ›` under a paged table; nothing for a short
+    one."""
+    if count <= TABLE_ROWS:
+        return ""
+    first, last = (page - 1) * TABLE_ROWS + 1, min(page * TABLE_ROWS, count)
+    parts = [f"rows {first:,}–{last:,} of {count:,}" if first <= count else f"of {count:,} rows"]
+    here = f"/sweeps/{sweep_id}"
+    if page > 1:
+        back = {f"{dimension}_page": str(page - 1)} if page > 2 else None
+        parts.append(link(url(here, back) + f"#{dimension}", "‹ previous"))
+    if last < count:
+        parts.append(
+            link(url(here, {f"{dimension}_page": str(page + 1)}) + f"#{dimension}", "next ›")
+        )
+    return f'<p class="pager">{" · ".join(parts)}</p>'
+
+
+def _rows_table(card: Scorecard, dimension: str, page: int = 1) -> str:
     rows = []
     # The trials a count counts: with the sweep's `left_cassette: exclude`, none that left it.
     counted = {"left_cassette": "no"} if card.left_cassette == "exclude" else {}
-    for r in card.of(dimension):  # type: ignore[arg-type]
+    every = card.of(dimension)  # type: ignore[arg-type]
+    for r in every[(page - 1) * TABLE_ROWS : page * TABLE_ROWS]:
         query = _cell_query(r) | counted
         failures = ", ".join(
             link(_trials_url(card.sweep_id, **query, outcome=o), f"{o} {n}")
@@ -109,7 +140,8 @@ def _rows_table(card: Scorecard, dimension: str) -> str:
             ]
         )
     heads = ["model", "config", dimension, "n", "pass", "1st try", "95% CI", "p50", "p95"]
-    return table([*heads, "failures"], rows, 3)
+    pager = _table_pager(card.sweep_id, dimension, page, len(every))
+    return table([*heads, "failures"], rows, 3) + pager
 
 
 def _config_table(rows: list[list[str]], heads: list[str]) -> str:
@@ -151,9 +183,10 @@ def _tool_list_sections(card: Scorecard) -> list[str]:
     ]
 
 
-def sweep_page(line: SweepLine, built: Built | None) -> str:
+def sweep_page(line: SweepLine, built: Built | None, pages: dict[str, int] | None = None) -> str:
     """The sweep's progress, counted now, and its scorecard as last built (cards.py): the
-    numbers of `farm report`, as links. A running sweep's page reloads itself."""
+    numbers of `farm report`, as links, each table TABLE_ROWS rows at a time (`pages`: the
+    page of each table by dimension). A running sweep's page reloads itself."""
     sweep_id = line.sweep_id
     trials = link(_trials_url(sweep_id), "all trials")
     sections = [f"<p>{_progress(line)} · {trials}</p>"]
@@ -164,21 +197,23 @@ def sweep_page(line: SweepLine, built: Built | None) -> str:
         )
     else:
         card = built.card
-        as_of = f"as of {card.done:,}/{card.total:,} trials recorded" if line.live else ""
+        age = max(0, int(time.monotonic() - built.at))
+        as_of = (
+            f"as of {card.done:,}/{card.total:,} trials recorded, built {age} s ago"
+            if line.live
+            else ""
+        )
         sections.append(
             f"<p class=muted>Scorecard {e(as_of)}{'; ' if as_of else ''}rates exclude infra "
             "and harness errors; intervals are Wilson 95%. Every count links to its trials."
-            f"{' It is rebuilt while the sweep runs, at most every ' if line.live else ''}"
-            f"{f'{int(REBUILD_S)} s.' if line.live else ''}</p>"
+            f"{' While the sweep runs it is rebuilt every ' if line.live else ''}"
+            f"{f'{int(REBUILD_S)} s this page is open.' if line.live else ''}</p>"
         )
-        for dimension, title in (
-            ("config", "Per model × configuration"),
-            ("tool", "Per tool"),
-            ("tier", "Per tier"),
-            ("phrasing", "Verbatim vs paraphrased"),
-            ("scenario", "Per scenario"),
-        ):
-            sections.append(f"<h2>{e(title)}</h2>{_rows_table(card, dimension)}")
+        for dimension, title in DIMENSIONS:
+            page = (pages or {}).get(dimension, 1)
+            sections.append(
+                f'<h2 id="{e(dimension)}">{e(title)}</h2>{_rows_table(card, dimension, page)}'
+            )
             if dimension == "config":
                 sections += _conversation_sections(card) + _tool_list_sections(card)
     waiting = built is None

@@ -139,7 +139,6 @@ def test_a_running_sweeps_page_shows_progress_now_and_never_builds_per_request(
         with writer.begin() as conn:
             conn.execute(text("update trial set status = 'done' where repetition = 0"))
         monkeypatch.setattr(cards_module, "REBUILD_S", 0.0)
-        monkeypatch.setattr(cards_module, "BUSY_SHARE", 0)
         for _ in range(3):
             assert "1110/1200" in web.get("/sweeps/big").text
         cards.settle(60)
