@@ -55,6 +55,9 @@ logger = logging.getLogger(__name__)
 SLOT_REQUEUE_S = 1.0
 RESULT_CHARS = 120
 """The longest task result line (a retry's reason can be a long error message)."""
+RETRY_REASON_CHARS = 600
+"""The longest reason a retry's log line gives: a server's start failure names the server,
+the cause and where its stderr is."""
 
 
 def trial_settings(settings: Settings, request: Any) -> Settings:
@@ -68,6 +71,15 @@ def trial_settings(settings: Settings, request: Any) -> Settings:
 
 def backoff(settings: Settings, attempt: int) -> float:
     return float(settings.retry_backoff_s * (2**attempt))
+
+
+def retry_reason(problem: str, attempt: int, retries: int) -> str:
+    """Why a trial is retried, for the worker's log: which attempt failed and the trial's
+    infrastructure problem (which server start failed, and how) on one line, cut at
+    RETRY_REASON_CHARS."""
+    said = " ".join(problem.split())
+    line = f"infrastructure attempt {attempt + 1} of {retries + 1} failed: {said}"
+    return line if len(line) <= RETRY_REASON_CHARS else line[: RETRY_REASON_CHARS - 1] + "…"
 
 
 def task_result(summary: TrialSummary) -> str:
@@ -215,10 +227,12 @@ def create_app(settings: Settings) -> Celery:
         spec = read_message("farm.run_trial", payload, TrialSpec)
         final = infra_attempt >= settings.infra_retries
 
-        def retry_infra() -> Exception:
-            # The same message again later, one infrastructure attempt further.
+        def retry_infra(problem: str) -> Exception:
+            # The same message again later, one infrastructure attempt further. The reason
+            # goes into Celery's own log line ("retry: Retry in 2.0s: <reason>") and Flower.
             retry: Exception = self.retry(
                 kwargs={"infra_attempt": infra_attempt + 1},
+                exc=retry_reason(problem, infra_attempt, settings.infra_retries),
                 countdown=backoff(settings, infra_attempt),
                 throw=False,
             )
@@ -243,7 +257,7 @@ def create_app(settings: Settings) -> Celery:
             # its lease could have lapsed, so the trial is never lost if that holder dies.
             raise self.retry(countdown=settings.stale_after_s())
         if isinstance(summary, TrialRetry):
-            raise retry_infra()
+            raise retry_infra(summary.problem)
         if isinstance(summary, TrialDone) and summary.last:
             app.send_task(
                 "farm.aggregate",
