@@ -71,6 +71,15 @@ UNGRADED_SQL = (
 )
 """The others: not run (yet), or an infra or harness error; two index ranges, not a scan."""
 
+UNGRADED_IDS_SQL = (
+    "trial_id in (select trial_id from trial where sweep_id = :sweep and status in "
+    f"('pending', 'running', 'cancelled') union all select trial_id from trial where "
+    f"sweep_id = :sweep and outcome in ({UNGRADED_OUTCOMES}))"
+)
+"""The same on SQLite, which never reads an OR through two indexes: the two index ranges as
+one list of ids, which the page then reads by primary key (the sweep's own index left aside:
+told `sweep_id = ?`, SQLite reads the whole sweep and checks each row against the list)."""
+
 SCENARIOS_SQL = """
 with recursive s(scenario_id) as (
   select min(scenario_id) from trial where sweep_id = :sweep
@@ -231,8 +240,11 @@ def where_clause(
     if f.other_path is not None:
         # NULL without probes: neither yes nor no, as first_try is.
         equal("other_path", f.other_path == "yes")
+    by_ids = f.graded == "no" and dialect == "sqlite"
     if f.graded is not None:
-        clauses.append(GRADED if f.graded == "yes" else UNGRADED_SQL)
+        clauses.append(
+            GRADED if f.graded == "yes" else UNGRADED_IDS_SQL if by_ids else UNGRADED_SQL
+        )
     if f.tool is not None:
         names = [f"tool_s{i}" for i in range(len(tool_scenarios or []))]
         clauses.append(
@@ -255,7 +267,8 @@ def where_clause(
         # trials a filter's own index finds. unlikely() says a filter selects few; the term
         # still reads through its index.
         clauses = [f"unlikely({c})" for c in clauses]
-    clauses.insert(0, "sweep_id = :sweep")
+    # `+sweep_id`: not through an index (SQLite), where the list of ids is the way in.
+    clauses.insert(0, "+sweep_id = :sweep" if by_ids else "sweep_id = :sweep")
     if f.sort in ("slowest", "fastest"):
         clauses.append("latency_s is not null")
     if f.sort == "newest":

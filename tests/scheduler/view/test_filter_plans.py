@@ -50,6 +50,7 @@ FILTERS: list[tuple[str, dict[str, str], tuple[str, ...]]] = [
     ("big", {"left_cassette": "yes"}, ("left_cassette",)),
     ("big", {"other_path": "yes"}, ("other_path",)),
     ("big", {"graded": "no"}, ("status", "outcome")),
+    ("big", {"graded": "no", "sort": "slowest"}, ("status", "outcome")),
     ("big", {"scoring": "pass-one"}, ("trial_id",)),
     ("ungraded", {"graded": "yes"}, ("outcome", "status")),
 ]
