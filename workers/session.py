@@ -25,6 +25,7 @@ from mcp_farm.schema import (
     TurnResult,
     canonical_json,
 )
+from mcp_farm.schema.specs import DISTRACTOR_SERVER
 from mcp_farm.workers.clock import clock_stopped
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.counting import repeats_allowed
@@ -35,7 +36,7 @@ from mcp_farm.workers.mcp.connections import (
     refusal,
     result_text,
 )
-from mcp_farm.workers.mcp.relist import relist
+from mcp_farm.workers.mcp.relist import list_again, relist
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
 from mcp_farm.workers.model.safejson import (
@@ -221,7 +222,12 @@ def whole_record(text: str, shown: str, failed: bool, result: Any) -> str:
 
 def setup_owner(call: SetupCall, conn: Connected) -> str:
     """The attached server a setup call goes to; InfraError when there is no single one."""
-    listed = {t.server for t in conn.tools.values() if t.tool == call.tool}
+    # The distractors are the farm's (a tool-list level), never a setup call's server.
+    listed = {
+        t.server
+        for t in conn.tools.values()
+        if t.tool == call.tool and t.server != DISTRACTOR_SERVER
+    }
     hidden = {server for server, tools in conn.control.items() if call.tool in tools}
     owners = sorted((listed | hidden) & ({call.server} if call.server else set(conn.sessions)))
     if len(owners) == 1:
@@ -255,9 +261,10 @@ async def run_setup(
     state: SessionState, setup: list[SetupCall], conn: Connected, timeout_s: float
 ) -> None:
     """Make the attached servers' reset calls, then the scenario's setup calls, in order,
-    before the model starts. Each is recorded in `state.setup_calls`; one that fails, or does
-    not answer within `timeout_s`, raises InfraError: the scenario could not be set up, which
-    is never the model's fault."""
+    before the model starts, then list the tools of every server they went to again: the
+    trial starts from that list (`list_again`). Each call is recorded in `state.setup_calls`;
+    one that fails, or does not answer within `timeout_s`, raises InfraError: the scenario
+    could not be set up, which is never the model's fault."""
     calls = [*resets(conn), *((f"setup[{k}]", call) for k, call in enumerate(setup))]
     for index, (label, call) in enumerate(calls):
         server = setup_owner(call, conn)
@@ -280,6 +287,7 @@ async def run_setup(
             raise InfraError(
                 f"{where} failed, so the scenario could not be set up: {(record.error or '')[:300]}"
             )
+    await list_again(conn, conn.touched, timeout_s)
 
 
 def show_tools(

@@ -109,6 +109,9 @@ async def _converse(
     try:
         async with connect(servers, pool, naming, chars, capture, state.clock) as conn:
             try:
+                # First: every touched server is listed again after its reset and the setup,
+                # and the level, annotations and selection are made from that list.
+                await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
                 if spec.tool_list is not None:
                     shape_tools(conn, spec.tool_list, spec.seed, scenario.id)
                 schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
@@ -119,7 +122,6 @@ async def _converse(
                 if spec.prompt.select is not None:
                     # After the annotations: the tools a selection shows carry them too.
                     conn.selector = Selector(spec.prompt.select, dict(conn.tools))
-                await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
                 # A model in this process bounds its own replies by CPU time (model/guard.py).
                 wall = spec.model.reply_clock == "wall"
                 limit_s = spec.model.reply_limit_s if wall else None

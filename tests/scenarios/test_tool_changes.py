@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mcp_farm.scenarios import load_suite
+from mcp_farm.scenarios.cassette import load_cassette
 from mcp_farm.schema import Scenario, Settings, TrialResult
 from mcp_farm.workers.node.runtime import Runtime
 from tests.helpers import ideal_script, served_over_http, trial
@@ -113,15 +114,40 @@ def test_the_next_trial_starts_from_the_servers_first_list(
     assert result.turn_results[0].tools_removed == []
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def workspace_url() -> Iterator[str]:
     """The workspace server over streamable HTTP, started by hand: the farm only connects.
-    One per test: the workspace's plan belongs to the process, not to a session. A session
-    that connects after another one left the pro plan is listed the pro tools; its reset
-    brings back the free plan, but at 2026-07-28 that change is announced on the listen
-    stream and can arrive after turn 1 has used the stale list."""
+    One for the module, as a real server is shared: its plan belongs to the process, and
+    each trial starts from what it lists after its reset (test below)."""
     with served_over_http(SERVER, "workspace") as (url, _proc):
         yield url
+
+
+def test_a_new_session_on_a_process_left_on_the_pro_plan_starts_from_the_list_after_reset(
+    tmp_path: Path, warm: tuple[Runtime, Settings]
+) -> None:
+    """A session opened on a process another session left on the pro plan is first listed the
+    pro tools; the reset brings the free plan back, and at 2026-07-28 the change is announced
+    on the listen stream, possibly after the model's first reply. The trial starts from what
+    the server lists after its reset: no stale list, no change recorded before turn 1."""
+    runtime, settings = warm
+    with served_over_http(SERVER, "workspace") as (url, _proc):
+        upgrade = _own_change(tmp_path, f"    transport: http\n    url: {url}\n")
+        scenario = load_suite(str(upgrade)).scenarios[0]
+        left = runtime.run(trial(scenario, ideal_script(scenario), suite=str(upgrade)), settings)
+        assert left.outcome == "pass", left.detail  # the process is on the pro plan now
+        path, plain = _at_2026_07_28(tmp_path, "http", url)
+        capture = settings.model_copy(update={"capture_dir": tmp_path / "cassettes"})
+        result = runtime.run(trial(plain, ideal_script(plain), suite=str(path)), capture)
+    assert result.outcome == "pass", result.detail
+    first, second = result.turn_results
+    assert (first.tools_added, first.tools_removed) == ([], [])
+    cassette = load_cassette(tmp_path / "cassettes" / "workspace.yaml")
+    assert "export_tasks_csv" in {t.name for t in cassette.tools}
+    assert "archive_task" not in {t.name for t in cassette.tools}
+    assert "export_tasks_csv" in result.provenance.server_tools["workspace"]
+    assert "archive_task" not in result.provenance.server_tools["workspace"]
+    assert second.tools_removed == ["export_tasks_csv"]
 
 
 def _over_http(folder: Path, url: str) -> Path:
@@ -215,14 +241,26 @@ def test_over_streamable_http_the_list_change_reaches_the_model(
 def test_a_change_the_models_own_call_causes_is_followed_too(
     tmp_path: Path, warm: tuple[Runtime, Settings]
 ) -> None:
-    path = tmp_path / "own-change.yaml"
+    path = _own_change(tmp_path, f'    command: ["{{python}}", "-m", "{SERVER}"]\n')
+    scenario = load_suite(str(path)).scenarios[0]
+    runtime, settings = warm
+    for mode in ("native", "json"):
+        spec = trial(scenario, ideal_script(scenario), suite=str(path), prompt=mode)
+        result = runtime.run(spec, settings)
+        assert result.outcome == "pass", f"{mode}: {result.detail}"
+        assert [c.ok for c in result.tool_calls] == [True, True]
+
+
+def _own_change(folder: Path, definition: str) -> Path:
+    """A scenario whose model switches the workspace to pro and archives a task, on the
+    workspace server defined as given (its reset added), and its suite file."""
+    path = folder / "own-change.yaml"
     path.write_text(
         f"""\
 suite: own-change
 servers:
   - name: workspace
-    command: ["{{python}}", "-m", "{SERVER}"]
-    reset: {{tool: reset_workspace}}
+{definition}    reset: {{tool: reset_workspace}}
 scenarios:
   - id: own.upgrade-then-archive
     version: 1
@@ -239,10 +277,4 @@ scenarios:
     example_answer: Switched to pro and archived t2.
 """
     )
-    scenario = load_suite(str(path)).scenarios[0]
-    runtime, settings = warm
-    for mode in ("native", "json"):
-        spec = trial(scenario, ideal_script(scenario), suite=str(path), prompt=mode)
-        result = runtime.run(spec, settings)
-        assert result.outcome == "pass", f"{mode}: {result.detail}"
-        assert [c.ok for c in result.tool_calls] == [True, True]
+    return path

@@ -154,6 +154,16 @@ class Capture:
         self.control[server.name] = {t.name for t in tools if is_control(t)}
         self.tapes[server.name] = _Tape(server, recorded, instructions)
 
+    def started(self, server: str, tools: list[Tool]) -> None:
+        """What a server lists once its reset and the scenario's setup ran: the list its
+        cassette starts from, as the trial's model does. A change before it is no call's."""
+        tape = self.tapes.get(server)
+        if tape is None:
+            return
+        self.control[server] = {t.name for t in tools if is_control(t)}
+        tape.tools = [recorded_tool(t) for t in tools if not is_control(t)]
+        tape.lists, tape.last = None, None
+
     def called(
         self,
         server: str,

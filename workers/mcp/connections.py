@@ -138,7 +138,7 @@ def add_tools(connected: Connected, server: str, tools: list[Tool]) -> None:
         name = shown_name(server, tool.name, connected.naming)
         if name in connected.tools and connected.tools[name].server != server:
             # Not the model's fault: the trial cannot be a fair test of either tool.
-            raise _clash(name, connected.tools[name].server, server)
+            raise clash(name, connected.tools[name].server, server)
         connected.tools[name] = ToolSpec(
             shown_name=name,
             server=server,
@@ -155,7 +155,8 @@ def shown_name(server: str, tool: str, naming: str) -> str:
     return f"{server}__{tool}" if naming == "server_prefixed" else tool
 
 
-def _clash(name: str, first: str, second: str) -> InfraError:
+def clash(name: str, first: str, second: str) -> InfraError:
+    """Two servers list the same shown name: the trial cannot be a fair test of either."""
     return InfraError(
         f"servers {first!r} and {second!r} both list a tool named {name!r}, so the model could "
         "reach only one of them: add `tool_naming: server_prefixed` to the sweep (tools shown "

@@ -8,10 +8,11 @@ import time
 
 import anyio
 from mcp import MCPError
+from mcp.types import Tool
 
 from mcp_farm.schema import SetupCall
 from mcp_farm.workers.errors import InfraError
-from mcp_farm.workers.mcp.connections import Connected, add_tools
+from mcp_farm.workers.mcp.connections import Connected, add_tools, clash, tool_fingerprint
 
 NOTICE_WAIT_S = 10.0
 """How long the farm waits for the notification a trigger call should cause."""
@@ -48,6 +49,50 @@ async def relist(conn: Connected) -> bool:
             conn.removed.pop(name, None)
         changed = changed or was != now  # a description or schema may change too
     return changed
+
+
+async def list_again(conn: Connected, servers: set[str], timeout_s: float) -> None:
+    """List the tools of `servers` (those a reset or setup call went to) again and make that
+    the trial's starting list: the model's, the recorded one and the cassette's. A server's
+    state may belong to its process, not to the session (a shared process another session
+    left on another plan), and the list change its reset causes may be announced after the
+    trial first looks (at 2026-07-28, on a separate listen stream): what the server lists now
+    is where the trial starts, never a change during it. Each has `timeout_s` to answer;
+    InfraError if one does not, or refuses."""
+    fresh: dict[str, list[Tool]] = {}
+    for server in [s for s in conn.sessions if s in servers]:  # in the order they are attached
+        changes = conn.changes.get(server)
+        if changes is not None:  # a change announced before this listing is in it
+            conn.relisted[server] = changes.seen
+        where = f"server {server} after its reset and the scenario's setup"
+        try:
+            with anyio.move_on_after(timeout_s) as scope:
+                fresh[server] = list((await conn.sessions[server].list_tools()).tools)
+        except MCPError as exc:
+            raise InfraError(f"{where} refused tools/list: {exc}") from None
+        if scope.cancelled_caught:
+            raise InfraError(f"{where} gave no answer to tools/list within {timeout_s:g} s")
+    if fresh:
+        _start_from(conn, fresh)
+
+
+def _start_from(conn: Connected, fresh: dict[str, list[Tool]]) -> None:
+    """`conn.tools` with the `fresh` lists in place of those servers' tools, each server's
+    tools where they were in the list."""
+    was, conn.tools = conn.tools, {}
+    for server in conn.sessions:
+        if server in fresh:
+            add_tools(conn, server, fresh[server])
+            conn.listed[server] = {t.name: tool_fingerprint(t) for t in fresh[server]}
+            if conn.capture is not None:
+                conn.capture.started(server, fresh[server])
+            continue
+        for name, spec in was.items():
+            if spec.server != server:
+                continue
+            if name in conn.tools:
+                raise clash(name, conn.tools[name].server, server)
+            conn.tools[name] = spec
 
 
 async def trigger_change(conn: Connected, server: str, call: SetupCall, label: str) -> None:
