@@ -20,6 +20,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from mcp_farm.workers.mcp.launch.relay import open_private
 from mcp_farm.workers.startclock import tree_cpu
 
 RELAY = Path(__file__).with_name("relay.py")
@@ -28,10 +29,24 @@ RELAY = Path(__file__).with_name("relay.py")
 @lru_cache(maxsize=1)
 def zygote_folder() -> Path:
     """One folder per user and interpreter (a virtual environment's own, not the one it links
-    to): every farm process of the user on that interpreter shares a zygote."""
+    to): every farm process of the user on that interpreter shares a zygote. It lies in the
+    user's private runtime folder ($XDG_RUNTIME_DIR) where there is one, else in the temporary
+    folder; the relay makes it closed to others and never follows a link to it."""
     key = hashlib.sha256(os.path.abspath(sys.executable).encode())
     key.update(RELAY.with_name("zygote.py").read_bytes())  # an edited zygote is a new one
-    return Path(tempfile.gettempdir()) / f"mcp-farm-{os.getuid()}-{key.hexdigest()[:12]}"
+    return runtime_base() / f"mcp-farm-{os.getuid()}-{key.hexdigest()[:12]}"
+
+
+def runtime_base() -> Path:
+    """$XDG_RUNTIME_DIR when it is a real folder of this user's closed to others, else the
+    temporary folder."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isabs(runtime):
+        fd = open_private(Path(runtime))
+        if fd is not None:
+            os.close(fd)
+            return Path(runtime)
+    return Path(tempfile.gettempdir())
 
 
 def relayed(argv: list[str], env: dict[str, str]) -> list[str] | None:
@@ -49,11 +64,20 @@ def relayed(argv: list[str], env: dict[str, str]) -> list[str] | None:
 
 
 def server_pid(relay_pid: int) -> int | None:
-    """The forked server behind a relay, while it runs."""
+    """The forked server behind a relay, while it runs (None for a server started fresh)."""
+    dirfd = open_private(zygote_folder())
+    if dirfd is None:
+        return None
     try:
-        return int((zygote_folder() / f"server-{relay_pid}").read_text())
+        fd = os.open(f"server-{relay_pid}", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dirfd)
+        try:
+            return int(os.read(fd, 64))
+        finally:
+            os.close(fd)
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(dirfd)
 
 
 def relay_cpu(relay_pid: int) -> float:

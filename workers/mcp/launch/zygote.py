@@ -4,149 +4,307 @@ import (about half a second of CPU) each time.
 Run by path as `python -I zygote.py FOLDER` (workers/mcp/launch/relay.py starts it). It imports
 the SDK only, never the farm or a server: each forked child imports its server as a fresh
 `python -m MODULE` or `python SCRIPT` would, from the working folder the relay names, so
-edited code is always what runs. One zygote serves every process of this user on the
-machine; it leaves when the SDK on disk changes or after IDLE_S with nothing to serve.
+edited server code is always what runs. One zygote serves every process of this user on the
+machine (per interpreter). It steps aside (takes no new server, lets a new zygote start, and
+leaves once its running servers have ended) when any file it imported, or any folder on its
+import path, changed on disk since it started (an upgraded package, a new `.pth` file), or
+when it cannot give a child the process state its relay asked for; it leaves after IDLE_S with
+nothing to serve, removing its folder, and removes folders of this user's gone zygotes.
 
-Protocol on FOLDER/zygote.sock, per relay connection: the relay sends a 4-byte length and a
-JSON request (argv, cwd, env) with its stdin, stdout and stderr attached; the zygote answers
-`pid N` once the server is forked (or `refused WHY`), then `exit CODE` when it ends. A relay
-that goes away takes its server with it. FOLDER/server-RELAYPID holds the server's process id
-while it runs, so the farm can read the CPU time of the server behind a relay.
+Protocol on FOLDER/zygote.sock, per relay connection (only this user's relays are served:
+SO_PEERCRED): the relay sends a 4-byte length and a JSON request (argv, cwd, env, state) with
+its stdin, stdout and stderr attached. The zygote forks; the child takes on the relay's
+process state (umask, resource limits, nice, CPU affinity, ignored and blocked signals) and
+says so, or why it cannot; the zygote answers `pid N` (or `refused WHY`); the relay answers
+`go`, and only then does the child take the streams and run the server; the zygote sends
+`exit CODE` when it ends. A relay that goes away takes its server with it.
+FOLDER/server-RELAYPID holds the server's process id while it runs, so the farm can read the
+CPU time of the server behind a relay (and tell a forked start from a fresh one).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.util
 import json
 import os
+import resource
 import runpy
+import select
 import selectors
 import signal
 import socket
-import struct
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 IDLE_S = 600.0
 """How long the zygote stays with no server running and no request."""
+GONE_AFTER_S = 60.0
+"""A folder of this user's zygotes with no zygote holding its lock, untouched this long, is
+removed by the next zygote that starts beside it."""
+ANSWER_S = 5.0
+"""How long the zygote waits on a relay (its request, its `go`) or on its fresh child."""
+MAX_REQUEST = 1 << 20
+"""The largest request a relay may send (a command line and an environment)."""
 
 PRELOAD = ("mcp", "mcp.server.mcpserver", "mcp.server.stdio", "mcp.types", "anyio", "pydantic")
 
 
+def _relay() -> ModuleType:
+    """The relay's module, for its folder checks (a script run by path cannot import its
+    sibling by name)."""
+    spec = importlib.util.spec_from_file_location(
+        "farm_relay", Path(__file__).with_name("relay.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Zygote:
+    """One zygote's folder, lock, listening socket and running servers."""
+
+    def __init__(self, folder: Path, dirfd: int, lock: int, relay: ModuleType) -> None:
+        self.folder, self.dirfd, self.lock, self.relay = folder, dirfd, lock, relay
+        self.listener: socket.socket | None = None
+        self.stamp: dict[str, tuple[int, int]] = {}
+        self.running: dict[int, tuple[socket.socket, int]] = {}
+        """Each running server's pid -> (its relay's connection, the relay's pid)."""
+        self.sel = selectors.DefaultSelector()
+
+    def listen(self) -> None:
+        self.stamp = code_stamp()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.relay.SOCKET, dir_fd=self.dirfd)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.relay.through(self.dirfd, self.relay.SOCKET))
+        listener.listen(64)
+        self.listener = listener
+        self.sel.register(listener, selectors.EVENT_READ, None)
+
+    def step_aside(self, why: str) -> None:
+        """Take no new server; a relay starts the next zygote (our lock is let go)."""
+        print(f"zygote {os.getpid()} steps aside: {why}", file=sys.stderr, flush=True)
+        if self.listener is not None:
+            self.sel.unregister(self.listener)
+            with contextlib.suppress(OSError):
+                mine = os.fstat(self.listener.fileno()).st_ino
+                if os.stat(self.relay.SOCKET, dir_fd=self.dirfd).st_ino == mine:
+                    os.unlink(self.relay.SOCKET, dir_fd=self.dirfd)
+            self.listener.close()
+            self.listener = None
+        if self.lock >= 0:
+            os.close(self.lock)
+            self.lock = -1
+
+    def leave(self) -> None:
+        """Leave nothing behind, unless this zygote stepped aside (the folder is then the next
+        zygote's): the lock is let go last, so no zygote starts in a folder being removed."""
+        if self.lock < 0:
+            return
+        if self.listener is not None:
+            self.listener.close()
+        for name in os.listdir(self.dirfd):
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=self.dirfd)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.folder)
+        os.close(self.lock)
+
+
 def main(folder: Path) -> None:
-    lock = open(folder / "zygote.lock", "a")  # noqa: SIM115 - held for the zygote's life
+    stop: list[int] = []  # a SIGTERM during the imports still lets the zygote clean up
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    relay = _relay()
+    dirfd = relay.open_private(folder)
+    if dirfd is None:
+        return  # never serve where another user could reach the socket
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    lock = os.open("zygote.lock", flags, 0o600, dir_fd=dirfd)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return  # another zygote serves this folder
-    for stale in folder.glob("server-*"):  # left by a zygote that was killed
-        stale.unlink(missing_ok=True)
-    import importlib
-
+    os.ftruncate(lock, 0)
+    os.write(lock, f"{os.getpid()}\n".encode())
+    for name in os.listdir(dirfd):  # left by a zygote that was killed
+        if name.startswith("server-") or name == relay.STALLED:
+            os.unlink(name, dir_fd=dirfd)
+    remove_gone_siblings(folder, relay)
     for name in PRELOAD:
         importlib.import_module(name)
-    sdk = _sdk_stamp()
-    path = folder / "zygote.sock"  # relay.socket_path: a script cannot import its sibling
-    path.unlink(missing_ok=True)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    listener.listen(64)
+    zygote = Zygote(folder, dirfd, lock, relay)
     try:
-        _serve(folder, listener, path, sdk)
+        zygote.listen()
+        _serve(zygote, stop)
     finally:
-        with contextlib.suppress(OSError):
-            if path.stat().st_ino == os.fstat(listener.fileno()).st_ino:
-                path.unlink()
+        zygote.leave()
 
 
-def _sdk_stamp() -> float:
-    import mcp
+def remove_gone_siblings(folder: Path, relay: ModuleType) -> None:
+    """Remove this user's zygote folders beside `folder` that no zygote holds (another
+    interpreter's, an edited zygote's) once they have been left alone for GONE_AFTER_S."""
+    prefix = folder.name.rsplit("-", 1)[0] + "-"
+    with contextlib.suppress(OSError), os.scandir(folder.parent) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.name != folder.name:
+                _remove_if_gone(Path(entry.path), relay)
 
-    return Path(str(mcp.__file__)).stat().st_mtime
+
+def _remove_if_gone(folder: Path, relay: ModuleType) -> None:
+    dirfd = relay.open_private(folder)
+    if dirfd is None:
+        return
+    try:
+        if time.time() - os.fstat(dirfd).st_mtime < GONE_AFTER_S:
+            return
+        try:
+            lock = os.open("zygote.lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+        except FileNotFoundError:
+            lock = -1
+        try:
+            if lock >= 0:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            for name in os.listdir(dirfd):
+                os.unlink(name, dir_fd=dirfd)
+            os.rmdir(folder)
+        except OSError:
+            return  # a zygote holds it, or something else is in it
+        finally:
+            if lock >= 0:
+                os.close(lock)
+    finally:
+        os.close(dirfd)
 
 
-def _serve(folder: Path, listener: socket.socket, path: Path, sdk: float) -> None:
-    """Serve until idle; once the SDK on disk changed, take no new server and leave when the
-    running ones have ended (a relay whose zygote is gone ends its server)."""
-    # Each running server's pid -> (its relay's connection, the relay's pid).
-    running: dict[int, tuple[socket.socket, int]] = {}
+def code_stamp() -> dict[str, tuple[int, int]]:
+    """Size and modification time of every file this interpreter imported, of every folder
+    on its import path and of the `.pth` files in them (a package installed, upgraded or
+    removed changes one of these)."""
+    paths = {
+        f for m in list(sys.modules.values()) if isinstance(f := getattr(m, "__file__", None), str)
+    }
+    for entry in sys.path:
+        if entry and os.path.isdir(entry):
+            paths.add(entry)
+            with contextlib.suppress(OSError):
+                paths.update(
+                    os.path.join(entry, n) for n in os.listdir(entry) if n.endswith(".pth")
+                )
+    stamp = {}
+    for path in paths:
+        try:
+            info = os.stat(path)
+            stamp[path] = (info.st_size, info.st_mtime_ns)
+        except OSError:
+            stamp[path] = (-1, -1)
+    return stamp
+
+
+def changed(before: dict[str, tuple[int, int]]) -> str | None:
+    """The first imported file or import folder that changed since `before`, if any."""
+    now = code_stamp()
+    for path, seen in before.items():
+        if now.get(path, seen) != seen:
+            return path
+    new = sorted(set(now) - set(before) - {p for p in now if not p.endswith(".pth")})
+    return new[0] if new else None
+
+
+def _serve(zygote: Zygote, stop: list[int]) -> None:
+    """Serve until idle or told to stop; once stepped aside, until the running servers end."""
     last = time.monotonic()
-    stop: list[int] = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     # A child's exit wakes the loop (through this pair), so it is reaped and reported at once.
     wake, woken = socket.socketpair()
     woken.setblocking(False)
     signal.set_wakeup_fd(woken.fileno())
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    with selectors.DefaultSelector() as sel:
-        sel.register(listener, selectors.EVENT_READ, None)
-        sel.register(wake, selectors.EVENT_READ, 0)
-        while not stop and (running or time.monotonic() - last < IDLE_S):
-            for key, _ in sel.select(1.0):
-                if key.data == 0:
-                    wake.recv(4096)
-                    continue
-                last = time.monotonic()
-                if key.data is None:
-                    conn, _ = listener.accept()
-                    if not _start(folder, conn, listener, sdk, running, sel):
-                        sel.unregister(listener)
-                        path.unlink(missing_ok=True)
-                        last = -IDLE_S  # leave once the running servers have ended
-                else:  # a relay's connection became readable: it went away
-                    _relay_gone(key.data, running, sel)
-            _reap(folder, running, sel)
-            if running and last >= 0:
-                last = time.monotonic()
+    zygote.sel.register(wake, selectors.EVENT_READ, 0)
+    while not stop:
+        if zygote.listener is None and not zygote.running:
+            return
+        if not zygote.running and time.monotonic() - last >= IDLE_S:
+            return
+        for key, _ in zygote.sel.select(1.0):
+            if key.data == 0:
+                wake.recv(4096)
+                continue
+            last = time.monotonic()
+            if key.data is None:
+                assert zygote.listener is not None
+                conn, _ = zygote.listener.accept()
+                _start(zygote, conn)
+            else:  # a relay's connection became readable: it went away
+                _relay_gone(zygote, key.data)
+        _reap(zygote)
+        if zygote.running:
+            last = time.monotonic()
 
 
-def _start(
-    folder: Path,
-    conn: socket.socket,
-    listener: socket.socket,
-    sdk: float,
-    running: dict[int, tuple[socket.socket, int]],
-    sel: selectors.BaseSelector,
-) -> bool:
-    """Fork the server a relay asks for; False once the SDK on disk has changed."""
-    relay_pid, uid, _gid = struct.unpack(
-        "3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-    )
+def _start(zygote: Zygote, conn: socket.socket) -> None:
+    """Fork the server a relay asks for, or say why not."""
     fds: list[int] = []
     try:
-        conn.settimeout(5)
+        conn.settimeout(ANSWER_S)
+        relay_pid, uid = zygote.relay.peer(conn)
+        if uid != os.getuid():
+            raise PermissionError("a request from another user")
         request, fds = _receive(conn)
-        if uid != os.getuid() or len(fds) != 3:
-            raise ValueError("a request from another user, or without three descriptors")
-        if _sdk_stamp() != sdk:
-            # The relay starts the server itself, and the next one a zygote on the new SDK.
-            conn.sendall(b"refused the MCP SDK on disk changed\n")
-            conn.close()
-            return False
-        pid = _fork(request, fds, conn, listener, running)
-    except (OSError, ValueError, KeyError) as exc:
-        with contextlib.suppress(OSError):
-            conn.sendall(f"refused {type(exc).__name__}\n".encode())
-        conn.close()
-        return True
+        if len(fds) != 3:
+            raise ValueError("a request without three descriptors")
+        if (path := changed(zygote.stamp)) is not None:
+            zygote.step_aside(f"{path} changed on disk")
+            _refuse(conn, f"the code the zygote imported changed: {path}")
+            return
+        pid, go = _fork(zygote, request, fds, conn)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _refuse(conn, f"{type(exc).__name__}: {exc}")
+        return
     finally:
         for fd in fds:
             os.close(fd)
-    running[pid] = (conn, relay_pid)
     try:
-        (folder / f"server-{relay_pid}").write_text(str(pid))
         conn.sendall(f"pid {pid}\n".encode())
+        if _line(conn) != "go":
+            raise OSError("the relay gave up")
+        name = f"server-{relay_pid}"
+        made = os.open(
+            name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600, dir_fd=zygote.dirfd
+        )
+        os.write(made, str(pid).encode())
+        os.close(made)
+        os.write(go, b"g")
         conn.settimeout(None)
-    except OSError:  # the relay went away meanwhile (or gave up waiting): so does the server
+    except OSError:  # the relay went away meanwhile (or gave up waiting): so does the child
         _end(pid)
         conn.close()
-        return True
-    sel.register(conn, selectors.EVENT_READ, pid)
-    return True
+        return
+    finally:
+        os.close(go)
+    zygote.running[pid] = (conn, relay_pid)
+    zygote.sel.register(conn, selectors.EVENT_READ, pid)
+
+
+def _refuse(conn: socket.socket, why: str) -> None:
+    with contextlib.suppress(OSError):
+        conn.sendall(f"refused {why}\n".replace("\n", " ").strip().encode() + b"\n")
+    conn.close()
+
+
+def _line(conn: socket.socket) -> str:
+    data = b""
+    while not data.endswith(b"\n") and len(data) < 64:
+        chunk = conn.recv(1)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode(errors="replace").strip()
 
 
 def _end(pid: int) -> None:
@@ -154,10 +312,6 @@ def _end(pid: int) -> None:
     for kill in (os.kill, os.killpg):
         with contextlib.suppress(OSError):
             kill(pid, signal.SIGKILL)
-
-
-MAX_REQUEST = 1 << 20
-"""The largest request a relay may send (a command line and an environment)."""
 
 
 def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
@@ -173,28 +327,25 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return request, fds
 
 
-def _relay_gone(
-    pid: int, running: dict[int, tuple[socket.socket, int]], sel: selectors.BaseSelector
-) -> None:
-    """The relay was killed (it never writes after its request): its server goes too. It is
+def _relay_gone(zygote: Zygote, pid: int) -> None:
+    """The relay was killed (it never writes after its `go`): its server goes too. It is
     reaped, and its file removed, by _reap."""
     _end(pid)
-    conn, _relay_pid = running[pid]
-    sel.unregister(conn)
+    conn, _relay_pid = zygote.running[pid]
+    zygote.sel.unregister(conn)
     conn.close()
 
 
-def _reap(
-    folder: Path, running: dict[int, tuple[socket.socket, int]], sel: selectors.BaseSelector
-) -> None:
+def _reap(zygote: Zygote) -> None:
     for pid, code in ended_children():
-        found = running.pop(pid, None)
+        found = zygote.running.pop(pid, None)
         if found is None:
             continue
         conn, relay_pid = found
-        (folder / f"server-{relay_pid}").unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            os.unlink(f"server-{relay_pid}", dir_fd=zygote.dirfd)
         if conn.fileno() >= 0:
-            sel.unregister(conn)
+            zygote.sel.unregister(conn)
             with contextlib.suppress(OSError):
                 conn.sendall(f"exit {code}\n".encode())
             conn.close()
@@ -214,27 +365,78 @@ def ended_children() -> Iterator[tuple[int, int]]:
 
 
 def _fork(
-    request: dict[str, Any],
-    fds: list[int],
-    conn: socket.socket,
-    listener: socket.socket,
-    running: dict[int, tuple[socket.socket, int]],
-) -> int:
+    zygote: Zygote, request: dict[str, Any], fds: list[int], conn: socket.socket
+) -> tuple[int, int]:
+    """Fork the child; once it has taken on the relay's process state, its pid and the pipe
+    that tells it to go on. A child that cannot take it on is ended, and the zygote steps
+    aside: a zygote started by that relay can."""
     argv: list[str] = request["argv"]
+    said_r, said_w = os.pipe()
+    go_r, go_w = os.pipe()
     pid = os.fork()
-    if pid:
-        return pid
-    code = 1
+    if pid == 0:
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            keep = {*fds, said_w, go_r}
+            for name in os.listdir("/proc/self/fd"):
+                if int(name) > 2 and int(name) not in keep:
+                    with contextlib.suppress(OSError):
+                        os.close(int(name))
+            try:
+                assume(request["state"])
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                os.write(said_w, f"cannot take on the relay's process state: {exc}\n".encode())
+                os._exit(1)
+            os.write(said_w, b"ok\n")
+            if os.read(go_r, 1) != b"g":
+                os._exit(1)
+            take_over(fds, request["cwd"], request["env"])
+            code = _run(argv)
+        finally:
+            os._exit(code)
+    os.close(said_w)
+    os.close(go_r)
     try:
-        signal.set_wakeup_fd(-1)
-        listener.close()
-        conn.close()
-        for other, _relay in running.values():
-            other.close()
-        take_over(fds, request["cwd"], request["env"])
-        code = _run(argv)
+        said = _read_said(said_r)
     finally:
-        os._exit(code)
+        os.close(said_r)
+    if said != "ok":
+        os.close(go_w)
+        _end(pid)
+        zygote.step_aside(said or "its child said nothing")
+        raise ValueError(said or "the child said nothing")
+    return pid, go_w
+
+
+def _read_said(fd: int) -> str:
+    ready, _, _ = select.select([fd], [], [], ANSWER_S)
+    return os.read(fd, 4096).decode(errors="replace").strip() if ready else ""
+
+
+def assume(state: dict[str, Any]) -> None:
+    """Take on what a fresh process would have inherited from the relay: umask, resource
+    limits, nice, CPU affinity, and which signals are ignored and blocked (a fresh Python
+    also ignores SIGPIPE and SIGXFSZ and turns SIGINT into KeyboardInterrupt)."""
+    os.umask(int(state["umask"]))
+    for name, (soft, hard) in state["limits"].items():
+        which = getattr(resource, name, None)
+        if isinstance(which, int) and resource.getrlimit(which) != (soft, hard):
+            resource.setrlimit(which, (soft, hard))
+    os.setpriority(os.PRIO_PROCESS, 0, int(state["nice"]))
+    os.sched_setaffinity(0, state["affinity"])
+    ignored = set(state["ignored"]) | {signal.SIGPIPE, signal.SIGXFSZ}
+    for signum in signal.valid_signals():
+        if signum in (signal.SIGKILL, signal.SIGSTOP) or not 0 < signum < signal.NSIG:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            if signum in ignored:
+                signal.signal(signum, signal.SIG_IGN)
+            elif signum == signal.SIGINT:
+                signal.signal(signum, signal.default_int_handler)
+            else:
+                signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, state["blocked"])
 
 
 def take_over(fds: list[int], cwd: str, env: dict[str, str]) -> None:
@@ -257,9 +459,6 @@ def take_over(fds: list[int], cwd: str, env: dict[str, str]) -> None:
 
 def _run(argv: list[str]) -> int:
     """What `python -m MODULE ARGS` or `python SCRIPT ARGS` runs, in this forked process."""
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     # Streams of its own on the three descriptors, as a fresh interpreter opens them.
     sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
