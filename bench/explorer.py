@@ -98,6 +98,11 @@ PAGES = [
         f"/sweeps/{SWEEP}/trials",
         {"sort": "slowest", "search": "wrong tool"},
     ),
+    (
+        "slowest first, a rare search",
+        f"/sweeps/{SWEEP}/trials",
+        {"sort": "slowest", "search": "s0123 (repetition 7)"},
+    ),
     ("slowest first, graded: no", f"/sweeps/{SWEEP}/trials", {"sort": "slowest", "graded": "no"}),
     ("fastest first", f"/sweeps/{SWEEP}/trials", {"sort": "fastest"}),
     ("a configuration without a model", f"/sweeps/{SWEEP}/trials", {"config": "json"}),
