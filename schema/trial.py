@@ -27,6 +27,7 @@ from mcp_farm.schema.vocab import (
     ElicitAction,
     Outcome,
     ReplyClock,
+    ServerStart,
     StopReason,
     Tier,
     TrialStatus,
@@ -398,6 +399,10 @@ class TrialProvenance(BaseModel):
     server_tools: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Per attached server, per tool it listed: a digest of its description (`d:`) and of its
     input and output schemas (`s:`), so a replay can say which tools changed."""
+    server_starts: dict[str, ServerStart] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    """Per attached server, how its process started: `forked` from the warm interpreter,
+    `fresh` as a process of its own, `url` served at an address (no process of the trial's);
+    left out in trials recorded before it was kept."""
 
 
 class TrialResult(BaseModel):

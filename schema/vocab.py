@@ -17,6 +17,10 @@ or the CPU time of the thread generating the reply (a model in the worker's own 
 
 Transport = Literal["stdio", "http"]
 
+ServerStart = Literal["forked", "fresh", "url"]
+"""How a server's process started for a trial: `forked` from the warm interpreter
+(workers/mcp/launch/), `fresh` as a process of its own, `url` served at an address."""
+
 McpProtocol = Literal["legacy", "2026-07-28"]
 """How the farm opens a server's MCP session: `legacy`, the `initialize` handshake (protocol
 2025-11-25 and before); `2026-07-28`, the per-request protocol with no handshake, where a server

@@ -17,6 +17,7 @@ from mcp_farm.schema import (
     PromptConfig,
     ResetCall,
     Scenario,
+    ServerStart,
     SetupCall,
     StopReason,
     TokenCounts,
@@ -78,6 +79,8 @@ class SessionState:
     left_cassette: bool = False
     """A call got a cassette server's answer for a call it never recorded."""
     server_tools: dict[str, dict[str, str]] = field(default_factory=dict)
+    server_starts: dict[str, ServerStart] = field(default_factory=dict)
+    """Per attached server, how its process started (recorded in the provenance)."""
     selection_recall: list[float | None] | None = None
     """Under tool selection, the recall of each user message's selection (workers/selection/)."""
     """What the attached servers listed (Connected.listed), for the trial's provenance."""

@@ -141,6 +141,7 @@ async def _converse(
                 schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
                 state.left_cassette = conn.left_cassette
                 state.server_tools = conn.listed
+                state.server_starts = conn.starts
                 state.selection_recall = conn.selector.recalls if conn.selector else None
                 state.elicitations = conn.asked.exchanges
     finally:
@@ -313,6 +314,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
         provenance=provenance(spec, settings, client.pins if client else {}).model_copy(
             update={
                 "server_tools": state.server_tools,
+                "server_starts": state.server_starts,
                 "selection_recall": state.selection_recall,
             }
         ),

@@ -138,6 +138,7 @@ def test_a_hidden_trigger_changes_the_tool_list_without_a_tool_the_model_sees(
     result = _run(warm, scenario, ideal_script(scenario))
     assert result.outcome == "pass", result.detail
     listed = result.provenance.server_tools["board"]
+    assert set(result.provenance.server_starts) == {"board"}  # how each server started
     assert "farm_set_plan" in listed  # the server lists it; the model is never offered it
     offered = str(result.transcript[0].content) + str(result.transcript[0].model_dump())
     assert "farm_set_plan" not in offered and "farm_snapshot" not in offered

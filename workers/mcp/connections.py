@@ -20,6 +20,7 @@ from mcp_farm.schema import (
     DEFAULT_RESULT_CHARS,
     PatternTimeout,
     ServerDef,
+    ServerStart,
     budgeted_search,
     digest,
 )
@@ -81,6 +82,8 @@ class Connected:
     listed: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per attached server, per tool it listed, the digests of its description and schemas
     (`tool_fingerprint`): what a replay compares to say which tools changed."""
+    starts: dict[str, ServerStart] = field(default_factory=dict)
+    """Per attached server, how its process started (forked, fresh, or at a URL)."""
 
     async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call a tool of an attached server; a question it asks through the `input_required`
@@ -205,6 +208,7 @@ async def connect(
             if told:
                 connected.instructions[live.server.name] = told
             connected.listed[live.server.name] = {t.name: tool_fingerprint(t) for t in live.tools}
+            connected.starts[live.server.name] = live.started
             # Changes before this trial (the pool's reset undoing the last one) are not its own.
             connected.changes[live.server.name] = live.changes
             connected.relisted[live.server.name] = live.changes.seen

@@ -45,6 +45,7 @@ from mcp_farm.scenarios.cassette import replay_definition
 from mcp_farm.schema import (
     ENV_PLACEHOLDER,
     ServerDef,
+    ServerStart,
     absolute_folder,
     fill_placeholders,
     remember_secret,
@@ -52,7 +53,7 @@ from mcp_farm.schema import (
 from mcp_farm.schema.redact import MASK, MASK_MIN_CHARS
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.elicit import ElicitHolder
-from mcp_farm.workers.mcp.launch import relay_cpu, relayed
+from mcp_farm.workers.mcp.launch import relay_cpu, relayed, started_as
 from mcp_farm.workers.mcp.shared import (
     SharedProcess,
     free_port,
@@ -180,6 +181,8 @@ class LiveServer:
     """The server's tool-list change notifications."""
     elicit: ElicitHolder | None = None
     """Answers the server's elicitation requests from the script of the trial holding it."""
+    started: ServerStart = "fresh"
+    """How the server's process started (a trial's provenance keeps it)."""
 
 
 def _expand(
@@ -508,6 +511,7 @@ class ServerPool:
                         noise=noise,
                         changes=changes,
                         elicit=elicit,
+                        started=_started(how, process, spawned),
                     )
                     task_status.started(live)
                     started = True
@@ -528,6 +532,16 @@ class ServerPool:
                 process.sessions -= 1
             if started and sandbox is not None:
                 shutil.rmtree(sandbox, ignore_errors=True)
+
+
+def _started(how: Launch, process: SharedProcess | None, spawned: Spawned) -> ServerStart:
+    """How the process behind a new session started: a shared process's own way, `url` for
+    an address the farm did not start, else whether the relay got a forked server."""
+    if process is not None:
+        return process.started
+    if how.url is not None:
+        return "url"
+    return started_as(spawned.pid, spawned.relayed)
 
 
 async def _opened(session: ClientSession, server: ServerDef) -> str:

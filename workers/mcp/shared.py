@@ -20,8 +20,9 @@ import anyio
 from anyio.abc import Process, TaskStatus
 from mcp.client.stdio import get_default_environment
 
+from mcp_farm.schema import ServerStart
 from mcp_farm.workers.errors import InfraError
-from mcp_farm.workers.mcp.launch import relay_cpu, relayed
+from mcp_farm.workers.mcp.launch import relay_cpu, relayed, started_as
 from mcp_farm.workers.startclock import start_deadline, tree_cpu
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ class SharedProcess:
     process: Process
     sessions: int = 0
     stop: anyio.Event = field(default_factory=anyio.Event)
+    started: ServerStart = "fresh"
+    """Whether the process was forked from the warm interpreter or started fresh."""
 
     @property
     def alive(self) -> bool:
@@ -97,6 +100,7 @@ async def keep_process(
         cpu = relay_cpu if relay else tree_cpu
         async with start_deadline(lambda: process.pid, start_timeout_s, cpu=cpu):
             await _serving(shared)
+        shared.started = started_as(process.pid, relay is not None)
         task_status.started(shared)
         async with anyio.create_task_group() as tg:
 

@@ -232,3 +232,22 @@ def test_farm_server_fork_false_starts_every_server_fresh(
         runtime.close()
     monkeypatch.delenv("FARM_SERVER_FORK")
     assert Settings().server_fork is True  # the default
+
+
+def test_a_trials_connections_say_whether_each_server_was_forked_or_started_fresh(
+    zygote: None, tmp_path: Path
+) -> None:
+    who = ServerDef(name="who", command=["{python}", str(WHOAMI)])
+
+    async def starts(fork: bool) -> dict[str, str]:
+        async with anyio.create_task_group() as tg:
+            pool = ServerPool(tg, tmp_path / f"pool-{fork}", 30.0, fork=fork)
+            try:
+                async with connect([who], pool, "plain") as conn:
+                    return dict(conn.starts)
+            finally:
+                pool.close()
+                tg.cancel_scope.cancel()
+
+    assert anyio.run(starts, True) == {"who": "forked"}
+    assert anyio.run(starts, False) == {"who": "fresh"}

@@ -20,6 +20,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from mcp_farm.schema import ServerStart
 from mcp_farm.workers.mcp.launch.relay import open_private
 from mcp_farm.workers.startclock import tree_cpu
 
@@ -78,6 +79,12 @@ def server_pid(relay_pid: int) -> int | None:
         return None
     finally:
         os.close(dirfd)
+
+
+def started_as(pid: int | None, relayed: bool) -> ServerStart:
+    """How the server behind process `pid` (a relay where `relayed`) started, while it runs:
+    a relay that became the server itself (no zygote, or one that refused) was a fresh start."""
+    return "forked" if relayed and pid is not None and server_pid(pid) is not None else "fresh"
 
 
 def relay_cpu(relay_pid: int) -> float:
