@@ -39,9 +39,9 @@ PASSED_ON = (signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
 """Other signals a server may act on: sent to the server's process alone."""
 CONNECT_S = 1.0
 """How long the relay waits for the zygote's socket to take its connection."""
-HANDOVER_S = 2.0
+HANDOVER_S = 3.0
 """How long the relay waits for the zygote to fork the server before starting it itself."""
-STALLED_S = 60.0
+STALLED_S = 30.0
 """After a zygote did not answer in time, relays start servers themselves for this long
 without asking it (a stopped zygote costs one wait, not one per start)."""
 STALLED = "stalled"
