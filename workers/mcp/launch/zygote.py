@@ -134,7 +134,7 @@ def main(folder: Path) -> None:
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())
     for name in os.listdir(dirfd):  # left by a zygote that was killed
-        if name.startswith("server-") or name == relay.STALLED:
+        if name == relay.STALLED or (name.startswith("server-") and not _alive(name[7:])):
             os.unlink(name, dir_fd=dirfd)
     remove_gone_siblings(folder, relay)
     for name in PRELOAD:
@@ -145,6 +145,18 @@ def main(folder: Path) -> None:
         _serve(zygote, stop)
     finally:
         zygote.leave()
+
+
+def _alive(pid: str) -> bool:
+    """Whether process `pid` still runs (a relay whose server a zygote that stepped aside
+    still serves keeps its file)."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def remove_gone_siblings(folder: Path, relay: ModuleType) -> None:
