@@ -819,6 +819,10 @@ Names = Literal["as_is", "namespaced", "scrambled", "colliding"]
 DISTRACTOR_SERVER = "distractors"
 """The catalogue name of the server that serves every distractor tool (servers.yaml)."""
 
+DISTRACTORS_VERSION = 2
+"""Version of how distractors are made, drawn, placed and named (workers/mcp/toollist.py); a
+level that draws them (or collides names) carries it, so a change gives its trials new ids."""
+
 LABEL_MARK = "@"
 """Separates a prompt config's id from its tool-list level in a configuration label."""
 
@@ -853,7 +857,7 @@ class ToolListAxes(Strict):
     def levels(self) -> list[ToolListLevel]:
         """Every crossing of the axes, in a stable order."""
         return [
-            ToolListLevel(tool_count=count, descriptions=words, names=names)
+            ToolListLevel.at(count, words, names)
             for count in self.tool_count
             for words in self.descriptions
             for names in self.names
@@ -869,6 +873,20 @@ class ToolListLevel(Strict):
     """Distractors drawn into the list."""
     descriptions: Descriptions = "as_is"
     names: Names = "as_is"
+    distractors: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    """DISTRACTORS_VERSION on a level with distractors or `colliding` names; left out (and out
+    of the trial id) on the others, whose lists it does not touch."""
+
+    @classmethod
+    def at(cls, count: int, descriptions: Descriptions, names: Names) -> ToolListLevel:
+        """The level of a sweep's axes, with the distractors' version where it applies."""
+        touched = count > 0 or names == "colliding"
+        return cls(
+            tool_count=count,
+            descriptions=descriptions,
+            names=names,
+            distractors=DISTRACTORS_VERSION if touched else None,
+        )
 
     def label(self) -> str:
         """The level as the configuration label shows it after the prompt id."""
@@ -947,11 +965,8 @@ def parse_label(label: str) -> tuple[str, ToolListLevel] | None:
     found = LABEL.match(label)
     if found is None:
         return None
-    level = ToolListLevel(
-        tool_count=int(found["count"]),
-        descriptions=found["desc"],
-        names=found["names"],
-    )
+    named = ToolListLevel(descriptions=found["desc"], names=found["names"])
+    level = ToolListLevel.at(int(found["count"]), named.descriptions, named.names)
     return found["prompt"], level
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
 
 from mcp_farm.scheduler.submission.expand import expand, load_sweep
 from mcp_farm.schema import SpecError
-from mcp_farm.schema.specs import ToolListAxes, parse_label
+from mcp_farm.schema.specs import DISTRACTORS_VERSION, ToolListAxes, parse_label
 
 ROBUSTNESS = Path("scenarios/sweeps/robustness.yaml")
 QUICKSTART = Path("scenarios/sweeps/quickstart.yaml")
@@ -59,3 +61,20 @@ def test_a_tool_list_block_is_parsed_strictly() -> None:
         ToolListAxes(tool_count=[10, 10])
     with pytest.raises(ValueError):
         ToolListAxes.model_validate({"tool_count": [0], "colour": "red"})
+
+
+ZERO_IDS = "f81e023054e5afe75bab7fcbd31b21b1e9e8ad14789e47e79fee09dbba582868"
+"""sha256 of the robustness sweep's 24 trial ids at tool count 0, one per line, as they were
+before distractors had a version of their own."""
+
+
+def test_only_levels_with_distractors_carry_their_version_so_other_trials_keep_their_ids() -> None:
+    plan = expand(load_sweep(ROBUSTNESS), str(ROBUSTNESS))
+    zero = [t for t in plan.trials if t.tool_list is not None and t.tool_list.tool_count == 0]
+    more = [t for t in plan.trials if t.tool_list is not None and t.tool_list.tool_count > 0]
+    assert len(zero) == 24 and len(more) == 72
+    assert hashlib.sha256("\n".join(t.trial_id for t in zero).encode()).hexdigest() == ZERO_IDS
+    assert all("distractors" not in json.dumps(t.identity()) for t in zero)
+    assert all(t.tool_list and t.tool_list.distractors == DISTRACTORS_VERSION for t in more)
+    colliding = ToolListAxes(tool_count=[0], names=["colliding"]).levels()[0]
+    assert colliding.distractors == DISTRACTORS_VERSION
