@@ -60,7 +60,7 @@ from mcp_farm.workers.selection import Selector
 from mcp_farm.workers.session import SessionState, run_setup
 from mcp_farm.workers.state import CALLS_RIGHT, graded_by_state
 from mcp_farm.workers.usersim.cache import DbTurnCache
-from mcp_farm.workers.usersim.grade import failure_source, grade_simulated, left_early
+from mcp_farm.workers.usersim.grade import failure_source, grade_simulated, judge_stop
 from mcp_farm.workers.usersim.loop import (
     UserSide,
     modelless_side,
@@ -265,8 +265,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
     if user is not None:
         try:
             record, calls = user.record, state.calls
-            left = left_early(scenario, verdict, record, calls, state.transcript, schemas)
-            record.errors += [left] if left else []
+            judge_stop(scenario, verdict, record, calls, state.transcript, schemas)
             source = failure_source(scenario, verdict, record, calls, schemas)
         except FarmError:  # a pattern past its budget: the verdict stands, the source unknown
             logger.warning("trial %s: failure source unknown", spec.trial_id[:12], exc_info=True)

@@ -27,9 +27,8 @@ from mcp_farm.schema.tasks.messages import (
 )
 from mcp_farm.workers.model.adapters import make_client
 from mcp_farm.workers.model.base import ModelClient
-from mcp_farm.workers.usersim.facts import invented
+from mcp_farm.workers.usersim.check import check_message
 from mcp_farm.workers.usersim.loop import SPEAKER, visible_text
-from mcp_farm.workers.usersim.script import off_script
 
 CARD = UserCard(
     opening="Please put my dentist appointment on my calendar for Thursday 2026-03-12.",
@@ -68,12 +67,12 @@ async def _answer(client: ModelClient, user: UserModel, system: str, question: s
     return SPEAKER.sub("", reply.text.split(STOP_MARKER)[0]).strip()
 
 
-def check_reply(question: str, reply: str, system: str) -> list[str]:
-    """The user errors a calibration reply would be in a trial."""
-    problems = [f"off_script: {p}" for p in off_script(reply, system, question, CARD)]
-    allowed = [CARD.opening, CARD.reason, CARD.satisfied_when, *CARD.values(), question]
-    problems += [f"invented: {p}" for p in invented(reply, allowed)]
-    return problems
+def check_reply(question: str, reply: str) -> list[str]:
+    """The user errors a calibration reply would be in a trial: the trial's own check
+    (`check_message`), so that the calibration refuses no model its trials would pass."""
+    said = [("user", CARD.opening), ("agent", question)]
+    errors = check_message(CARD, said, reply, 1)
+    return [f"{e.kind}: {fact}" for e in errors for fact in e.facts]
 
 
 async def calibrate(client: ModelClient, user: UserModel) -> UserCalibrationResult:
@@ -83,9 +82,7 @@ async def calibrate(client: ModelClient, user: UserModel) -> UserCalibrationResu
     for question in QUESTIONS:
         reply = await _answer(client, user, system, question)
         replies.append(
-            CalibrationReply(
-                question=question, reply=reply, problems=check_reply(question, reply, system)
-            )
+            CalibrationReply(question=question, reply=reply, problems=check_reply(question, reply))
         )
     return UserCalibrationResult(model_id=user.model.id, replies=replies)
 

@@ -20,6 +20,7 @@ from mcp_farm.schema import (
     budgeted_search,
 )
 from mcp_farm.workers.grading.grade import Graded, grade, steps_of
+from mcp_farm.workers.usersim.script import EMPTY
 
 
 def _found(pattern: str, text: str, field: str) -> bool:
@@ -114,6 +115,24 @@ def left_early(
     # A parting message is the transcript's last; a bare stop marker left none.
     parting = transcript[-1].content if transcript[-1].role == "user" else ""
     return UserError(message=record.messages, kind="left_early", facts=[], said=parting)
+
+
+def judge_stop(
+    scenario: Scenario,
+    graded: Graded,
+    record: UserSimRecord,
+    calls: list[ToolCallRecord],
+    transcript: list[Message],
+    schemas: dict[str, Any],
+) -> None:
+    """Record the user's stop as `left_early` where it was one (above), judged once: an empty
+    message that ended the conversation at the agent's question is that stop, so its
+    `off_script` "(empty message)" error gives way to the `left_early` one."""
+    left = left_early(scenario, graded, record, calls, transcript, schemas)
+    if left is None:
+        return
+    same = UserError(message=left.message, kind="off_script", facts=[EMPTY], said="")
+    record.errors = [e for e in record.errors if e != same] + [left]
 
 
 def failure_source(

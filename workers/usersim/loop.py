@@ -23,7 +23,6 @@ from mcp_farm.schema import (
     Scenario,
     SetupCall,
     UserCard,
-    UserError,
     UserIdentity,
     UserModel,
     UserSimRecord,
@@ -42,8 +41,7 @@ from mcp_farm.workers.session import (
     show_tools,
 )
 from mcp_farm.workers.usersim.cache import TurnCache, turn_key
-from mcp_farm.workers.usersim.facts import invented, volunteered
-from mcp_farm.workers.usersim.script import off_script
+from mcp_farm.workers.usersim.check import check_message
 
 SPEAKER = re.compile(r"^\s*(?:user|you|me)\s*:\s*", re.IGNORECASE)
 """A speaker label a small model may put before its message, taken off."""
@@ -147,7 +145,8 @@ async def user_reply(user: UserSide, said: list[tuple[str, str]], state: Session
     reply and the cache's reads and writes are the user's time, never the agent's."""
     if user.card.frozen is not None:
         sent = user.record.messages - 1  # the opening is not among the frozen messages
-        return user.card.frozen[sent] if sent < len(user.card.frozen) else ""
+        # A recording that has run out is the recorded user's stop, never an empty message.
+        return user.card.frozen[sent] if sent < len(user.card.frozen) else STOP_MARKER
     assert user.client is not None and user.settings is not None
     system, visible = user.prompt.system_prompt, visible_text(said)
     key = turn_key(user.record.identity, user.settings, system, visible)
@@ -170,39 +169,6 @@ async def user_reply(user: UserSide, said: list[tuple[str, str]], state: Session
         with clock_stopped(state.clock), user_time(user.record):
             await user.cache.put(key, reply.text, target.id)
     return SPEAKER.sub("", reply.text).strip()
-
-
-def _check(
-    user: UserSide, index: int, text: str, said: list[tuple[str, str]], parting: bool = False
-) -> None:
-    """Record the user's message `index` as a user error if it holds a fact that is neither
-    on its card nor in what the agent had said to it (`invented`), or gives a fact the card
-    keeps for when it is asked while the agent's reply before it asked nothing
-    (`volunteered`), or does not play the user at all (`off_script`: an echo of its
-    instructions, or no answer to the agent's question for a card fact; a `parting` message,
-    sent with the stop marker, is not held to answer it: a stop at the agent's question is
-    one error, `left_early`, found when the trial is graded)."""
-    card = user.card
-    system = user_system_prompt(card, user.record.identity.guideline)
-    astray = off_script(text, system, said[-1][1], card, parting=parting)
-    if astray:
-        user.record.errors.append(
-            UserError(message=index, kind="off_script", facts=astray, said=text)
-        )
-    allowed = [card.opening, card.reason, card.satisfied_when, *card.values()]
-    allowed += [reply for who, reply in said if who == "agent"]
-    wrong = invented(text, allowed)
-    if wrong:
-        user.record.errors.append(UserError(message=index, facts=wrong, said=text))
-    if "?" in said[-1][1]:
-        return
-    # What the agent already has: the conversation so far and the facts the user may mention.
-    given = [str(v) for v in card.known.values()] + [t for _who, t in said]
-    unasked = volunteered(text, [str(v) for v in card.on_request.values()], given)
-    if unasked:
-        user.record.errors.append(
-            UserError(message=index, kind="volunteered", facts=unasked, said=text)
-        )
 
 
 def _still_expected(scenario: Scenario, state: SessionState) -> list[str]:
@@ -235,15 +201,16 @@ async def run_simulated(
             text = await user_reply(user, said, state)
             stop = STOP_MARKER in text
             text = text.split(STOP_MARKER)[0].strip()
+            if text or not stop:
+                # An empty reply without the stop marker is checked too: the user model wrote
+                # nothing at all (`off_script`), and the conversation ends there.
+                version = record.identity.guideline
+                record.errors += check_message(
+                    user.card, said, text, i, parting=stop, guideline=version
+                )
             if text:
-                _check(user, i, text, said, parting=stop)
                 state.transcript.append(Message(role="user", content=text))
                 said.append(("user", text))
-            elif not stop:
-                # An empty reply is no stop: the user model wrote nothing at all.
-                user.record.errors.append(
-                    UserError(message=i, kind="off_script", facts=["(empty message)"], said="")
-                )
             if stop or not text:
                 # A parting message is kept in the transcript; the agent is not asked again.
                 record.ended = "user_stop"

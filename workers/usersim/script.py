@@ -14,6 +14,9 @@ ECHO_WORDS = 6
 """Consecutive words of the guideline or the card's own wording that make a message an echo
 of its instructions: longer than any phrase a user would share with them by chance."""
 
+EMPTY = "(empty message)"
+"""What an `off_script` error records of a message with no text and no stop marker."""
+
 _WORD = re.compile(r"[a-z0-9']+")
 _DONT_KNOW = re.compile(
     r"\b(?:i\s+(?:do\s*n[o']t|don't|dont)\s+know|not\s+sure|no\s+idea|i\s+can't\s+remember"
@@ -112,7 +115,7 @@ def off_script(
     agent's reply it answers). A `parting` message (sent with the stop marker) is not held to
     answer the question: leaving at the agent's question is judged once, as `left_early`."""
     if not message.strip():
-        return ["(empty message)"]
+        return [EMPTY]
     echo = echoed(message, instructions_of(system_prompt, card))
     if echo is not None:
         return [f"repeats its instructions: {echo!r}"]

@@ -105,6 +105,8 @@ def test_a_frozen_user_replays_the_recorded_messages_against_another_agent(
     # The same agent meets the frozen user with no user model: the same pass.
     same_id, same = run(sweep_of("frozen", scripted(agent, "a"), str(out), None), settings, engine)
     assert (same.outcome, same.user.identity.model_id) == ("pass", "frozen")
+    # The recording ran out after the agent's last reply: the recorded user's stop, no error.
+    assert (same.user.ended, same.user.errors, same.failure_source) == ("user_stop", [], "none")
     [cell] = [c for c in compare(engine, Side(live_id), Side(same_id), ["config"])]
     assert (cell.diff.a_n, cell.diff.b_n, cell.diff.diff) == (1, 1, 0.0)
     # The comparison says that its sides met different users; a side against itself does not.

@@ -21,7 +21,14 @@ TRUE = say("It starts at 15:00 and takes 45 minutes.")
 
 @pytest.mark.integration
 @pytest.mark.parametrize(
-    ("parting", "said"), [("Never mind, bye ###STOP###", "Never mind, bye"), ("###STOP###", "")]
+    ("parting", "said"),
+    [
+        ("Never mind, bye ###STOP###", "Never mind, bye"),
+        ("###STOP###", ""),
+        # A user model that wrote nothing stopped there too: one error for the one stop, not
+        # an `off_script` empty message beside it.
+        ("", ""),
+    ],
 )
 def test_a_user_that_stops_at_the_agents_question_before_the_change_left_early_and_is_blamed(
     parting: str, said: str, settings: Settings
