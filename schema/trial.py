@@ -91,6 +91,9 @@ class TrialSpec(BaseModel):
     tool_list: ToolListLevel | None = Field(default=None, exclude_if=lambda v: v is None)
     """The trial's tool-list level (distractors, descriptions, names; the sweep's `tool_list`);
     None: the servers' own list as listed. Left out when unset, so other trials keep their ids."""
+    tool_rendering: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    """LOCAL_TOOL_RENDERING on the trials of a `local` model in `native` mode (how the tools are
+    shown to it); None, and left out, on every other trial, so their ids stay as they were."""
     trial_id: str = ""
     """sha256 of the canonical JSON of everything above; filled in when empty, checked when not."""
 

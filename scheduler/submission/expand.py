@@ -13,6 +13,7 @@ from mcp_farm.scenarios import (
     servers_for,
 )
 from mcp_farm.schema import (
+    LOCAL_TOOL_RENDERING,
     NO_USER_SUFFIX,
     ModelTarget,
     PromptConfig,
@@ -160,6 +161,12 @@ def _user_of(sweep: SweepSpec, scenario: Scenario, arm: str | None) -> UserModel
     return sweep.user_model if live and arm is None else None
 
 
+def _rendering(model: ModelTarget, prompt: PromptConfig) -> int | None:
+    """The version of how the tools are shown, on a `local` model's `native` trials only: the
+    other adapters and modes show them as they always did, so their ids stay as they were."""
+    return LOCAL_TOOL_RENDERING if model.adapter == "local" and prompt.mode == "native" else None
+
+
 def _levels(sweep: SweepSpec, source: str) -> list[ToolListLevel | None]:
     """The tool-list levels every trial runs at: `[None]` (the list as served) without a
     `tool_list` block."""
@@ -232,6 +239,7 @@ def expand(sweep: SweepSpec, source: str) -> Plan:
             user_seed=user_seed,
             user_arm=arm,
             tool_list=level,
+            tool_rendering=_rendering(model, prompt),
         )
         for model in sweep.models
         for prompt in prompts

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_farm.scheduler.submission.expand import expand, load_sweep
-from mcp_farm.schema import SpecError
+from mcp_farm.schema import SpecError, digest
 from mcp_farm.schema.specs import DISTRACTORS_VERSION, ToolListAxes, parse_label
 
 ROBUSTNESS = Path("scenarios/sweeps/robustness.yaml")
@@ -65,7 +65,8 @@ def test_a_tool_list_block_is_parsed_strictly() -> None:
 
 ZERO_IDS = "f81e023054e5afe75bab7fcbd31b21b1e9e8ad14789e47e79fee09dbba582868"
 """sha256 of the robustness sweep's 24 trial ids at tool count 0, one per line, as they were
-before distractors had a version of their own."""
+before distractors had a version of their own (less the local `native` rendering version,
+`tool_rendering`, which changed what these trials show the model, and so their ids)."""
 
 
 def test_only_levels_with_distractors_carry_their_version_so_other_trials_keep_their_ids() -> None:
@@ -73,7 +74,8 @@ def test_only_levels_with_distractors_carry_their_version_so_other_trials_keep_t
     zero = [t for t in plan.trials if t.tool_list is not None and t.tool_list.tool_count == 0]
     more = [t for t in plan.trials if t.tool_list is not None and t.tool_list.tool_count > 0]
     assert len(zero) == 24 and len(more) == 72
-    assert hashlib.sha256("\n".join(t.trial_id for t in zero).encode()).hexdigest() == ZERO_IDS
+    held = [digest({k: v for k, v in t.identity().items() if k != "tool_rendering"}) for t in zero]
+    assert hashlib.sha256("\n".join(held).encode()).hexdigest() == ZERO_IDS
     assert all("distractors" not in json.dumps(t.identity()) for t in zero)
     assert all(t.tool_list and t.tool_list.distractors == DISTRACTORS_VERSION for t in more)
     colliding = ToolListAxes(tool_count=[0], names=["colliding"]).levels()[0]
