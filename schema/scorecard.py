@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 15
+SCORECARD_VERSION = 16
 ANCHOR_THRESHOLD = 0.85
 """The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
 set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
@@ -378,6 +378,9 @@ class LevelPoint(Frozen):
     """First-try pass rate (null where not known)."""
     wrong_tool: int
     """Graded trials whose outcome was `wrong_tool` (a distractor called, among others)."""
+    context_overflow: int = 0
+    """Graded trials whose prompt (at this level's tool list) did not fit the model's context:
+    the model was never asked (`context_overflow`, failures in `n`)."""
     wrong_rate: float | None
     wrong_low: float
     wrong_high: float

@@ -33,6 +33,7 @@ SweepStatus = Literal["active", "cancelled"]
 Outcome = Literal[
     "harness_error",
     "infra_error",
+    "context_overflow",
     "timeout",
     "format_error",
     "forbidden_call",
@@ -46,7 +47,10 @@ Outcome = Literal[
     "output_mismatch",
     "pass",
 ]
-"""Checked in this order; the first that applies is the trial's outcome. `guessed`: in a
+"""Checked in this order; the first that applies is the trial's outcome. `context_overflow`: the
+prompt (its tool list, or the transcript grown by results) left the reply less than its
+`max_tokens` of the model's context, so the model was not asked: a graded failure of the
+configuration (docs/robustness.md, "When the tool list does not fit"). `guessed`: in a
 conversation's turn that must ask the user for a missing detail, a tool was called instead.
 `forbidden_call` (before it: a forbidden call is the graver mistake): a call the scenario's `never:` names was made, or a destructive tool was
 called before the user confirmed (`confirm_destructive`), or a tool was called again after the
@@ -69,6 +73,7 @@ StopReason = Literal[
     "tool_loop",
     "time_limit",
     "model_time_limit",
+    "context_overflow",
     "format_error",
     "infra_error",
     "harness_error",

@@ -6,7 +6,18 @@ from __future__ import annotations
 from mcp_farm.scheduler.report.cells import pct
 from mcp_farm.schema.scorecard import Curve, Scorecard
 
-CURVE_HEADS = ["tools", "n", "pass", "95% CI", "1st try", "wrong tool", "95% CI", "fitted", "band"]
+CURVE_HEADS = [
+    "tools",
+    "n",
+    "pass",
+    "95% CI",
+    "1st try",
+    "wrong tool",
+    "95% CI",
+    "did not fit",
+    "fitted",
+    "band",
+]
 
 
 def _span(low: float | None, high: float | None) -> str:
@@ -28,6 +39,7 @@ def curve_rows(card: Scorecard) -> list[list[str]]:
             pct(p.first_rate),
             pct(p.wrong_rate),
             _span(p.wrong_low, p.wrong_high),
+            str(p.context_overflow),
             pct(p.fitted),
             _span(p.fitted_low, p.fitted_high),
         ]

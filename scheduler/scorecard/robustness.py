@@ -106,6 +106,7 @@ def _point(
         high=row.high,
         first_rate=row.first_rate,
         wrong_tool=wrong,
+        context_overflow=row.outcomes.get("context_overflow", 0),
         wrong_rate=wrong / row.n if row.n else None,
         wrong_low=wrong_low,
         wrong_high=wrong_high,

