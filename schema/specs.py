@@ -823,6 +823,12 @@ DISTRACTORS_VERSION = 2
 """Version of how distractors are made, drawn, placed and named (workers/mcp/toollist.py); a
 level that draws them (or collides names) carries it, so a change gives its trials new ids."""
 
+DESCRIPTION_REWRITES: dict[str, int] = {"paraphrased": 2, "swapped": 2}
+"""Version of each `descriptions` level's rewrite (workers/mcp/describe.py), carried by its
+levels (`ToolListLevel.descriptions_version`), so a change gives their trials new ids and no
+other trial's. 2: the paraphrase keeps verbatim what must be kept and rewords far more; the
+swapped pair is drawn by the trial's seed."""
+
 LABEL_MARK = "@"
 """Separates a prompt config's id from its tool-list level in a configuration label."""
 
@@ -876,16 +882,22 @@ class ToolListLevel(Strict):
     distractors: int | None = Field(default=None, exclude_if=lambda v: v is None)
     """DISTRACTORS_VERSION on a level with distractors or `colliding` names; left out (and out
     of the trial id) on the others, whose lists it does not touch."""
+    descriptions_version: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    """DESCRIPTION_REWRITES' version on a level whose descriptions have one (`paraphrased`,
+    `swapped`); left out (and out of the trial id) on the others, and on trials recorded
+    before it was kept."""
 
     @classmethod
     def at(cls, count: int, descriptions: Descriptions, names: Names) -> ToolListLevel:
-        """The level of a sweep's axes, with the distractors' version where it applies."""
+        """The level of a sweep's axes, with the distractors' and the descriptions' versions
+        where they apply."""
         touched = count > 0 or names == "colliding"
         return cls(
             tool_count=count,
             descriptions=descriptions,
             names=names,
             distractors=DISTRACTORS_VERSION if touched else None,
+            descriptions_version=DESCRIPTION_REWRITES.get(descriptions),
         )
 
     def label(self) -> str:

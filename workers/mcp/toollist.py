@@ -7,39 +7,17 @@ call is sent, recorded and graded by the real name (docs/robustness.md).
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import replace
 
 from mcp_farm.schema import digest
 from mcp_farm.schema.specs import DISTRACTOR_SERVER, ToolListLevel
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.connections import Connected
+from mcp_farm.workers.mcp.describe import first_sentence, paraphrase, swapped
 from mcp_farm.workers.model.toolspec import ToolSpec
 
 NEAR_SHARE = 4
 """At most one distractor in this many is a near-miss of the scenario's own tools."""
-
-SWAPS = {
-    "Return": "Give back",
-    "return": "give back",
-    "List": "Show",
-    "list": "show",
-    "Search": "Look through",
-    "search": "look through",
-    "Read": "Open and read",
-    "read": "open and read",
-    "file": "document",
-    "folder": "directory",
-    "Create": "Make",
-    "create": "make",
-    "Delete": "Remove",
-    "delete": "remove",
-    "Send": "Dispatch",
-    "send": "dispatch",
-}
-"""The paraphrase's word table: fixed, so a paraphrase is the same in every trial and run."""
-SWAP_WORDS = re.compile(r"\b(" + "|".join(sorted(SWAPS, key=len, reverse=True)) + r")\b")
-
 
 def needs_distractors(level: ToolListLevel) -> bool:
     """Whether a level draws from the distractor server (a count, or twins to collide with)."""
@@ -54,7 +32,10 @@ def shape_tools(conn: Connected, level: ToolListLevel, seed: int, scenario: str)
     rng = random.Random(digest([seed, scenario, level.label()]))
     drawn = _draw(own, pool, level, rng)
     listed = _interleave(own, drawn, rng)
-    listed = _describe(listed, level, own)
+    # Its own generator: which descriptions swap does not depend on how distractors are drawn.
+    listed = _describe(
+        listed, level, own, random.Random(digest([seed, scenario, level.label(), "descriptions"]))
+    )
     conn.tools = _name(listed, level, conn.naming)
     # 250 fingerprints a trial would bloat what is stored; the catalogue is fixed anyway.
     conn.listed.pop(DISTRACTOR_SERVER, None)
@@ -98,7 +79,10 @@ def _interleave(own: list[ToolSpec], drawn: list[ToolSpec], rng: random.Random) 
     return [next(theirs) if i in spots else next(mine) for i in range(total)]
 
 
-def _describe(listed: list[ToolSpec], level: ToolListLevel, own: list[ToolSpec]) -> list[ToolSpec]:
+def _describe(
+    listed: list[ToolSpec], level: ToolListLevel, own: list[ToolSpec], rng: random.Random
+) -> list[ToolSpec]:
+    """The descriptions the level shows (workers/mcp/describe.py); `rng` draws the swap."""
     how = level.descriptions
     if how == "stripped":
         return [replace(t, description="") for t in listed]
@@ -107,37 +91,8 @@ def _describe(listed: list[ToolSpec], level: ToolListLevel, own: list[ToolSpec])
     if how == "paraphrased":
         return [replace(t, description=paraphrase(t.description)) for t in listed]
     if how == "swapped":
-        return _swapped(listed, own)
+        return swapped(listed, own, rng)
     return listed
-
-
-def _swapped(listed: list[ToolSpec], own: list[ToolSpec]) -> list[ToolSpec]:
-    """The first own tool's description exchanged with the next tool's in the list (another own
-    tool, else a distractor): the model reads one tool's purpose under another's name."""
-    if not own or len(listed) < 2:
-        return listed
-    first = listed.index(own[0])
-    others = [i for i, t in enumerate(listed) if i != first]
-    mates = [i for i in others if listed[i] in own] or others
-    second = mates[0]
-    out = list(listed)
-    out[first] = replace(listed[first], description=listed[second].description)
-    out[second] = replace(listed[second], description=listed[first].description)
-    return out
-
-
-def first_sentence(text: str) -> str:
-    """The description up to its first full stop followed by a space or line end."""
-    found = re.search(r"^(.*?[.!?])(\s|$)", text.strip(), re.DOTALL)
-    return found.group(1) if found else text.strip()
-
-
-def paraphrase(text: str) -> str:
-    """A deterministic rewrite: fixed word swaps, and the sentences of a longer description in
-    reverse order. The same text always gives the same paraphrase."""
-    swapped = SWAP_WORDS.sub(lambda m: SWAPS[m.group(1)], text.strip())
-    sentences = [s for s in re.split(r"(?<=[.!?])\s+", swapped) if s]
-    return " ".join(reversed(sentences)) if len(sentences) > 1 else swapped
 
 
 def _name(listed: list[ToolSpec], level: ToolListLevel, naming: str) -> dict[str, ToolSpec]:

@@ -5,12 +5,19 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from mcp_farm.scheduler.submission.expand import expand, load_sweep
-from mcp_farm.schema import SpecError, digest
-from mcp_farm.schema.specs import DISTRACTORS_VERSION, ToolListAxes, parse_label
+from mcp_farm.schema import SpecError, TrialSpec, digest
+from mcp_farm.schema.specs import (
+    DESCRIPTION_REWRITES,
+    DISTRACTORS_VERSION,
+    Descriptions,
+    ToolListAxes,
+    parse_label,
+)
 
 ROBUSTNESS = Path("scenarios/sweeps/robustness.yaml")
 QUICKSTART = Path("scenarios/sweeps/quickstart.yaml")
@@ -80,3 +87,29 @@ def test_only_levels_with_distractors_carry_their_version_so_other_trials_keep_t
     assert all(t.tool_list and t.tool_list.distractors == DISTRACTORS_VERSION for t in more)
     colliding = ToolListAxes(tool_count=[0], names=["colliding"]).levels()[0]
     assert colliding.distractors == DISTRACTORS_VERSION
+
+
+def test_only_rewritten_descriptions_carry_their_version_so_other_levels_keep_their_ids() -> None:
+    sweep = load_sweep(ROBUSTNESS)
+    assert sweep.tool_list is not None
+    every = sweep.tool_list.model_copy(update={"descriptions": list(get_args(Descriptions))})
+    plan = expand(sweep.model_copy(update={"tool_list": every}), str(ROBUSTNESS))
+    for t in plan.trials:
+        assert t.tool_list is not None
+        level = t.tool_list.model_dump(mode="json")
+        version = DESCRIPTION_REWRITES.get(t.tool_list.descriptions)
+        assert t.tool_list.descriptions_version == version
+        assert ("descriptions_version" in level) is (version is not None)
+    # The levels that rewrite nothing have the payloads (less the sweep's id, which covers the
+    # axes) the bundled sweep gives them.
+    plain = {_payload(t) for t in expand(sweep, str(ROBUSTNESS)).trials}
+    bundled = [t for t in plan.trials if t.tool_list and t.tool_list.descriptions in BUNDLED]
+    assert len(bundled) == len(plain) and {_payload(t) for t in bundled} == plain
+
+
+def _payload(t: TrialSpec) -> str:
+    return digest({k: v for k, v in t.identity().items() if k != "sweep_id"})
+
+
+BUNDLED = ("as_is", "stripped")
+"""The description levels of scenarios/sweeps/robustness.yaml."""
