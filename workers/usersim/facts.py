@@ -31,14 +31,53 @@ from mcp_farm.workers.usersim.readings import (
     split_datetimes,
     time_readings,
 )
+from mcp_farm.workers.usersim.words import in_digits
 
-STREET = re.compile(
-    r"\b\d+[A-Za-z]?,?\s+(?:[A-Z][\w'-]*\s+){1,3}"
-    r"(?:Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Drive|Boulevard|Blvd|Way|Place|Pl|Court|Ct"
-    r"|Square|Sq|Terrace|Close|Crescent|Row|Strasse|Straße)\b"
+_CAPS = r"[A-ZÀ-Ý][\w'-]*"
+_OF = r"(?:(?:de|del|de la|de los|des|du|d'|di|della|da|do|dos|das|von|van)\s*)?"
+_ENGLISH = (
+    r"(?:Street|Road|Avenue|Lane|Drive|Boulevard|Way|Place|Court|Square|Terrace|Close|Crescent"
+    r"|Row|(?:St|Rd|Ave|Ln|Blvd|Pl|Ct|Sq)\.?)"
 )
-"""A street address's number and street (`45 Baker Street`): its number is the address's, so
-it is checked as part of an address, never as a number the card holds in another role."""
+_LATIN = (
+    r"(?:[Rr]ue|[Aa]venue|[Bb]oulevard|[Pp]lace|[Aa]llée|[Cc]hemin|[Qq]uai|[Ii]mpasse|[Rr]oute"
+    r"|Calle|C/|Avenida|Paseo|Plaza|Carrer|Camino|Via|Viale|Piazza|Corso|Rua|Travessa|Largo"
+    r"|Praça|(?:[Bb]d|Avda|Av)\.?)"
+)
+_GERMAN = r"[A-ZÄÖÜ][\wäöüß-]*(?:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer|straat|laan|gracht|plein)"
+_NUMBER = r"\d+[A-Za-z]?(?:\s?(?:bis|ter))?"
+STREET = re.compile(
+    rf"\b{_NUMBER},?\s+(?:{_CAPS}\s+){{1,3}}{_ENGLISH}(?!\w)"  # 45 Baker Street
+    rf"|\b(?:{_CAPS}\s+){{1,3}}{_ENGLISH},?\s+{_NUMBER}\b"  # Baker Street 45
+    rf"|\b{_NUMBER},?\s+{_LATIN}\s+{_OF}{_CAPS}(?:[\s-]+{_CAPS})*"  # 45, rue de Rivoli
+    rf"|(?<!\w){_LATIN}\s+{_OF}{_CAPS}(?:\s+{_CAPS})*,?\s+(?:n[º°o]\.?\s*)?{_NUMBER}\b"  # Calle Mayor 45
+    rf"|\b{_GERMAN}(?:\s+{_CAPS})?,?\s+{_NUMBER}\b"  # Hauptstraße 12
+    rf"|\b(?:{_CAPS}\s+){{1,2}}(?:Straße|Strasse|Weg|Platz|Allee)\s+{_NUMBER}\b"  # Unter den Linden 5
+)
+"""A street address's number and street, in English, French, Spanish, Italian, Portuguese,
+German and Dutch word orders (`45 Baker Street`, `Baker Street 45`, `45, rue de Rivoli`, `Calle
+Mayor 45`, `Hauptstraße 12`): its number is the address's, so it is checked as part of an
+address, never as a number the card holds in another role."""
+
+_STREET_WORDS = {
+    "st": "street", "rd": "road", "ave": "avenue", "ln": "lane",
+    "blvd": "boulevard", "bd": "boulevard", "pl": "place", "ct": "court", "sq": "square",
+    "c/": "calle", "avda": "avenida", "av": "avenida", "str": "straße", "strasse": "straße",
+}  # fmt: skip
+_FILLER = frozenset(["de", "del", "la", "los", "des", "du", "d'", "di", "della", "da", "do", "dos",
+                     "das", "von", "van", "nº", "n°", "no"])  # fmt: skip
+
+
+def address_key(piece: str) -> tuple[str, frozenset[str]]:
+    """An address as its number and its street's words, whatever their order and abbreviation:
+    `Baker Street 45` and `45 Baker St.` are one address, `Calle Mayor, 45` and `C/ Mayor 45`
+    another."""
+    low = re.sub(r"str(?:\.|asse\b)", "straße", piece.lower()).replace("straße", " straße")
+    number = re.search(r"\d+[a-z]?(?:\s?(?:bis|ter)\b)?", low)
+    words = re.findall(r"c/|[^\W\d_]+'?", low.replace(number.group() if number else "", " ", 1))
+    street = frozenset(_STREET_WORDS.get(w.rstrip("."), w) for w in words if w not in _FILLER)
+    return (number.group().replace(" ", "") if number else "", street)
+
 
 SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
@@ -77,12 +116,16 @@ class Known:
     """The numbers written without a unit (nor as part of a time, a date or an id)."""
     parts: set[Decimal] = field(default_factory=set)
     pieces: set[str] = field(default_factory=set)
+    addresses: set[tuple[str, frozenset[str]]] = field(default_factory=set)
+    """Every street address, as its number and its street's words (address_key)."""
     text: str = ""
     """The texts themselves, lower-cased, for a fact found inside a longer word."""
 
     def add(self, shape: str, piece: str) -> None:
         self.pieces.add(_norm(piece))
-        if shape == "time":
+        if shape == "address":
+            self.addresses.add(address_key(piece))
+        elif shape == "time":
             for hour, minute in time_readings(piece):
                 self.times.add((hour, minute))
                 self.parts |= {Decimal(hour), Decimal(hour % 12 or 12), Decimal(minute)}
@@ -92,7 +135,7 @@ class Known:
                 self.parts |= {Decimal(n) for n in (year, month, day) if n is not None}
         elif shape == "quantity":
             self.quantities |= quantity_readings(piece)
-            self.numbers |= number_readings(re.sub(r"\s?[A-Za-z]+$", "", piece))
+            self.numbers |= number_readings(re.sub(r"\s?[^\W\d_]+$", "", piece))
         elif shape == "number":
             self.numbers |= number_readings(piece)
 
@@ -105,7 +148,7 @@ def pieces(text: str) -> list[tuple[str, str]]:
     """The fact-shaped pieces of a message with their shapes, in the order of SHAPES, each
     once."""
     found: list[tuple[str, str]] = []
-    rest = split_datetimes(text)
+    rest = split_datetimes(in_digits(text))
     for shape, pattern in SHAPES:
         for match in pattern.finditer(rest):
             if (shape, match.group()) not in found:
@@ -122,7 +165,7 @@ def facts_in(text: str) -> list[str]:
 def known_in(texts: list[str]) -> Known:
     """What the given texts hold: every piece of every shape, found without taking the text
     apart (so an id's digits are known as a number too), and every run of digits."""
-    joined = split_datetimes("\n".join(texts))
+    joined = split_datetimes(in_digits("\n".join(texts)))
     known = Known(text=joined.lower())
     for shape, pattern in SHAPES:
         for match in pattern.finditer(joined):
@@ -141,10 +184,15 @@ def _has(shape: str, piece: str, known: Known, whole: bool = False) -> bool:
     digits."""
     if shape == "time":
         return bool(time_readings(piece) & known.times)
+    if shape == "address":
+        # The same number on the same street, in any word order or abbreviation.
+        number, street = address_key(piece)
+        if any(n == number and (street <= s or s <= street) for n, s in known.addresses):
+            return True
     if shape == "quantity":
         # A quantity is known as a quantity of its dimension, or as a number the card gives
         # without a unit ("length: 45"); never by a number that has another unit.
-        value = number_readings(re.sub(r"\s?[A-Za-z]+$", "", piece))
+        value = number_readings(re.sub(r"\s?[^\W\d_]+$", "", piece))
         return bool(quantity_readings(piece) & known.quantities or value & known.bare)
     if shape == "number" and number_as_time(piece) & known.times:
         return True  # 20.30 for the card's 20:30

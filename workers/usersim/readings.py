@@ -14,27 +14,46 @@ Time = tuple[int, int]
 Date = tuple[int | None, int, int]
 """(year, or None where none was written; month; day)."""
 
+MONTHS: dict[str, int] = {
+    **{name: n for n, names in enumerate((
+        ("january", "jan", "januar", "janvier", "enero", "ene"),
+        ("february", "feb", "februar", "février", "fevrier", "febrero"),
+        ("march", "mar", "märz", "maerz", "mars", "marzo"),
+        ("april", "apr", "avril", "abril", "abr"),
+        ("may", "mai", "mayo"),
+        ("june", "jun", "juni", "juin", "junio"),
+        ("july", "jul", "juli", "juillet", "julio"),
+        ("august", "aug", "août", "aout", "agosto", "ago"),
+        ("september", "sep", "sept", "septembre", "septiembre", "setiembre"),
+        ("october", "oct", "oktober", "okt", "octobre", "octubre"),
+        ("november", "nov", "novembre", "noviembre"),
+        ("december", "dec", "dezember", "dez", "décembre", "decembre", "diciembre", "dic"),
+    ), start=1) for name in names},
+}  # fmt: skip
+"""Month names and their usual short forms, in English, German, French and Spanish."""
+
 _MONTH = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)(?![a-z])"
+    "(?:"
+    + "|".join(sorted(map(re.escape, MONTHS), key=len, reverse=True))
+    + r")(?:\.(?=\s*\d))?(?![a-zäéû])"
 )
-_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
-_YEAR = r"(?:,?\s+(?:19|20)\d\d\b(?![.,]\d))?"
+_DAY = r"\d{1,2}(?:st|nd|rd|th|\.|º|er)?"
+_YEAR = r"(?:,?\s+(?:de\s+)?(?:19|20)\d\d\b(?![.,]\d))?"
 DATE = re.compile(
     r"\b\d{4}([-/.])\d{1,2}\1\d{1,2}(?!\d)"  # 2026-03-12, 2026/03/12 (also before a T)
     r"|\b\d{1,2}([-/.])\d{1,2}\2\d{4}\b"  # 12/03/2026, 12.03.2026, 12-03-2026
     r"|\b\d{1,2}/\d{1,2}(?:/\d{2})?\b"  # 12/03, 12/03/26
-    rf"|\b{_DAY}\s+(?:of\s+)?{_MONTH}{_YEAR}"  # 12 March, 12th of Mar 2026
+    rf"|\b{_DAY}\s+(?:of\s+|de\s+)?{_MONTH}{_YEAR}"  # 12 March, 12th of Mar 2026, 12 de marzo
     rf"|\b{_MONTH}\s+{_DAY}\b{_YEAR}",  # March 12, March 12th, 2026
     re.IGNORECASE,
 )
 """A date in a supported format; the day-month order of a numeric one is not assumed."""
 
 TIME = re.compile(
+    r"\b(?:1[0-2]|0?[1-9])(?:[:.][0-5]\d)?\s?o'?clock\b|"  # 3 o'clock, 3:30 o'clock (either half)
     r"\b(?:1[0-2]|0?[1-9])(?:[:.][0-5]\d)?\s?(?:[ap]m|[ap]\.m\.?)(?!\w)"  # 3pm, 3:00 p.m., 8.30pm
     r"|\b(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?!\d)"  # 15:00, 9:30, 15:00:00
-    r"|\b(?:[01]?\d|2[0-3])h(?:[0-5]\d)?\b"  # 15h, 15h30
-    r"|\b(?:1[0-2]|0?[1-9])\s?o'?clock\b",  # 3 o'clock (morning or afternoon)
+    r"|\b(?:[01]?\d|2[0-3])h(?:[0-5]\d)?\b",  # 15h, 15h30
     re.IGNORECASE,
 )
 """A time of day in a supported format; a bare number ("at 3") is a number, not a time."""
@@ -43,11 +62,54 @@ Quantity = tuple[str, Decimal]
 """(dimension, value in the dimension's base unit): ("duration", 2700) is 45 minutes."""
 
 UNITS: dict[str, tuple[str, Decimal]] = {
-    **dict.fromkeys(("second", "seconds", "sec", "secs"), ("duration", Decimal(1))),
-    **dict.fromkeys(("minute", "minutes", "min", "mins"), ("duration", Decimal(60))),
-    **dict.fromkeys(("hour", "hours", "hr", "hrs", "h"), ("duration", Decimal(3600))),
-    **dict.fromkeys(("day", "days"), ("duration", Decimal(86400))),
-    **dict.fromkeys(("week", "weeks"), ("duration", Decimal(604800))),
+    **dict.fromkeys(
+        (
+            "second",
+            "seconds",
+            "sec",
+            "secs",
+            "sekunde",
+            "sekunden",
+            "seconde",
+            "secondes",
+            "segundo",
+            "segundos",
+        ),
+        ("duration", Decimal(1)),
+    ),
+    **dict.fromkeys(
+        ("minute", "minutes", "min", "mins", "minuten", "minuto", "minutos"),
+        ("duration", Decimal(60)),
+    ),
+    **dict.fromkeys(
+        (
+            "hour",
+            "hours",
+            "hr",
+            "hrs",
+            "h",
+            "stunde",
+            "stunden",
+            "std",
+            "heure",
+            "heures",
+            "hora",
+            "horas",
+        ),
+        ("duration", Decimal(3600)),
+    ),
+    **dict.fromkeys(
+        ("day", "days", "tag", "tage", "tagen", "jour", "jours", "día", "días", "dia", "dias"),
+        ("duration", Decimal(86400)),
+    ),
+    **dict.fromkeys(
+        ("week", "weeks", "woche", "wochen", "semaine", "semaines", "semana", "semanas"),
+        ("duration", Decimal(604800)),
+    ),
+    **dict.fromkeys(
+        ("l", "litre", "litres", "liter", "liters", "litro", "litros"), ("volume", Decimal(1))
+    ),
+    **dict.fromkeys(("ml",), ("volume", Decimal("0.001"))),
     **dict.fromkeys(("m", "metre", "metres", "meter", "meters"), ("length", Decimal(1))),
     **dict.fromkeys(
         ("km", "kilometre", "kilometres", "kilometer", "kilometers"), ("length", Decimal(1000))
@@ -62,7 +124,7 @@ base unit (seconds, metres, grams): a closed list, as the formats of times and d
 QUANTITY = re.compile(
     r"\b\d+(?:[.,]\d+)?\s?(?:"
     + "|".join(sorted((u for u in UNITS if len(u) > 1), key=len, reverse=True))
-    + r")\b|\b\d+(?:[.,]\d+)?\s(?:h|m|g)\b",
+    + r")\b|\b\d+(?:[.,]\d+)?\s(?:h|m|g|l)\b",
     re.IGNORECASE,
 )
 """A number with a unit from UNITS (`45 minutes`, `0.75 hours`, `2 km`); a one-letter unit
@@ -102,13 +164,11 @@ def _valid(year: int | None, month: int, day: int) -> bool:
     return day <= calendar.monthrange(year or 2024, month)[1]
 
 
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-"""Month names by their first three letters (not the locale's, which may be another language)."""
-
-
 def _month_of(piece: str) -> int | None:
-    named = re.search(r"[a-z]{3}", piece.lower())
-    return None if named is None else _MONTHS.index(named.group()) + 1
+    named = re.search(r"[^\W\d_]{3,}", piece.lower())
+    if named is None:
+        return None
+    return MONTHS.get(named.group()) or MONTHS.get(named.group()[:3])
 
 
 def date_readings(piece: str) -> set[Date]:
@@ -141,7 +201,7 @@ def number_readings(piece: str) -> set[Decimal]:
 def quantity_readings(piece: str) -> set[Quantity]:
     """The values a QUANTITY piece may have, in its dimension's base unit (a decimal comma or
     point alike: `0,75 hours` and `0.75 hours` are both 45 minutes)."""
-    match = re.fullmatch(r"(\d+(?:[.,]\d+)?)\s?([a-z]+)", piece.lower())
+    match = re.fullmatch(r"(\d+(?:[.,]\d+)?)\s?([^\W\d_]+)", piece.lower())
     if match is None or match.group(2) not in UNITS:
         return set()
     dimension, size = UNITS[match.group(2)]

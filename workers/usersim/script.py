@@ -19,14 +19,42 @@ EMPTY = "(empty message)"
 
 _WORD = re.compile(r"[a-z0-9']+")
 _DONT_KNOW = re.compile(
-    r"\b(?:i\s+(?:do\s*n[o']t|don't|dont)\s+know|not\s+sure|no\s+idea|i\s+can't\s+remember"
-    r"|i\s+(?:do\s*n[o']t|don't)\s+remember)\b",
+    r"\b(?:(?:do|did)\s*n[o']?t|don't|dont|never)\s+(?:\w+\s+)?(?:know|remember|recall|have)\b"
+    r"|\b(?:no|not\s+a|haven't\s+(?:got\s+)?a|have\s+no|'ve\s+no)\s+(?:\w+\s+)?(?:idea|clue)\b"
+    r"|\bnot\s+(?:\w+\s+)?(?:sure|certain)\b|\bunsure\b|\bdunno\b|\bbeats\s+me\b"
+    r"|\b(?:unfortunately|sadly|afraid|leider|malheureusement|lamentablemente)\s+(?:not|no|nicht|pas)\b"
+    r"|\b(?:can't|cannot|can\s+not|couldn't)\s+(?:remember|recall|say|tell)\b"
+    r"|\bforg[oe]t(?:ten)?\b|\bno\s+way\s+(?:of|to)\s+know"
+    # German, French, Spanish
+    r"|\bwei(?:ß|ss)\s+(?:ich\s+)?(?:\w+\s+)?nicht\b|\bkeine\s+ahnung\b|\bnicht\s+sicher\b"
+    r"|\bje\s+(?:ne\s+)?(?:sais|connais)\s+pas\b|\baucune\s+idée\b|\bpas\s+sûre?\b"
+    r"|\bno\s+(?:lo\s+)?(?:sé|se|recuerdo|conozco)\b|\bni\s+idea\b|\bno\s+estoy\s+segur[oa]\b",
     re.IGNORECASE,
 )
+"""Ways to say "I don't know" (English, German, French, Spanish): an answer to a question
+for a fact the user does not have."""
 _YES_NO = re.compile(
-    r"^\W*(?:yes|yeah|yep|no|nope|correct|right|sure|ok(?:ay)?|that's right|exactly)\b",
+    r"^\W*(?:yes|yeah|yep|yup|no|nope|nah|correct|right|sure|ok(?:ay)?|that's right|exactly"
+    r"|absolutely|of course|please|go ahead|sounds good|perfect|great|fine|that works"
+    r"|ja|jawohl|genau|nein|oui|non|d'accord|sí|si|vale|claro|exacto)\b",
     re.IGNORECASE,
 )
+_SPEAKER = re.compile(
+    r"(?:^|[\n.!?])\s*(?:assistant|ai|agent|bot|system)\s*:|\bas\s+an\s+ai\b|\blanguage\s+model\b",
+    re.IGNORECASE,
+)
+"""A line the user model wrote as another speaker (the assistant's part), or as the model it is."""
+_ASSISTANT = re.compile(
+    r"\bhow\s+(?:can|may)\s+i\s+(?:help|assist)\b|\banything\s+else\s+i\s+can\b"
+    r"|\bif\s+you\s+need\s+anything\s+else\b|\blet\s+me\s+know\s+if\s+you\s+(?:need|have|want)\b"
+    r"|\b(?:i(?:'ve|\s+have|'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)|let\s+me)\s+"
+    r"(?:\w+\s+){0,3}?(?:add|create|schedul|send|sent|set|book|cancel|updat|mark|put|repl"
+    r"|email|check|look|remind|draft|tick)\w*\b[^.!?\n]*\byour\b",
+    re.IGNORECASE,
+)
+"""The assistant's way of speaking: offering help, or doing something to "your" things."""
+_TOOL_CALL = re.compile(r"\b[a-z]+(?:_[a-z]+)+\s*\(|\"(?:name|tool|arguments)\"\s*:")
+"""A tool call written out (`create_event(...)`, `{"name": …}`): the user has no tools."""
 _QUIET = frozenset(
     [
         "the",
@@ -106,6 +134,35 @@ def unanswered(message: str, reply: str, card: UserCard) -> list[str]:
     return asked
 
 
+def plays_assistant(message: str) -> str | None:
+    """How the message writes the assistant's part or a tool call, if it does."""
+    if _SPEAKER.search(message):
+        return "writes the assistant's part"
+    if _TOOL_CALL.search(message):
+        return "writes a tool call"
+    if _ASSISTANT.search(message):
+        return "speaks as the assistant"
+    return None
+
+
+_WHAT_FOR = re.compile(
+    r"\bhow\s+(?:can|may)\s+i\s+help\b|\bwhat\s+can\s+i\s+do\s+for\s+you\b"
+    r"|\bwhat\s+do\s+you\s+need\b|\bwhat\s+would\s+you\s+like\s+me\s+to\s+do\b",
+    re.IGNORECASE,
+)
+"""An agent's question what the user wants at all: saying the opening again answers it."""
+
+
+def restates_opening(message: str, reply: str, card: UserCard) -> bool:
+    """Whether the message, in answer to a question (other than what the user wants at all),
+    only says its opening again: at least 3 telling words, 80% of them the opening's."""
+    if "?" not in reply or _WHAT_FOR.search(reply):
+        return False
+    words = [w for w in _words(message) if w not in _QUIET]
+    opening = set(_words(card.opening))
+    return len(words) >= 3 and sum(w in opening for w in words) >= 0.8 * len(words)
+
+
 def off_script(
     message: str, system_prompt: str, reply: str, card: UserCard, *, parting: bool = False
 ) -> list[str]:
@@ -119,8 +176,13 @@ def off_script(
     echo = echoed(message, instructions_of(system_prompt, card))
     if echo is not None:
         return [f"repeats its instructions: {echo!r}"]
+    astray = plays_assistant(message)
+    if astray is not None:
+        return [astray]
     if parting:
         return []
+    if restates_opening(message, reply, card):
+        return ["answers no question asked (restates its opening)"]
     missed = unanswered(message, reply, card)
     if missed:
         return [f"answers no question asked (about {', '.join(missed)})"]
