@@ -20,6 +20,7 @@ from mcp_farm.schema import (
     load_yaml_model,
     order_problems,
 )
+from mcp_farm.schema.specs import SELECTION_VERSION
 
 ROOT = Path(__file__).resolve().parent
 SUITES_DIR = ROOT / "suites"
@@ -356,6 +357,10 @@ def load_prompt(prompt_id: str, source: str = "sweep", field: str = "prompts") -
     prompt = load_yaml_model(PromptConfig, path)
     if prompt.id != prompt_id:
         raise ScenarioError(str(path), "id", f"must equal the file name {prompt_id!r}")
+    if prompt.select is not None:
+        # The farm's version of selection, so a change to it gives these trials new ids.
+        select = prompt.select.model_copy(update={"version": SELECTION_VERSION})
+        prompt = prompt.model_copy(update={"select": select})
     return prompt
 
 

@@ -923,6 +923,13 @@ class KeyedByEnvironment(Strict):
         return data
 
 
+SELECTION_VERSION = 2
+"""Version of how tools are selected (workers/selection/): a prompt config's `select:` carries
+it once loaded, so a change gives selecting trials new ids and no other trial's. 2: BM25 drops
+stop words, score ties are broken by the trial's seed (not the list's order), one selection
+has a time limit (`timeout_s`)."""
+
+
 class Selection(KeyedByEnvironment):
     """A prompt config's `select:`: show the model only the k tools a retriever ranks highest
     for each user message (docs/robustness.md)."""
@@ -941,6 +948,12 @@ class Selection(KeyedByEnvironment):
     api_key_env: str | None = Field(default=None, exclude_if=lambda v: v is None)
     """The environment variable holding the embeddings endpoint's key, if it needs one; read
     by the worker when it calls the endpoint, never stored."""
+    timeout_s: float = Field(default=60.0, gt=0, exclude_if=lambda v: v == 60.0)
+    """The longest one user message's selection may take (embedding the tool list included);
+    past it the trial is an `infra_error` naming the selector. Left out at 60."""
+    version: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    """SELECTION_VERSION, set where a prompt config is loaded (`load_prompt`); None, and left
+    out, on payloads recorded before it was kept."""
 
     @model_validator(mode="after")
     def _method_fields(self) -> Selection:

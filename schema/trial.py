@@ -369,6 +369,21 @@ class UserSimRecord(BaseModel):
     """The scenario's `final_state` read calls, made by the farm after the conversation."""
 
 
+class SelectionTurn(BaseModel):
+    """One user message's tool selection, under a prompt config's `select:`."""
+
+    recall: float | None
+    """The share of the message's expected tools the selection held; None: it expected none."""
+    tied: bool
+    """Whether tools scored the same as the last one shown, so the trial's seed (which breaks
+    score ties) decided which of them were shown."""
+    ranks: list[int | None]
+    """Per expected tool, its place (1 first) in the whole ranking, ties broken by the seed;
+    None where the list did not hold it. Recall at any k is read from these."""
+    seconds: float
+    """Wall time the selection took (ranking included), outside the scenario's clock."""
+
+
 class TrialProvenance(BaseModel):
     """What produced a result: code, machine, and every pin that changes results."""
 
@@ -399,6 +414,12 @@ class TrialProvenance(BaseModel):
     )
     """Under a prompt config's `select:`, per user message, the share of its expected tools
     the selection held (None where none is expected); left out without selection."""
+    selections: list[SelectionTurn] | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Under `select:`, per user message, its selection: recall, whether a tie decided it, the
+    expected tools' ranks and its time; left out without selection."""
+    selection_s: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Under `select:`, the trial's time in selection, all messages together: its own latency,
+    outside the scenario's clock and the trial's `latency_s`; left out without selection."""
     server_tools: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Per attached server, per tool it listed: a digest of its description (`d:`) and of its
     input and output schemas (`s:`), so a replay can say which tools changed."""

@@ -17,6 +17,7 @@ from mcp_farm.schema import (
     PromptConfig,
     ResetCall,
     Scenario,
+    SelectionTurn,
     ServerStart,
     SetupCall,
     StopReason,
@@ -83,6 +84,8 @@ class SessionState:
     """Per attached server, how its process started (recorded in the provenance)."""
     selection_recall: list[float | None] | None = None
     """Under tool selection, the recall of each user message's selection (workers/selection/)."""
+    selections: list[SelectionTurn] | None = None
+    """Under tool selection, each user message's selection: recall, tie, ranks, time."""
     """What the attached servers listed (Connected.listed), for the trial's provenance."""
     turn_results: list[TurnResult] = field(default_factory=list)
     """A conversation's turns as they ran (workers/conversation.py); graded at the end."""

@@ -121,7 +121,9 @@ async def _converse(
                     conn.tools.update({k: with_annotations(t) for k, t in conn.tools.items()})
                 if spec.prompt.select is not None:
                     # After the annotations: the tools a selection shows carry them too.
-                    conn.selector = Selector(spec.prompt.select, dict(conn.tools))
+                    conn.selector = Selector(
+                        spec.prompt.select, dict(conn.tools), seed=spec.seed, clock=state.clock
+                    )
                 # A model in this process bounds its own replies by CPU time (model/guard.py).
                 wall = spec.model.reply_clock == "wall"
                 limit_s = spec.model.reply_limit_s if wall else None
@@ -143,6 +145,7 @@ async def _converse(
                 state.server_tools = conn.listed
                 state.server_starts = conn.starts
                 state.selection_recall = conn.selector.recalls if conn.selector else None
+                state.selections = conn.selector.turns if conn.selector else None
                 state.elicitations = conn.asked.exchanges
     finally:
         if capture is not None:
@@ -206,8 +209,10 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
             state.stop_reason, problem = "harness_error", harness_detail(exc)
         else:
             raise
-    # The user model's time is the user's, never the agent's latency.
+    # The user model's time is the user's, and selection's is its own: never the agent's.
+    selection_s = sum(t.seconds for t in state.selections) if state.selections is not None else None
     latency_s = time.perf_counter() - started - (user.record.seconds if user else 0.0)
+    latency_s -= selection_s or 0.0
     stop: StopReason = state.stop_reason or "turn_limit"
     turns = state.turn_results
     recovery: bool | None = None
@@ -315,6 +320,8 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
                 "server_tools": state.server_tools,
                 "server_starts": state.server_starts,
                 "selection_recall": state.selection_recall,
+                "selections": state.selections,
+                "selection_s": selection_s,
             }
         ),
     )
