@@ -178,6 +178,19 @@ class Turn(Strict):
     state: list[StateProbe] = Field(default_factory=list)
     """Probes of the servers' state the farm runs after this turn, never shown to the model
     (docs/state.md); part of the turn's verdict."""
+    min_calls: int | None = Field(default=None, ge=0)
+    """The fewest calls the model must make in this turn itself (calls a server received; a
+    call of an earlier turn credited by `known_from_earlier` is none of them): fewer is
+    `no_tool_call`. Left out: 1 on a turn with steps, 0 on one without (`needed_calls`).
+    `min_calls: 0` lets a turn whose steps earlier calls all did be answered without a call;
+    `min_calls: 1` on a turn with only `allowed_extra` says it must look something up."""
+
+    @property
+    def needed_calls(self) -> int:
+        """`min_calls`, or its default: 1 where the turn has steps, else 0."""
+        if self.min_calls is not None:
+            return self.min_calls
+        return 1 if self.expect or self.routes else 0
 
     @model_validator(mode="before")
     @classmethod
@@ -213,6 +226,13 @@ class Turn(Strict):
             raise ValueError(
                 "a `must_ask` turn expects no call and no answer pattern: leave out "
                 "`expect`, `routes` and `final_answer` (the next turn gives the detail)"
+            )
+        if self.min_calls and (
+            self.must_ask or not (self.expect or self.routes or self.allowed_extra)
+        ):
+            raise ValueError(
+                f"`min_calls: {self.min_calls}` on a turn where no call is right: give the "
+                "calls it may make (`expect`, `routes` or `allowed_extra`), or leave it out"
             )
         return self
 

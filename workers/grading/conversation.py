@@ -356,11 +356,34 @@ def _graded_turn(
         problem,
         read_only,
     )
+    if graded.outcome in ("pass", "output_mismatch"):
+        # Only where the steps were right: a turn that failed otherwise keeps its outcome.
+        few = too_few_calls(scenario, i, own)
+        if few:
+            return Graded("no_tool_call", few, route=graded.route)
     if OUTCOMES.index(graded.outcome) > OUTCOMES.index("wrong_params"):
         wrong = _cross_problem(scenario, i, graded.route, own, done, calls, schemas)
         if wrong:
             return Graded("wrong_params", wrong, route=graded.route)
     return graded
+
+
+def too_few_calls(scenario: Scenario, i: int, own: list[ToolCallRecord]) -> str | None:
+    """Why turn i made too few calls of its own (`Turn.needed_calls`: by default one on a turn
+    with steps), in words; None when it made enough. Only calls a server received count: a
+    step credited to an earlier turn's call (`known_from_earlier`) does the step, and the turn
+    that must act still acts, as a leaderboard's checker fails an empty turn."""
+    needed = scenario.dialogue()[i].needed_calls
+    made = sum(1 for c in own if c.server is not None)
+    if made >= needed:
+        return None
+    why = (
+        "; earlier turns' calls did its steps (`known_from_earlier`), and `min_calls: 0` "
+        "would let them stand alone"
+        if made == 0 and scenario.dialogue()[i].min_calls is None
+        else ""
+    )
+    return f"made {made} call(s) of its own, the turn needs at least {needed}{why}"
 
 
 def grade_conversation(

@@ -56,14 +56,21 @@ def past_limit(calls: list[ToolCallRecord], allowed: int) -> str | None:
 
 
 def harmless(
-    scenario: Scenario, call: ToolCallRecord, found: Findings, read_only: frozenset[str]
+    scenario: Scenario,
+    call: ToolCallRecord,
+    found: Findings,
+    read_only: frozenset[str],
+    copies: list[ToolCallRecord] | None = None,
 ) -> bool:
-    """Whether doing this call again changes nothing: its tool is marked read-only, or it
-    meets an `idempotent` step."""
+    """Whether doing this call again changes nothing: its tool is marked read-only, or it (or
+    an identical call before it, `copies`) meets an `idempotent` step. A copy is judged by its
+    first: a server may answer a repeat that changes nothing with an error ("already
+    exists"), which meets no step, and is still the harmless repeat the step allows."""
     if call.server is not None and call.tool in read_only:
         return True
+    same = {c.index for c in copies or [call]} | {call.index}
     return any(
-        scenario.expect[j].idempotent and any(m.index == call.index for m in met)
+        scenario.expect[j].idempotent and any(m.index in same for m in met)
         for j, met in found.met.items()
     )
 
@@ -81,7 +88,7 @@ def loop_problem(
     if past or scenario.calls != "strict":
         return past
     for c, copies in _copies(calls):
-        if harmless(scenario, c, found, read_only):
+        if harmless(scenario, c, found, read_only, copies):
             continue
         indexes = {copy.index for copy in copies}
         steps = sum(1 for met in found.met.values() if any(m.index in indexes for m in met))
@@ -106,7 +113,7 @@ def extra_call(
         if c.index in doing or c.tool not in scenario.accepted_tools:
             continue
         again = [j for j, met in sorted(found.met.items()) if any(m.index == c.index for m in met)]
-        if (len(copies) > 1 or again) and harmless(scenario, c, found, read_only):
+        if (len(copies) > 1 or again) and harmless(scenario, c, found, read_only, copies):
             continue
         if len(copies) > 1:
             repeat = repeat or f"call {c.index} ({c.tool}) repeats call {copies[0].index}"

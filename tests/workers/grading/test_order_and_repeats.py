@@ -182,3 +182,88 @@ def test_an_earlier_call_with_other_arguments_does_not_credit_a_known_step() -> 
 def test_known_from_earlier_on_the_first_turn_fails_the_load_naming_the_field() -> None:
     with pytest.raises(ValidationError, match=r"turns\[0\]\.expect\[0\]\.known_from_earlier"):
         conversation({"user": "u", "expect": [{"tool": "read", "known_from_earlier": True}]})
+
+
+def failed(i: int, tool: str, error: str, **arguments: Any) -> ToolCallRecord:
+    return ToolCallRecord(
+        index=i, server="s", tool=tool, arguments=arguments, ok=False, error=error
+    )
+
+
+@pytest.mark.parametrize("idempotent", [True, False])
+def test_under_strict_a_copy_of_an_idempotent_step_that_comes_back_as_an_error_is_no_loop(
+    idempotent: bool,
+) -> None:
+    # Copying a file twice: the second copy answers "already exists" and changes nothing.
+    steps = (
+        {"tool": "append", "params": {"text": "x"}, "idempotent": idempotent},
+        {"tool": "read"},
+    )
+    s = scenario(*steps, calls="strict")
+    twice = [
+        call(0, "append", text="x"),
+        failed(1, "append", "already exists", text="x"),
+        call(2, "read", id="a"),
+    ]
+    assert outcome(s, twice, read_only=frozenset()) == ("pass" if idempotent else "tool_loop")
+
+
+def test_an_erroring_call_of_an_idempotent_step_with_no_good_copy_before_it_is_still_wrong() -> (
+    None
+):
+    steps = ({"tool": "append", "params": {"text": "x"}, "idempotent": True}, {"tool": "read"})
+    s = scenario(*steps, calls="strict")
+    other = [
+        call(0, "append", text="x"),
+        failed(1, "append", "already exists", text="y"),
+        call(2, "read", id="a"),
+    ]
+    assert outcome(s, other, read_only=frozenset()) == "wrong_params"
+
+
+ONLY_KNOWN = (
+    {"user": "look up a", "expect": [{"tool": "read", "params": {"id": "a"}}]},
+    {
+        "user": "look up a again",
+        "expect": [{"tool": "read", "params": {"id": "a"}, "known_from_earlier": True}],
+    },
+)
+
+
+def test_a_turn_whose_steps_earlier_calls_all_did_still_needs_a_call_of_its_own() -> None:
+    s = conversation(*ONLY_KNOWN)
+    silent = [call(0, "read", "A1", id="a")]
+    turns = turns_of(s, [1, 0], silent)
+    graded, verdict = grade_conversation(s, turns, silent, "answer", SCHEMAS, read_only=READ_ONLY)
+    assert verdict.outcome == "no_tool_call"
+    assert "known_from_earlier" in graded[1].detail and "min_calls: 0" in graded[1].detail
+    looked = [call(0, "read", "A1", id="a"), call(1, "read", "A1", id="a")]
+    assert conversation_outcome(s, [1, 1], looked) == "pass"
+
+
+def test_min_calls_0_lets_a_turn_stand_on_earlier_calls_alone() -> None:
+    s = conversation(ONLY_KNOWN[0], ONLY_KNOWN[1] | {"min_calls": 0})
+    assert conversation_outcome(s, [1, 0], [call(0, "read", "A1", id="a")]) == "pass"
+
+
+def test_min_calls_makes_a_turn_with_only_allowed_extra_look_something_up() -> None:
+    s = conversation(
+        ONLY_KNOWN[0],
+        {"user": "what's the weather?", "expect": "none", "allowed_extra": ["weather"]}
+        | {"min_calls": 1},
+    )
+    first = [call(0, "read", id="a")]
+    assert conversation_outcome(s, [1, 0], first) == "no_tool_call"
+    assert conversation_outcome(s, [1, 1], [*first, call(1, "weather", q="here")]) == "pass"
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        {"user": "u", "expect": "none", "min_calls": 1},
+        {"user": "u", "must_ask": ["which"], "allowed_extra": ["search"], "min_calls": 1},
+    ],
+)
+def test_min_calls_on_a_turn_where_no_call_is_right_fails_the_load(turn: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError, match=r"min_calls: 1.*no call is right"):
+        conversation(ONLY_KNOWN[0], turn)
