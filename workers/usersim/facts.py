@@ -44,15 +44,20 @@ _LATIN = (
     r"|Calle|C/|Avenida|Paseo|Plaza|Carrer|Camino|Via|Viale|Piazza|Corso|Rua|Travessa|Largo"
     r"|Praça|(?:[Bb]d|Avda|Av)\.?)"
 )
-_GERMAN = r"[A-ZÄÖÜ][\wäöüß-]*(?:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer|straat|laan|gracht|plein)"
+_GERMAN = (
+    r"[A-ZÄÖÜ][\wäöüß-]*(?:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer"
+    r"|straat|laan|gracht|plein)"
+)
 _NUMBER = r"\d+[A-Za-z]?(?:\s?(?:bis|ter))?"
 STREET = re.compile(
     rf"\b{_NUMBER},?\s+(?:{_CAPS}\s+){{1,3}}{_ENGLISH}(?!\w)"  # 45 Baker Street
-    rf"|\b(?:{_CAPS}\s+){{1,3}}{_ENGLISH},?\s+{_NUMBER}\b"  # Baker Street 45
+    rf"|\b(?:{_CAPS}\s+){{1,3}}{_ENGLISH}\s+{_NUMBER}\b"  # Baker Street 45
     rf"|\b{_NUMBER},?\s+{_LATIN}\s+{_OF}{_CAPS}(?:[\s-]+{_CAPS})*"  # 45, rue de Rivoli
-    rf"|(?<!\w){_LATIN}\s+{_OF}{_CAPS}(?:\s+{_CAPS})*,?\s+(?:n[º°o]\.?\s*)?{_NUMBER}\b"  # Calle Mayor 45
+    # Calle Mayor 45
+    rf"|(?<!\w){_LATIN}\s+{_OF}{_CAPS}(?:\s+{_CAPS})*,?\s+(?:n[º°o]\.?\s*)?{_NUMBER}\b"
     rf"|\b{_GERMAN}(?:\s+{_CAPS})?,?\s+{_NUMBER}\b"  # Hauptstraße 12
-    rf"|\b(?:{_CAPS}\s+){{1,2}}(?:Straße|Strasse|Weg|Platz|Allee)\s+{_NUMBER}\b"  # Unter den Linden 5
+    # Unter den Linden 5
+    rf"|\b(?:{_CAPS}\s+){{1,2}}(?:Straße|Strasse|Weg|Platz|Allee)\s+{_NUMBER}\b"
 )
 """A street address's number and street, in English, French, Spanish, Italian, Portuguese,
 German and Dutch word orders (`45 Baker Street`, `Baker Street 45`, `45, rue de Rivoli`, `Calle

@@ -22,7 +22,8 @@ _DONT_KNOW = re.compile(
     r"\b(?:(?:do|did)\s*n[o']?t|don't|dont|never)\s+(?:\w+\s+)?(?:know|remember|recall|have)\b"
     r"|\b(?:no|not\s+a|haven't\s+(?:got\s+)?a|have\s+no|'ve\s+no)\s+(?:\w+\s+)?(?:idea|clue)\b"
     r"|\bnot\s+(?:\w+\s+)?(?:sure|certain)\b|\bunsure\b|\bdunno\b|\bbeats\s+me\b"
-    r"|\b(?:unfortunately|sadly|afraid|leider|malheureusement|lamentablemente)\s+(?:not|no|nicht|pas)\b"
+    r"|\b(?:unfortunately|sadly|afraid|leider|malheureusement|lamentablemente)"
+    r"\s+(?:not|no|nicht|pas)\b"
     r"|\b(?:can't|cannot|can\s+not|couldn't)\s+(?:remember|recall|say|tell)\b"
     r"|\bforg[oe]t(?:ten)?\b|\bno\s+way\s+(?:of|to)\s+know"
     # German, French, Spanish

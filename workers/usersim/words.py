@@ -47,9 +47,25 @@ _MULTIPLIERS = {
     "thousand": 1000, "tausend": 1000, "mille": 1000, "mil": 1000,
 }  # fmt: skip
 _JOINS = frozenset(["and", "und", "et", "y"])
-_WEAK = frozenset(["one", "ein", "eine", "un", "une", "uno", "una", "once", "elf", "neuf"])
-"""Number words that are mostly something else (an article, "once", "elf", "neuf"): read only
-beside a unit or a time of day, never alone."""
+_WEAK = frozenset(
+    [
+        "one",
+        "ein",
+        "eine",
+        "un",
+        "une",
+        "uno",
+        "una",
+        "once",
+        "elf",
+        "neuf",
+        "sept",
+        "cent",
+        "cents",
+    ]
+)
+"""Number words that are mostly something else (an article, "once", "elf", "neuf", "Sept",
+"cent"): read alone only beside a unit or a time of day."""
 
 _ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
@@ -166,26 +182,33 @@ def _digits(text: str) -> str:
 
 
 _N = r"(\d{1,2})"
-_PM = r"(?:in the (?:afternoon|evening)|at night|abends|nachmittags|de l'après-midi|du soir|de la tarde|de la noche)"
+_PM = (
+    r"(?:in the (?:afternoon|evening)|at night|abends|nachmittags|de l'après-midi|du soir"
+    r"|de la tarde|de la noche)"
+)
 _AM = r"(?:in the morning|morgens|vormittags|du matin|de la mañana)"
 _HOUR_WORDS = r"(?:an|one|a|1|ein|eine|une|un|una|uno)"
 
 _PHRASES: tuple[tuple[str, str | Callable[[re.Match[str]], str]], ...] = (
     # Durations: fractions of an hour, and an hour and a half.
     (
-        r"\b(?:3|three) quarters? of an hour\b|\bdreiviertelstunde\b|\b(?:3|trois) quarts d'heure\b|\b(?:3|tres) cuartos de hora\b",
+        r"\b(?:3|three) quarters? of an hour\b|\bdreiviertelstunde\b"
+        r"|\b(?:3|trois) quarts d'heure\b|\b(?:3|tres) cuartos de hora\b",
         "0.75 hours",
     ),
     (
-        r"\b(?:an? |1 |one )?quarter(?: of an)? hour\b|\bviertelstunde\b|\b(?:un |1 )?quart d'heure\b|\b(?:un |1 )?cuarto de hora\b",
+        r"\b(?:an? |1 |one )?quarter(?: of an)? hour\b|\bviertelstunde\b"
+        r"|\b(?:un |1 )?quart d'heure\b|\b(?:un |1 )?cuarto de hora\b",
         "0.25 hours",
     ),
     (
-        r"\bhalf an hour\b|\ba half[- ]hour\b|\bhalf[- ]hour\b|\b(?:eine |1 )?halbe stunde\b|\b(?:une |1 )?demi-heure\b|\bmedia hora\b",
+        r"\bhalf an hour\b|\ba half[- ]hour\b|\bhalf[- ]hour\b|\b(?:eine |1 )?halbe stunde\b"
+        r"|\b(?:une |1 )?demi-heure\b|\bmedia hora\b",
         "0.5 hours",
     ),
     (
-        r"\b(?:eineinhalb|anderthalb) stunden?\b|\b(?:an|one|1) hour and a half\b|\b(?:une|1) heure et demie\b|\b(?:una|1) hora y media\b",
+        r"\b(?:eineinhalb|anderthalb) stunden?\b|\b(?:an|one|1) hour and a half\b"
+        r"|\b(?:une|1) heure et demie\b|\b(?:una|1) hora y media\b",
         "1.5 hours",
     ),
     (
@@ -214,6 +237,7 @@ _PHRASES: tuple[tuple[str, str | Callable[[re.Match[str]], str]], ...] = (
 
 
 def _phrases(text: str) -> str:
+    """The phrases of _PHRASES rewritten, and the clock hours they leave read."""
     for pattern, replacement in _PHRASES:
         text = re.sub(pattern, replacement, text, flags=re.IGNORECASE)
     # A time whose minutes were not written: "3:pm" is 3pm, "15: uhr" is 15:00.
@@ -228,25 +252,28 @@ def _uhr(match: re.Match[str]) -> str:
 
 
 def _day(match: re.Match[str]) -> str:
+    """An ordinal's number: "twenty-first" is 21."""
     tens = {"twenty": 20, "thirty": 30}.get((match.group("tens") or "").lower(), 0)
     return f"{tens + _ORDINALS[match.group('ord').lower()]}"
 
 
-_ORDINAL = rf"(?:(?P<tens>twenty|thirty)[- ])?(?P<ord>{'|'.join(sorted(_ORDINALS, key=len, reverse=True))})\b"
+_ORDINAL = (
+    r"(?:(?P<tens>twenty|thirty)[- ])?"
+    rf"(?P<ord>{'|'.join(sorted(_ORDINALS, key=len, reverse=True))})\b"
+)
 _ENGLISH_MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
 )
-_ORDINAL_DAYS = (
-    re.compile(rf"\b{_ORDINAL}(?=\s+of\s+{_ENGLISH_MONTH})", re.IGNORECASE),  # the 20th of March
-)
-"""An ordinal in words beside a month, read as the day's number."""
+_BEFORE_MONTH = re.compile(rf"\b{_ORDINAL}(?=\s+of\s+{_ENGLISH_MONTH})", re.IGNORECASE)
 _AFTER_MONTH = re.compile(rf"\b({_ENGLISH_MONTH})\s+(?:the\s+)?{_ORDINAL}", re.IGNORECASE)
+"""An ordinal in words beside a month ("the twentieth of March", "March the twentieth"), read
+as the day's number."""
 
 
 def in_digits(text: str) -> str:
     """`text` with its numbers, durations, times and date days in words written as digits, in
     forms the fact check reads by value."""
-    text = _ORDINAL_DAYS[0].sub(_day, text)
+    text = _BEFORE_MONTH.sub(_day, text)
     text = _AFTER_MONTH.sub(lambda m: f"{m.group(1)} {_day(m)}", text)
     return _phrases(_digits(text))
