@@ -520,6 +520,21 @@ class StateProbe(Strict):
         return f"{shown} at {self.at}" if self.at else shown
 
 
+SetBack = Literal["restored", "copied_back", "untouched", "cannot", "left"]
+"""What the farm did to one attached server after a failed turn under `continue`, graded by
+state (docs/state.md): `restored` (its hidden `farm_restore` put the kept document back),
+`copied_back` (its sandbox folder copied back in place), `untouched` (no way back, and the
+model made no call to it in the turn: nothing to undo), `cannot` (no way back, and the model
+called it), `left` (it could be set back, and was left as the model's calls made it, because
+another server was `cannot`: all servers are set back, or none)."""
+
+DivergedBy = Literal["model", "farm"]
+"""Whose doing a diverged turn's starting state was: `model` (a failed turn before it could
+not be set back, so the model's calls there stayed), `farm` (every server was set back and
+every expected call made, and the probes still did not fit: the scenario's expected calls do
+not reach the state its probes ask for, or a server did not put its state back)."""
+
+
 class ProbeResult(BaseModel):
     """One probe as the farm ran it: what it expected, what it found, and whether that fits."""
 
@@ -559,10 +574,15 @@ class StateVerdict(BaseModel):
     """The outcome the calls alone gave."""
     other_path: bool = False
     """The state passed and the calls did not: another path reached the expected state
-    (recorded beside the outcome, which `grade_by` decides; docs/state.md)."""
+    (recorded beside the outcome, which `grade_by` decides; docs/state.md). Never where the
+    farm set a turn back, made calls of its own or a turn diverged, nor where neither the
+    model's calls nor the expected ones could change anything (a read-only trial's probes
+    only say nothing changed)."""
     diverged: list[int] = Field(default_factory=list)
-    """Turns (0-based) that started from a state the probes found diverged, because a failed
-    turn before them could not be set back (no reset for its server)."""
+    """Turns (0-based) that started from a state the probes found diverged after a failed
+    turn before them was continued (whose doing: `diverged_by`)."""
+    diverged_by: dict[int, DivergedBy] = Field(default_factory=dict)
+    """Per diverged turn, whose doing its starting state was (DivergedBy)."""
     restored: list[int] = Field(default_factory=list)
     """Failed turns (0-based) whose state the farm set back before `continue` went on."""
     probes: list[ProbeResult] = Field(default_factory=list)

@@ -11,7 +11,7 @@ from mcp_farm.schema.answer import (
     AnswerScore,
     ToolSet,
 )
-from mcp_farm.schema.expect import GradeBy, ProbeResult, StateVerdict
+from mcp_farm.schema.expect import DivergedBy, GradeBy, ProbeResult, SetBack, StateVerdict
 from mcp_farm.schema.ids import digest
 from mcp_farm.schema.specs import (
     CallCounting,
@@ -247,11 +247,17 @@ class TurnResult(BaseModel):
     probes: list[ProbeResult] = Field(default_factory=list)
     """The turn's `state:` probes as run after it (docs/state.md)."""
     restored: bool = False
-    """This turn failed under `continue` and the farm set the servers back to the state before
-    it, then made its expected calls (docs/state.md)."""
+    """This turn failed under `continue` and the farm set every server back to the state
+    before it, then made all its expected calls (docs/state.md)."""
+    set_back: dict[str, SetBack] = Field(default_factory=dict)
+    """After a failed turn under `continue` graded by state: per attached server, what the
+    farm did to it (SetBack); all are set back, or none."""
     diverged: bool = False
-    """This turn started from a state the probes found diverged: a failed turn before it
-    could not be set back (a server the farm cannot reset), so its verdict is less sure."""
+    """This turn started from a state the probes found diverged after a failed turn before
+    it was continued, so its verdict is less sure (whose doing: `diverged_by`)."""
+    diverged_by: DivergedBy | None = None
+    """With `diverged`: `model` (the failed turn could not be set back, its calls stayed) or
+    `farm` (everything was set back and redone, and the probes still did not fit)."""
 
 
 class Elicitation(BaseModel):

@@ -21,6 +21,7 @@ from mcp_farm.schema import (
     TranscriptCall,
     TurnResult,
 )
+from mcp_farm.schema.expect import DivergedBy
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.conversation import ENDS, NOT_GRADED, done_steps, grade_turn
 from mcp_farm.workers.mcp.connections import Connected, elicit_problem, refusal, reselect
@@ -64,7 +65,7 @@ async def run_conversation(
         )
         tools = list(conn.tools.values())
         schemas = {t.tool: t.input_schema for t in tools}
-        diverged = False
+        diverged: DivergedBy | None = None
         history = opening_messages(prompt, scenario.user_for(0, variant), tools, conn.instructions)
         state.transcript = list(history)
         last = len(scenario.dialogue()) - 1
@@ -84,7 +85,7 @@ async def run_conversation(
                 conn.asked.turn, conn.asked.script = i, list(view.elicit)
                 conn.asked.turn_entries = len(view.elicit) - len(scenario.elicit)
                 await _event(scenario, i, conn)
-                turn.diverged, diverged = diverged, False
+                turn.diverged, turn.diverged_by, diverged = diverged is not None, diverged, None
                 if saves is not None:
                     await saves.save(conn)
                 await reply_loop(state, history, view, prompt, client, conn, seed, reply_limit_s)
@@ -105,7 +106,11 @@ async def run_conversation(
             done = state.turn_results[:i]
             turn.model_steps = done_steps(scenario, i, turn, done, state.calls, schemas)
             if saves is not None:
-                turn.restored = not await saves.put_back(conn)
+                # Servers the turn's calls may have changed (a read-only tool changes nothing).
+                made = state.calls[turn.first_call :]
+                called = {c.server for c in made if c.server and c.tool not in state.read_only}
+                turn.set_back = await saves.put_back(conn, called)
+                turn.restored = "cannot" not in turn.set_back.values()
                 if turn.restored:
                     # The model's calls were undone: the farm makes every step.
                     turn.model_steps = {}
@@ -167,23 +172,29 @@ async def _grade(
     turn.probes = await run_probes(scenario.dialogue()[i].state, conn, i)
 
 
-async def _diverged(scenario: Scenario, i: int, conn: Connected, turn: TurnResult) -> bool:
+async def _diverged(
+    scenario: Scenario, i: int, conn: Connected, turn: TurnResult
+) -> DivergedBy | None:
     """Whether the next turn starts from a state other than the expected one after failed turn
-    i was continued: its probes, run again, do not all fit; or, with no probe to measure it,
-    some server could not be set back."""
+    i was continued (its probes, run again, do not all fit; or, with no probe to measure it,
+    the servers could not be set back), and whose doing that is: the model's where its calls
+    stayed (no way back for a server it called), the farm's where everything was set back and
+    redone. None: it starts from the expected state."""
+    by: DivergedBy = "farm" if turn.restored else "model"
     probes = scenario.dialogue()[i].state
     if not probes:
-        return not turn.restored
+        return None if turn.restored else by
     settled = await run_probes(probes, conn, i)
-    return not all(p.passed for p in settled)
+    return None if all(p.passed for p in settled) else by
 
 
 async def _event(scenario: Scenario, i: int, conn: Connected) -> None:
     """What happens before turn i's message: its `trigger` call, for `event: tools_changed`."""
     said = scenario.dialogue()[i]
     if said.event == "tools_changed" and said.trigger is not None:
-        server = setup_owner(said.trigger, conn)
-        await trigger_change(conn, server, said.trigger, f"turn {i + 1}'s trigger")
+        role = f"turn {i + 1}'s trigger"
+        server = setup_owner(said.trigger, conn, role)
+        await trigger_change(conn, server, said.trigger, role)
 
 
 async def _expected_turn(
@@ -228,7 +239,7 @@ async def _farm_call(
             f"step {j} ({step.label}) has no `example` for the farm to call"
         )
     call = SetupCall(server=step.server, tool=step.names[0], arguments=step.example)
-    server = setup_owner(call, conn)
+    server = setup_owner(call, conn, f"turn {i + 1}'s farm call of step {j}")
     conn.touched.add(server)
     started = time.perf_counter()
     try:

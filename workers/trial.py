@@ -247,7 +247,13 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
             )
         if verdict.outcome not in UNGRADED:
             turns, outcome, detail, state_verdict = graded_by_state(
-                scenario, turns, verdict.outcome, verdict.detail, state.probes
+                scenario,
+                turns,
+                verdict.outcome,
+                verdict.detail,
+                state.probes,
+                state.calls,
+                state.read_only,
             )
             verdict = replace(
                 verdict,

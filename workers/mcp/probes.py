@@ -1,15 +1,18 @@
 """Running `state:` probes: what a server's state holds, read by the farm where the model never
 sees it (a read call, a hidden snapshot, a file or folder in the sandbox, read-only SQL).
 
-Each probe gives the value it found and the matcher judges it (workers/grading/state.py). A
-probe that cannot look (its server refuses the read call, a hidden tool the server does not
-offer, a server served from its cassette) is the scenario's or the server's failure, never
-the model's: InfraError. Suites are checked for the last when they load (scenarios/catalog.py);
+Each probe gives the value it found and the matcher judges it (workers/state.py). A probe
+that cannot look (its server refuses the read call or reports a failure as text by its
+`error_pattern`, a result that is not JSON or has no structured content where the probe reads
+it so, a SQLite file not in the sandbox, a hidden tool the server does not offer, a server
+served from its cassette) is the scenario's or the server's failure, never the model's:
+InfraError naming the probe. Suites are checked for the last when they load (scenarios/catalog.py);
 the check here holds for a trial built any other way.
 """
 
 from __future__ import annotations
 
+import difflib
 import shutil
 import sqlite3
 import tempfile
@@ -28,13 +31,16 @@ from mcp_farm.schema import (
     ProbeResult,
     StateProbe,
 )
+from mcp_farm.schema.expect import SetBack
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.connections import Connected, result_text
 from mcp_farm.workers.model.safejson import UnreadableJson, loads
 from mcp_farm.workers.state import judged
 
 NOTHING = object()
-"""A probe that could not read a value (a file that is not text, a result that is not JSON)."""
+"""A file probe that could not read a value: a file that is not UTF-8 text (which the model's
+writes may have made; a read call that gives no JSON or no structured content where the probe
+asks for it is the scenario's fault: InfraError)."""
 
 
 def probe_server(probe: StateProbe, conn: Connected) -> str:
@@ -63,16 +69,23 @@ async def read_value(probe: StateProbe, conn: Connected) -> Any:
         result = await _call(conn, server, probe.tool, probe.arguments, probe.name)
         if probe.read == "structured":
             found = getattr(result, "structured_content", None)
-            return NOTHING if found is None else found
+            if found is None:
+                raise InfraError(
+                    f"state probe {probe.name}: {server}.{probe.tool} gave no structured "
+                    "content to read (`read: structured`; use `read: text` or `json`)"
+                )
+            return found
         text = result_text(result)
-        return _json(text) if probe.read == "json" else text
+        if probe.read == "json":
+            return _json(text, f"state probe {probe.name}: {server}.{probe.tool}")
+        return text
     if probe.snapshot:
         return await snapshot(conn, server, probe.name)
     sandbox = _sandbox(conn, server, probe.name)
     if probe.file is not None:
         return _file_value(sandbox / probe.file)
     assert probe.sqlite is not None and probe.query is not None
-    return _rows(sandbox / probe.sqlite, probe.query, probe.name)
+    return _rows(sandbox, probe.sqlite, probe.query, probe.name, server)
 
 
 async def snapshot(conn: Connected, server: str, label: str) -> Any:
@@ -84,7 +97,9 @@ async def snapshot(conn: Connected, server: str, label: str) -> Any:
         )
     result = await _call(conn, server, SNAPSHOT_TOOL, {}, label)
     structured = getattr(result, "structured_content", None)
-    return structured if structured is not None else _json(result_text(result))
+    if structured is not None:
+        return structured
+    return _json(result_text(result), f"state probe {label}: {server}.{SNAPSHOT_TOOL}")
 
 
 def can_restore(conn: Connected, server: str) -> bool:
@@ -110,18 +125,22 @@ async def _call(
         result = await conn.call(server, tool, arguments)
     except MCPError as exc:
         raise InfraError(f"state probe {label}: {server}.{tool} refused: {exc}") from None
-    if result.is_error:
-        raise InfraError(
-            f"state probe {label}: {server}.{tool} failed: {result_text(result)[:300]}"
-        )
+    text = result_text(result)
+    if result.is_error or conn.reported_error(server, text):
+        # A server that reports failures as text (its `error_pattern`) fails here too: the
+        # text it gave is no reading of the state.
+        raise InfraError(f"state probe {label}: {server}.{tool} failed: {text[:300]}")
     return result
 
 
-def _json(text: str) -> Any:
+def _json(text: str, what: str) -> Any:
+    """`text` decoded as JSON; InfraError naming `what` gave it when it is not JSON (the
+    probe asked for JSON of a result that is not: the scenario's or the server's fault)."""
     try:
         return loads(text)
     except UnreadableJson:
-        return NOTHING
+        shown = text if len(text) <= 120 else text[:117] + "…"
+        raise InfraError(f"{what} did not answer JSON (`read: json`): {shown!r}") from None
 
 
 def _sandbox(conn: Connected, server: str, label: str) -> Path:
@@ -143,16 +162,31 @@ def _file_value(path: Path) -> Any:
         return NOTHING
 
 
-def _rows(path: Path, query: str, label: str) -> Any:
+def _rows(sandbox: Path, name: str, query: str, label: str, server: str) -> Any:
     """The rows of one SELECT on a SQLite file opened read-only (`mode=ro`: the probe can never
-    change what it looks at); None when the file is absent."""
+    change what it looks at). InfraError when the file is not there: a query has no rows to
+    give of a database that does not exist, and a name written wrong would otherwise find
+    `null` and blame the model (a probe that checks a file is gone uses `file:`)."""
+    path = sandbox / name
     if not path.is_file():
-        return None
+        raise InfraError(f"state probe {label}: {_missing(sandbox, name, server)}")
     try:
         with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as db:
             return [list(row) for row in db.execute(query).fetchall()]
     except sqlite3.Error as exc:
         raise InfraError(f"state probe {label}: the query failed: {exc}") from None
+
+
+def _missing(sandbox: Path, name: str, server: str) -> str:
+    """Says a SQLite file is not in a server's sandbox, with the names close to it there."""
+    folder = (sandbox / name).parent
+    try:
+        there = [p.name for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
+    except OSError:
+        there = []
+    close = difflib.get_close_matches(Path(name).name, there, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    return f"no SQLite file {name!r} in server {server}'s sandbox{hint}"
 
 
 async def run_probes(
@@ -191,14 +225,25 @@ class Saved:
                 await anyio.to_thread.run_sync(_copy, conn.sandboxes[server], kept)
                 self.folders[server] = kept
 
-    async def put_back(self, conn: Connected) -> list[str]:
-        """Set every server back to what `save` kept; the servers it could not (no hidden
-        restore, no sandbox), by name."""
+    async def put_back(self, conn: Connected, called: set[str]) -> dict[str, SetBack]:
+        """Set every server back to what `save` kept, or none: when a server the model called
+        since (`called`) has no way back (no hidden restore, no sandbox), setting the others
+        back would undo the model's writes there while its writes on that one stay, and the
+        expected turn would be neither the model's nor the farm's. What was done, per server
+        (SetBack)."""
+        done: dict[str, SetBack] = {}
+        for server in sorted(conn.sessions):
+            if server not in self.documents and server not in self.folders:
+                done[server] = "cannot" if server in called else "untouched"
+        if "cannot" in done.values():
+            return done | {s: "left" for s in sorted(conn.sessions) if s not in done}
         for server, document in self.documents.items():
             await restore(conn, server, document)
+            done[server] = "restored"
         for server, kept in self.folders.items():
             await anyio.to_thread.run_sync(_copy, kept, conn.sandboxes[server])
-        return sorted(set(conn.sessions) - set(self.documents) - set(self.folders))
+            done[server] = "copied_back"
+        return dict(sorted(done.items()))
 
     def close(self) -> None:
         if self.scratch is not None:
