@@ -548,8 +548,10 @@ class ProbeResult(BaseModel):
     expected: str
     """The matcher, as JSON."""
     found: str
-    """The value found (JSON, cut to a few thousand characters); empty when it could not be
-    read."""
+    """All of the value found, as JSON, never cut (with `at:`, the whole value the probe read,
+    not only that part), so `farm rescore` can judge it again with a changed matcher or path;
+    the trial page shows its first 2,000 characters. A marker (`workers/state.py`,
+    `UNREADABLE`) when it could not be read as asked."""
     problem: str | None = None
     """None: the value fits; else why not, in words."""
 

@@ -226,8 +226,9 @@ def whole_record(text: str, shown: str, failed: bool, result: Any) -> str:
     return canonical_json(whole)
 
 
-def setup_owner(call: SetupCall, conn: Connected) -> str:
-    """The attached server a setup call goes to; InfraError when there is no single one."""
+def setup_owner(call: SetupCall, conn: Connected, role: str = "setup") -> str:
+    """The attached server a setup call goes to; InfraError when there is no single one, its
+    message naming the call by `role` (`setup`, `turn 2's trigger`, …)."""
     # The distractors are the farm's (a tool-list level), never a setup call's server.
     listed = {
         t.server
@@ -241,16 +242,16 @@ def setup_owner(call: SetupCall, conn: Connected) -> str:
     if call.server and call.server not in conn.sessions:
         attached = ", ".join(sorted(conn.sessions)) or "none"
         raise InfraError(
-            f"setup names server {call.server!r}, which this trial does not attach "
+            f"{role} names server {call.server!r}, which this trial does not attach "
             f"(attached: {attached})"
         )
     if owners:
         raise InfraError(
-            f"setup tool {call.tool!r} is listed by {', '.join(owners)}: "
-            "name the server in the setup call"
+            f"{role} tool {call.tool!r} is listed by {', '.join(owners)}: "
+            "give the call its `server:`"
         )
     where = f"server {call.server!r}" if call.server else "any attached server"
-    raise InfraError(f"setup tool {call.tool!r} is not listed by {where}")
+    raise InfraError(f"{role} tool {call.tool!r} is not listed by {where}")
 
 
 def resets(conn: Connected) -> list[tuple[str, SetupCall]]:

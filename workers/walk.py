@@ -80,7 +80,7 @@ async def walk(
 
 async def _trigger_problem(conn: Connected, call: SetupCall) -> str | None:
     """Why the trigger does not change its server's tool list, made as a trial makes it."""
-    server = setup_owner(call, conn)
+    server = setup_owner(call, conn, "the trigger")
     try:
         await trigger_change(conn, server, call, "the trigger call")
     except InfraError as exc:

@@ -35,12 +35,19 @@ def probe_refusal(server: str, kind: str) -> str:
     A cassette keeps no state: it gives the n-th identical call the n-th answer recorded for
     it, whatever the trial did before, so even a read call it recorded would judge the
     recording, not this trial (a write made twice would pass). The rest cannot be answered at
-    all: control tools are never recorded, and a replayed server has no sandbox."""
+    all: control tools are never recorded, and the calls a cassette holds never reach a server
+    whose sandbox could show them (under `record: new_episodes` too, where a live server
+    answers only what the cassette does not hold)."""
     held = {
         "call": "keeps no state (its answer to the read is the recording's, whatever this "
         "trial wrote)",
         "snapshot": "holds no hidden snapshot (control tools are never recorded)",
-    }.get(kind, "has no sandbox to look in")
+    }.get(
+        kind,
+        "answers the calls it holds from the recording: they never reach a server, so no "
+        "sandbox holds what this trial did (a live server behind `record: new_episodes` sees "
+        "only the calls the cassette lacks)",
+    )
     return (
         f"server {server!r} is served from its cassette, which {held}: probe the live "
         "server, or leave this scenario out of sweeps that replay it"

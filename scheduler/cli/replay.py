@@ -180,6 +180,7 @@ def report_changes(
         ignore_rules,
         listed_tools,
         tool_changes,
+        trial_scenarios,
     )
 
     replay_id = plan.sweep_id
@@ -190,6 +191,7 @@ def report_changes(
         recorded_calls(engine=engine, sweep_id=source_id),
         recorded_calls(engine=engine, sweep_id=replay_id),
         ignore_rules(plan),
+        trial_scenarios(plan),
     )
     was_tools = listed_tools(recorded)
     tools = tool_changes(was_tools, listed_tools(replayed))

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcp_farm.scenarios import servers_for
+from mcp_farm.scenarios import find_scenario, servers_for
 from mcp_farm.scheduler.submission.expand import Plan
 from mcp_farm.scheduler.submission.queries import (
     RecordedCall,
@@ -35,7 +35,7 @@ from mcp_farm.scheduler.submission.replay_turns import (
     turn_changes,
     turn_of_calls,
 )
-from mcp_farm.schema import FarmError, IgnoreRules, ModelTarget, SweepSpec, TrialSpec
+from mcp_farm.schema import FarmError, IgnoreRules, ModelTarget, Scenario, SweepSpec, TrialSpec
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -450,11 +450,14 @@ def changes(
     source_calls: dict[str, list[RecordedCall]],
     replayed_calls: dict[str, list[RecordedCall]],
     rules: dict[Key, Rules] | None = None,
+    scenarios: dict[Key, Scenario] | None = None,
 ) -> list[TrialChange]:
     """Every trial whose outcome, whose calls' results or whose state probes differ between the
     recording and the replay, in the recording's order; empty when the servers answered
     exactly as before. `rules`: per trial, its servers' ignore rules by server name (a probe's
-    value found is compared under all of them: a probe does not record its server)."""
+    value found is compared under all of them: a probe does not record its server).
+    `scenarios`: per trial, its scenario, whose probes' `at:` name the part of a value found
+    that is compared (the whole value where it is not given)."""
     after = {key_of(row): row for row in replayed}
     found = []
     for row in source:
@@ -476,7 +479,7 @@ def changes(
         every_rule = IgnoreRules()
         for server_rules in (rules or {}).get(key, {}).values():
             every_rule = every_rule.joined(server_rules)
-        probes = probe_changes(row, new, every_rule, line_diff)
+        probes = probe_changes(row, new, every_rule, line_diff, (scenarios or {}).get(key))
         if calls or turns or probes or row.outcome != new.outcome:
             was, now = row.outcome or "", new.outcome or ""
             found.append(TrialChange(key, was, now, calls, turns, probes))
@@ -544,6 +547,16 @@ def tool_changes(
                 if was_s != now_s:
                     found.append(ToolChange(server, tool, "schema changed"))
     return found
+
+
+def trial_scenarios(plan: Plan) -> dict[Key, Scenario]:
+    """Per trial of a replay, its scenario as the suite writes it now (its probes' `at:`)."""
+    return {
+        spec_key(trial): find_scenario(
+            trial.scenario.suite, trial.scenario.id, trial.scenario.version
+        )
+        for trial in plan.trials
+    }
 
 
 def ignore_rules(plan: Plan) -> dict[Key, Rules]:

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp_farm.schema import IgnoreRules
+from mcp_farm.schema import IgnoreRules, Scenario
+from mcp_farm.schema.parse.paths import value_at
 
 ProbeChangeKind = Literal["now fails", "now passes", "found changed", "not run", "new"]
 """What changed about one probe between the recording and the replay."""
@@ -58,14 +59,37 @@ Differ = Callable[[list[str], list[str]], list[str]]
 """How two texts' lines are diffed for a report (replay.py's `line_diff`)."""
 
 
+def probe_paths(scenario: Scenario, probes: list[dict[str, Any]]) -> list[str | None]:
+    """Per stored probe result, the `at:` path its probe judges (None: the whole value), as the
+    scenario writes it: the k-th result of a turn is that turn's k-th probe, the k-th of the
+    end the scenario's own (a probe runs in the same order every time)."""
+    seen: dict[int | None, int] = {}
+    paths: list[str | None] = []
+    said = scenario.dialogue()
+    for p in probes:
+        turn = p.get("turn")
+        turn = turn if isinstance(turn, int) else None
+        k = seen[turn] = seen.get(turn, -1) + 1
+        written = scenario.state if turn is None else said[turn].state if turn < len(said) else []
+        paths.append(written[k].at if k < len(written) else None)
+    return paths
+
+
 def probe_changes(
-    was_row: Any, now_row: Any, rules: IgnoreRules, differ: Differ
+    was_row: Any,
+    now_row: Any,
+    rules: IgnoreRules,
+    differ: Differ,
+    scenario: Scenario | None = None,
 ) -> list[ProbeChange]:
-    """Per probe, in order: its verdict or its value found, changed; a probe run on one side
-    only. Nothing when either side has no probe results."""
+    """Per probe, in order, once: its verdict changed (with the diff of the value found, where
+    that changed too), or only the value found. The value compared is the part its probe's
+    `at:` judges (`scenario`: the trial's scenario; None compares whole values); a probe run
+    on one side only. Nothing when either side has no probe results."""
     was, now = stored_probes(was_row), stored_probes(now_row)
     if was is None or now is None:
         return []
+    paths = probe_paths(scenario, now) if scenario is not None else [None] * len(now)
     found = []
     for i in range(max(len(was), len(now))):
         if i >= len(now):
@@ -75,14 +99,16 @@ def probe_changes(
             found.append(_change(now[i], "new"))
             continue
         before, after = was[i], now[i]
+        lines = [_lines(p.get("found"), rules, paths[i]) for p in (before, after)]
+        diff = differ(*lines) if lines[0] != lines[1] else []
         passed, passes = before.get("problem") is None, after.get("problem") is None
         if passed and not passes:
-            found.append(_change(after, "now fails", str(after.get("problem") or "")[:300]))
+            why = str(after.get("problem") or "")[:300]
+            found.append(_change(after, "now fails", why, diff))
         elif passes and not passed:
-            found.append(_change(after, "now passes"))
-        lines = [_lines(p.get("found"), rules) for p in (before, after)]
-        if lines[0] != lines[1]:
-            found.append(_change(after, "found changed", diff=differ(*lines)))
+            found.append(_change(after, "now passes", diff=diff))
+        elif diff:
+            found.append(_change(after, "found changed", diff=diff))
     return found
 
 
@@ -99,9 +125,12 @@ def _change(
     )
 
 
-def _lines(found: Any, rules: IgnoreRules) -> list[str]:
-    """A value found as lines to compare: its JSON indented, the ignore rules applied."""
+def _lines(found: Any, rules: IgnoreRules, at: str | None = None) -> list[str]:
+    """A value found as lines to compare: the ignore rules applied to all of it (their paths
+    start at its top), then the part `at` names, as indented JSON."""
     if not isinstance(found, str) or found == UNREADABLE:
         return ["(could not be read)"]
     value = rules.applied(json.loads(found))
+    if at:
+        value = value_at(value, at)
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).splitlines()

@@ -278,3 +278,37 @@ scenarios:
 """
     )
     return path
+
+
+def test_a_trigger_no_server_lists_is_an_infra_error_naming_the_trigger_not_a_setup_call(
+    tmp_path: Path, warm: tuple[Runtime, Settings]
+) -> None:
+    path = tmp_path / "bad-trigger.yaml"
+    path.write_text(
+        f"""\
+suite: bad-trigger
+servers:
+  - name: workspace
+    command: ["{{python}}", "-m", "{SERVER}"]
+    reset: {{tool: reset_workspace}}
+scenarios:
+  - id: bad.trigger
+    version: 1
+    tier: simple
+    servers: [workspace]
+    turns:
+      - user: Hello there.
+        expect: none
+      - user: We're on pro now.
+        event: tools_changed
+        trigger: {{tool: no_such_trigger}}
+        expect: none
+"""
+    )
+    scenario = load_suite(str(path)).scenarios[0]
+    runtime, settings = warm
+    script = [{"answer": "Hello.", "turn": 0}, {"answer": "Good.", "turn": 1}]
+    result = runtime.run(trial(scenario, script, suite=str(path)), settings)
+    assert result.outcome == "infra_error"
+    assert "turn 2's trigger tool 'no_such_trigger' is not listed by" in result.detail
+    assert "setup" not in result.detail

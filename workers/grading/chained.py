@@ -43,6 +43,8 @@ from mcp_farm.schema import (
     canonical_json,
     compiled_pattern,
 )
+from mcp_farm.schema.parse.paths import value_at as value_at  # state probes read it here
+from mcp_farm.schema.parse.paths import values_at
 from mcp_farm.workers.grading.normal import normalize_path
 from mcp_farm.workers.model.safejson import (
     UnreadableJson,
@@ -83,27 +85,6 @@ def _looks_like_path(text: str) -> bool:
     return "/" in text and "://" not in text
 
 
-_PATH_STEP = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
-
-
-def _by_path(value: Any, path: str) -> Iterator[Any]:
-    """The value at a path from the top (`a.b[0].c`); nothing when the path leads nowhere."""
-    for m in _PATH_STEP.finditer(path):
-        name, index = m.group(1), m.group(2)
-        if name is not None and isinstance(value, dict) and name in value:
-            value = value[name]
-        elif index is not None and isinstance(value, list) and int(index) < len(value):
-            value = value[int(index)]
-        else:
-            return
-    yield value
-
-
-def value_at(value: Any, path: str) -> Any:
-    """The value at a path from the top (`a.b[0].c`); None when the path leads nowhere."""
-    return next(_by_path(value, path), None)
-
-
 def _by_key(value: Any, key: str) -> Iterator[Any]:
     """Every value held under `key`, at any depth."""
     stack = [value]
@@ -124,7 +105,7 @@ def _selected(result: str, key: str) -> list[Any]:
     except UnreadableJson:
         return []
     if "." in key or "[" in key:
-        return list(_by_path(decoded, key))
+        return list(values_at(decoded, key))
     return list(_by_key(decoded, key))
 
 

@@ -213,9 +213,10 @@ def test_farm_replay_runs_every_probe_again_to_the_same_verdict_and_lists_a_chan
     ideal = by[("ideal", "probed.sqlite")]
     # Graded by calls, the outcome stands: only the probe says the state changed.
     assert (ideal["before"], ideal["after"], ideal["calls"]) == ("pass", "pass", [])
+    # Listed once: the verdict that changed, with the diff of the value found.
     kinds = [(p["label"], p["kind"]) for p in ideal["probes"]]
-    assert kinds == [("sqlite probe", "now fails"), ("sqlite probe", "found changed")]
-    assert any('"oat milk"' in line and line.startswith("+") for line in ideal["probes"][1]["diff"])
+    assert kinds == [("sqlite probe", "now fails")]
+    assert any('"oat milk"' in line and line.startswith("+") for line in ideal["probes"][0]["diff"])
     doubled = by[("doubled", "probed.sqlite")]
     assert [p["kind"] for p in doubled["probes"]] == ["found changed"]
 
@@ -225,8 +226,8 @@ def test_farm_replay_runs_every_probe_again_to_the_same_verdict_and_lists_a_chan
     [
         ("read", "keeps no state"),
         ("snapshot", "holds no hidden snapshot"),
-        ("file", "has no sandbox to look in"),
-        ("sqlite", "has no sandbox to look in"),
+        ("file", "answers the calls it holds from the recording"),
+        ("sqlite", "answers the calls it holds from the recording"),
     ],
 )
 def test_a_probe_of_a_server_served_from_its_cassette_is_refused_with_the_reason(
