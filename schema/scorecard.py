@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 16
+SCORECARD_VERSION = 17
 ANCHOR_THRESHOLD = 0.85
 """The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
 set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
@@ -457,6 +457,25 @@ class SelectionRecall(Frozen):
     """Passed trials among `held`."""
     held_pass_rate: float | None
     """held_passes / held: the pass rate when the selector did its part; null without any."""
+    selections: int = 0
+    """Selections made (one per user message) in graded trials that recorded each selection."""
+    tied: int = 0
+    """Of them, those a score tie decided: tools scored the same as the last one shown, so the
+    trial's seed chose which were shown."""
+    tied_trials: int = 0
+    """Graded trials with at least one selection a tie decided."""
+    recall_at_1: float | None = None
+    recall_at_3: float | None = None
+    recall_at_5: float | None = None
+    recall_at_10: float | None = None
+    """The mean, over user messages that called for a tool, of the share of their tools ranked
+    within the first 1, 3, 5 or 10 (ties broken by the seed); null without such messages."""
+    recall_at_k: float | None = None
+    """The same at the configured `k`: the share the model was shown."""
+    seconds_p50: float | None = None
+    seconds_p90: float | None = None
+    """Median and 90th percentile of one selection's time (its own latency, outside the
+    scenario's clock and the trials' latency); null without recorded selections."""
 
 
 class Scorecard(Frozen):

@@ -35,8 +35,11 @@ from mcp_farm.scheduler.report.cells import (
     variance_rows,
 )
 from mcp_farm.scheduler.report.robustness_cells import (
+    RANKING_HEADS,
+    RANKING_NOTE,
     SELECTION_HEADS,
     SELECTION_NOTE,
+    ranking_rows,
     selection_rows,
 )
 from mcp_farm.scheduler.report.visible import visible_fields
@@ -158,6 +161,9 @@ def to_markdown(card: Scorecard) -> str:
         lines += ["## Tool selection before the model", ""]
         lines += _md_table(["model", "prompt", *SELECTION_HEADS], selection_rows(card))
         lines += [SELECTION_NOTE, ""]
+        lines += ["### Ranks, ties and time", ""]
+        lines += _md_table(["model", "prompt", *RANKING_HEADS], ranking_rows(card))
+        lines += [RANKING_NOTE, ""]
     if card.answers is not None:
         lines += _answers_markdown(card.answers)
     return "\n".join(lines)

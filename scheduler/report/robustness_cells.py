@@ -89,6 +89,57 @@ SELECTION_NOTE = (
 )
 
 
+RANKING_HEADS = [
+    "method",
+    "k",
+    "selections",
+    "tie decided",
+    "trials with a tie",
+    "recall@1",
+    "recall@3",
+    "recall@5",
+    "recall@10",
+    "recall@k",
+    "time p50",
+    "time p90",
+]
+
+RANKING_NOTE = (
+    "Tie decided: tools scored the same as the last one shown, so the trial's seed chose which "
+    "were shown. Recall@n: the mean share of a message's tools ranked within the first n "
+    "(recall@k: the configured k, what the model was shown), over messages that called for a "
+    "tool. Time: one selection's, its own latency, outside the scenario's clock and the "
+    "trials' latency."
+)
+
+
+def _secs(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g} s"
+
+
+def ranking_rows(card: Scorecard) -> list[list[str]]:
+    """One row per configuration that selects tools: model, prompt, then RANKING_HEADS."""
+    return [
+        [
+            s.model,
+            s.prompt,
+            s.method,
+            str(s.k),
+            str(s.selections),
+            f"{s.tied} ({pct(s.tied / s.selections if s.selections else None)})",
+            str(s.tied_trials),
+            pct(s.recall_at_1),
+            pct(s.recall_at_3),
+            pct(s.recall_at_5),
+            pct(s.recall_at_10),
+            pct(s.recall_at_k),
+            _secs(s.seconds_p50),
+            _secs(s.seconds_p90),
+        ]
+        for s in card.selection
+    ]
+
+
 def selection_rows(card: Scorecard) -> list[list[str]]:
     """One row per configuration that selects tools: model, prompt, then SELECTION_HEADS."""
     return [

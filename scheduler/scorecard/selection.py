@@ -4,12 +4,15 @@ they called for, with Wilson intervals, and each failed trial put on the selecto
 selection lacked a tool it called for) or on the model (every selection held its tools).
 
 The recall of each user message is in the trial's provenance (`selection_recall`: the share of
-that message's expected tools its selection held; null where it expected none)."""
+that message's expected tools its selection held; null where it expected none), and, in trials
+recorded since, each selection (`selections`): whether a score tie decided it, where each
+expected tool ranked (so recall at any k) and how long it took."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcp_farm.scheduler.scorecard.queries.provenance import prompt_payloads, selection_trials
@@ -31,6 +34,33 @@ class _Tally:
     failures: int = 0
     selector_missed: int = 0
     held_passes: int = 0
+    selections: int = 0
+    tied: int = 0
+    tied_trials: int = 0
+    at: dict[int, float] = field(default_factory=dict)
+    """Per k of RECALL_AT and the configured k, the sum of each message's recall@k."""
+    ranked: int = 0
+    """Messages that called for a tool, in trials that recorded their ranks."""
+    seconds: list[float] = field(default_factory=list)
+
+    def add_turns(self, turns: list[dict[str, Any]]) -> None:
+        """Each recorded selection of a graded trial: ties, ranks and time."""
+        self.selections += len(turns)
+        ties = sum(1 for t in turns if t.get("tied"))
+        self.tied += ties
+        self.tied_trials += 1 if ties else 0
+        self.seconds += [float(t.get("seconds") or 0.0) for t in turns]
+        for turn in turns:
+            ranks = turn.get("ranks") or []
+            if not ranks:
+                continue
+            self.ranked += 1
+            for k in {*RECALL_AT, self.k}:
+                within = sum(1 for r in ranks if r is not None and r <= k)
+                self.at[k] = self.at.get(k, 0.0) + within / len(ranks)
+
+    def recall_at(self, k: int) -> float | None:
+        return self.at.get(k, 0.0) / self.ranked if self.ranked else None
 
     def add(self, outcome: str, recalls: list[float | None]) -> None:
         asked = [r for r in recalls if r is not None]
@@ -44,6 +74,10 @@ class _Tally:
         if outcome != "pass":
             self.failures += 1
             self.selector_missed += 1 if missed else 0
+
+
+RECALL_AT = (1, 3, 5, 10)
+"""The cut-offs the selection table reports recall at, beside the configured k."""
 
 
 def _how(payload_json: str) -> tuple[str, int] | None:
@@ -78,8 +112,9 @@ def selection_recall(conn: Connection, sweep_id: str, skip_left: bool) -> list[S
         key = (str(row.model_id), str(row.config))
         if key not in tallies:
             tallies[key] = _Tally(*selecting[str(row.prompt_id)])
-        recalls = json.loads(row.provenance_json).get("selection_recall") or []
-        tallies[key].add(str(row.outcome), recalls)
+        pins = json.loads(row.provenance_json)
+        tallies[key].add(str(row.outcome), pins.get("selection_recall") or [])
+        tallies[key].add_turns(pins.get("selections") or [])
     return [_entry(model, prompt, tally) for (model, prompt), tally in sorted(tallies.items())]
 
 
@@ -106,4 +141,25 @@ def _entry(model: str, prompt: str, t: _Tally) -> SelectionRecall:
         model_failed=t.failures - t.selector_missed,
         held_passes=t.held_passes,
         held_pass_rate=_rate(t.held_passes, t.held),
+        selections=t.selections,
+        tied=t.tied,
+        tied_trials=t.tied_trials,
+        recall_at_1=t.recall_at(1),
+        recall_at_3=t.recall_at(3),
+        recall_at_5=t.recall_at(5),
+        recall_at_10=t.recall_at(10),
+        recall_at_k=t.recall_at(t.k),
+        seconds_p50=statistics.median(t.seconds) if t.seconds else None,
+        seconds_p90=_quantile(t.seconds, 0.9),
     )
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    """The q-quantile by linear interpolation between the closest ranks; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    at = q * (len(ordered) - 1)
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)

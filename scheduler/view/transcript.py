@@ -294,16 +294,21 @@ def pins(trial: Any) -> dict[str, Any]:
 
 def selection_lines(trial: Any) -> list[str]:
     """Under a prompt config's `select:` (docs/robustness.md), one plain line per user message
-    saying how much of the tools it called for the selection held, and for a failed trial whose
-    failure it was, as the scorecard's selection table counts it: the selector's when some
-    selection lacked such a tool, the model's when every selection held them. Empty for a
-    trial without selection."""
-    recall = pins(trial).get("selection_recall")
+    saying how much of the tools it called for the selection held (and, where the trial
+    recorded each selection, whether a score tie decided it and its time), and for a failed
+    trial whose failure it was, as the scorecard's selection table counts it: the selector's
+    when some selection lacked such a tool, the model's when every selection held them. Empty
+    for a trial without selection."""
+    found = pins(trial)
+    recall = found.get("selection_recall")
     if not isinstance(recall, list):
         return []
+    turns = found.get("selections")
+    turns = turns if isinstance(turns, list) and len(turns) == len(recall) else []
     lines = [
         f"user message {i}: "
         + ("called for no tool" if r is None else f"the selection held {r:.0%} of its tools")
+        + (_turn_note(turns[i - 1]) if turns else "")
         for i, r in enumerate(recall, 1)
     ]
     if getattr(trial, "outcome", None) not in (None, "pass", "infra_error"):
@@ -314,6 +319,16 @@ def selection_lines(trial: Any) -> list[str]:
             else "failed: the model's failure, with the tools shown"
         )
     return lines
+
+
+def _turn_note(turn: Any) -> str:
+    """What a recorded selection adds to its line: whether a tie decided it, and its time."""
+    if not isinstance(turn, dict):
+        return ""
+    tie = "; a score tie decided it (broken by the seed)" if turn.get("tied") else ""
+    seconds = turn.get("seconds")
+    took = f"; {seconds:.3g} s" if isinstance(seconds, int | float) else ""
+    return tie + took
 
 
 def user_lines(trial: Any) -> list[str]:

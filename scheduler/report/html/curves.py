@@ -9,10 +9,13 @@ from collections.abc import Callable
 
 from mcp_farm.scheduler.report.robustness_cells import (
     CURVE_HEADS,
+    RANKING_HEADS,
+    RANKING_NOTE,
     SELECTION_HEADS,
     SELECTION_NOTE,
     curve_note,
     curve_rows,
+    ranking_rows,
     selection_rows,
 )
 from mcp_farm.schema.scorecard import Curve, Scorecard
@@ -89,4 +92,12 @@ def selection_section(
         return ""
     heads = ["model", "prompt", *SELECTION_HEADS]
     note = f'<p class="muted">{html.escape(SELECTION_NOTE)}</p>'
-    return "<h2>Tool selection before the model</h2>" + table(heads, selection_rows(card), 3) + note
+    ranked = table(["model", "prompt", *RANKING_HEADS], ranking_rows(card), 3)
+    ranked += f'<p class="muted">{html.escape(RANKING_NOTE)}</p>'
+    return (
+        "<h2>Tool selection before the model</h2>"
+        + table(heads, selection_rows(card), 3)
+        + note
+        + "<h3>Ranks, ties and time</h3>"
+        + ranked
+    )

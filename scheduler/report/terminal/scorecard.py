@@ -29,10 +29,13 @@ from mcp_farm.scheduler.report.cells import (
 )
 from mcp_farm.scheduler.report.robustness_cells import (
     CURVE_HEADS,
+    RANKING_HEADS,
+    RANKING_NOTE,
     SELECTION_HEADS,
     SELECTION_NOTE,
     curve_note,
     curve_rows,
+    ranking_rows,
     selection_rows,
 )
 from mcp_farm.scheduler.report.terminal.answers import print_answers
@@ -156,6 +159,12 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
             chosen.add_row(*(escape(cell) for cell in cells))
         console.print(chosen)
         console.print(f"[dim]{escape(SELECTION_NOTE)}[/dim]", highlight=False)
+        title = "Tool selection: ranks, ties and time"
+        ranked = _table(title, ["model", "prompt"], RANKING_HEADS)
+        for cells in ranking_rows(card):
+            ranked.add_row(*(escape(cell) for cell in cells))
+        console.print(ranked)
+        console.print(f"[dim]{escape(RANKING_NOTE)}[/dim]", highlight=False)
     for line in timeout_lines(card):
         console.print(f"[dim]{escape(line)}[/dim]", highlight=False)
     if cassette := cassette_note(card):

@@ -139,3 +139,71 @@ def test_an_embedded_sweep_with_a_selecting_prompt_gets_its_selection_row(
     )
     assert (chosen.trials, chosen.held, chosen.messages, chosen.messages_held) == (2, 2, 2, 2)
     assert (chosen.failures, chosen.held_passes) == (0, 2)
+
+
+TURNS: dict[int, list[dict[str, object]]] = {
+    0: [
+        {"recall": 0.5, "tied": True, "ranks": [2, 7], "seconds": 0.1},
+        {"recall": 1.0, "tied": False, "ranks": [1], "seconds": 0.3},
+    ],
+    1: [{"recall": None, "tied": True, "ranks": [], "seconds": 0.2}],
+    2: [
+        {"recall": 1.0, "tied": False, "ranks": [4], "seconds": 0.4},
+        {"recall": None, "tied": False, "ranks": [], "seconds": 0.5},
+    ],
+    3: [{"recall": 1.0, "tied": False, "ranks": [12, None], "seconds": 0.6}],
+}
+"""Per repetition, each selection as a trial records it (provenance `selections`)."""
+
+
+def _with_turns(tmp_path: Path) -> Engine:
+    engine = _engine(tmp_path)
+    with engine.begin() as conn:
+        rows = conn.execute(
+            text("select trial_id, repetition from trial where prompt_id = 'native-bm25'")
+        ).all()
+        for trial_id, repetition in rows:
+            recalls = [t["recall"] for t in TURNS[repetition]]
+            pins = {"selection_recall": recalls, "selections": TURNS[repetition]}
+            conn.execute(
+                text("update trial set provenance_json = :v where trial_id = :t"),
+                {"v": json.dumps(pins), "t": trial_id},
+            )
+    return engine
+
+
+def test_ties_recall_at_each_cut_off_and_selection_time_come_from_each_selection(
+    tmp_path: Path,
+) -> None:
+    card = build_scorecard(engine=_with_turns(tmp_path), sweep_id="sw")
+    (chosen,) = card.selection
+    # Six scenarios: every count is six times one scenario's.
+    assert (chosen.selections, chosen.tied, chosen.tied_trials) == (6 * 6, 6 * 2, 6 * 2)
+    # Messages that called for a tool: [2, 7], [1], [4], [12, None].
+    assert chosen.recall_at_1 == pytest.approx((0 + 1 + 0 + 0) / 4)
+    assert chosen.recall_at_3 == pytest.approx((0.5 + 1 + 0 + 0) / 4)
+    assert chosen.recall_at_5 == chosen.recall_at_k == pytest.approx((0.5 + 1 + 1 + 0) / 4)
+    assert chosen.recall_at_10 == pytest.approx((1 + 1 + 1 + 0) / 4)
+    assert chosen.seconds_p50 == pytest.approx(0.35)
+    assert chosen.seconds_p90 == pytest.approx(0.6)  # the 90th percentile of six copies each
+    markdown = to_markdown(card)
+    assert "### Ranks, ties and time" in markdown
+    assert "| m | native-bm25 | bm25 | 5 | 36 | 12 (33%) | 12 | 25% | 38% | 62% | 75% | 62% |" in (
+        markdown
+    )
+    out = io.StringIO()
+    print_scorecard(card, Console(file=out, width=250, color_system=None))
+    assert "Tool selection: ranks, ties and time" in out.getvalue()
+    assert "<h3>Ranks, ties and time</h3>" in to_html(card)
+
+
+def test_trials_recorded_before_selections_were_kept_leave_the_new_columns_empty(
+    tmp_path: Path,
+) -> None:
+    (chosen,) = build_scorecard(engine=_engine(tmp_path), sweep_id="sw").selection
+    assert (chosen.selections, chosen.tied, chosen.recall_at_k, chosen.seconds_p50) == (
+        0,
+        0,
+        None,
+        None,
+    )

@@ -41,3 +41,17 @@ def test_a_trial_without_selection_shows_no_section() -> None:
     assert selection_lines(_trial(None, "wrong_tool")) == []
     assert _selection_html(_trial(None, "wrong_tool")) == ""
     assert _selection_html(_trial([0.0], "wrong_tool")).startswith("<h2>Tool selection</h2>")
+
+
+def test_a_recorded_selection_says_whether_a_tie_decided_it_and_its_time() -> None:
+    turns = [
+        {"recall": 1.0, "tied": True, "ranks": [3], "seconds": 0.25},
+        {"recall": None, "tied": False, "ranks": [], "seconds": 0.5},
+    ]
+    provenance = {"selection_recall": [1.0, None], "selections": turns}
+    trial = SimpleNamespace(provenance_json=json.dumps(provenance), outcome="pass")
+    assert selection_lines(trial) == [
+        "user message 1: the selection held 100% of its tools; a score tie decided it "
+        "(broken by the seed); 0.25 s",
+        "user message 2: called for no tool; 0.5 s",
+    ]
