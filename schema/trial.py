@@ -375,6 +375,23 @@ class UserSimRecord(BaseModel):
     """The scenario's `final_state` read calls, made by the farm after the conversation."""
 
 
+class ListPosition(BaseModel):
+    """Where one of a scenario's expected tools sat in the list a tool-list level showed."""
+
+    tool: str
+    """The expected tool's real name."""
+    server: str | None
+    """The server whose listing of it was shown (its first, where two list it); None: none."""
+    index: int | None
+    """Its place in the shown list, 0 first; None where the list did not hold it."""
+    listed: int
+    """How many tools the list held."""
+
+    def decile(self) -> int | None:
+        """Which tenth of the list it sat in, 0 (the first tenth) to 9."""
+        return None if self.index is None else min(9, self.index * 10 // max(1, self.listed))
+
+
 class SelectionTurn(BaseModel):
     """One user message's tool selection, under a prompt config's `select:`."""
 
@@ -429,6 +446,9 @@ class TrialProvenance(BaseModel):
     server_tools: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Per attached server, per tool it listed: a digest of its description (`d:`) and of its
     input and output schemas (`s:`), so a replay can say which tools changed."""
+    tool_positions: list[ListPosition] | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Under a tool-list level, where each expected tool sat in the list the trial started
+    with (before any selection); left out without a level."""
     server_starts: dict[str, ServerStart] = Field(default_factory=dict, exclude_if=lambda v: not v)
     """Per attached server, how its process started: `forked` from the warm interpreter,
     `fresh` as a process of its own, `url` served at an address (no process of the trial's);

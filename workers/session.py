@@ -12,6 +12,7 @@ from mcp import MCPError
 
 from mcp_farm.schema import (
     Elicitation,
+    ListPosition,
     Message,
     ProbeResult,
     PromptConfig,
@@ -86,6 +87,8 @@ class SessionState:
     """Under tool selection, the recall of each user message's selection (workers/selection/)."""
     selections: list[SelectionTurn] | None = None
     """Under tool selection, each user message's selection: recall, tie, ranks, time."""
+    tool_positions: list[ListPosition] | None = None
+    """Under a tool-list level, where each expected tool sat in the list (workers/mcp/toollist.py)."""
     """What the attached servers listed (Connected.listed), for the trial's provenance."""
     turn_results: list[TurnResult] = field(default_factory=list)
     """A conversation's turns as they ran (workers/conversation.py); graded at the end."""

@@ -113,7 +113,10 @@ async def _converse(
                 # and the level, annotations and selection are made from that list.
                 await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
                 if spec.tool_list is not None:
-                    shape_tools(conn, spec.tool_list, spec.seed, scenario.id)
+                    level, expected = spec.tool_list, scenario.expected_tools
+                    state.tool_positions = await shape_tools(
+                        conn, level, spec.seed, scenario.id, expected
+                    )
                 schemas.update({t.tool: t.input_schema for t in conn.tools.values()})
                 state.destructive = frozenset(t.tool for t in conn.tools.values() if t.destructive)
                 state.read_only = frozenset(t.tool for t in conn.tools.values() if t.read_only)
@@ -328,6 +331,7 @@ async def _execute(spec: TrialSpec, settings: Settings, pool: ServerPool) -> Tri
                 "selection_recall": state.selection_recall,
                 "selections": state.selections,
                 "selection_s": selection_s,
+                "tool_positions": state.tool_positions,
             }
         ),
     )

@@ -7,9 +7,16 @@ call is sent, recorded and graded by the real name (docs/robustness.md).
 from __future__ import annotations
 
 import random
-from dataclasses import replace
+from dataclasses import asdict, replace
 
-from mcp_farm.schema import digest
+from mcp_farm.scenarios.servers.distractors import (
+    ADD_TOOL,
+    NEAR_SUFFIXES,
+    Distractor,
+    mirror,
+    near_miss,
+)
+from mcp_farm.schema import ListPosition, digest
 from mcp_farm.schema.specs import DISTRACTOR_SERVER, ToolListLevel
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.connections import Connected
@@ -19,19 +26,26 @@ from mcp_farm.workers.model.toolspec import ToolSpec
 NEAR_SHARE = 4
 """At most one distractor in this many is a near-miss of the scenario's own tools."""
 
+
 def needs_distractors(level: ToolListLevel) -> bool:
-    """Whether a level draws from the distractor server (a count, or twins to collide with)."""
-    return level.tool_count > 0 or level.names == "colliding"
+    """Whether a level draws from the distractor server. Twins count toward the level's count,
+    so `colliding` at 0 distractors collides nothing."""
+    return level.tool_count > 0
 
 
-def shape_tools(conn: Connected, level: ToolListLevel, seed: int, scenario: str) -> None:
-    """Replace `conn.tools` by the level's list. The draw depends only on the seed, the scenario
-    and the level, so the same trial shows the same list in every run."""
+async def shape_tools(
+    conn: Connected, level: ToolListLevel, seed: int, scenario: str, expected: list[str]
+) -> list[ListPosition]:
+    """Replace `conn.tools` by the level's list; where each of the `expected` tools sits in it.
+    The draw depends only on the seed, the scenario and the level, so the same trial shows the
+    same list in every run."""
     own = [t for t in conn.tools.values() if t.server != DISTRACTOR_SERVER]
     pool = [t for t in conn.tools.values() if t.server == DISTRACTOR_SERVER]
     rng = random.Random(digest([seed, scenario, level.label()]))
-    drawn = _draw(own, pool, level, rng)
-    listed = _interleave(own, drawn, rng)
+    drawn, made = _draw(own, pool, level, expected, rng)
+    served = {t.tool for t in pool}
+    await _serve(conn, [d for d in made if d.name not in served])
+    listed = _place(own, drawn, rng)
     # Its own generator: which descriptions swap does not depend on how distractors are drawn.
     listed = _describe(
         listed, level, own, random.Random(digest([seed, scenario, level.label(), "descriptions"]))
@@ -39,44 +53,98 @@ def shape_tools(conn: Connected, level: ToolListLevel, seed: int, scenario: str)
     conn.tools = _name(listed, level, conn.naming)
     # 250 fingerprints a trial would bloat what is stored; the catalogue is fixed anyway.
     conn.listed.pop(DISTRACTOR_SERVER, None)
+    return positions(list(conn.tools.values()), expected)
 
 
 def _draw(
-    own: list[ToolSpec], pool: list[ToolSpec], level: ToolListLevel, rng: random.Random
-) -> list[ToolSpec]:
-    """Near-misses of the scenario's own tools (at most one in NEAR_SHARE), then the others;
-    a mirror of an own tool only under `colliding`, where each own tool gets its twin."""
+    own: list[ToolSpec],
+    pool: list[ToolSpec],
+    level: ToolListLevel,
+    expected: list[str],
+    rng: random.Random,
+) -> tuple[list[ToolSpec], list[Distractor]]:
+    """The level's `tool_count` distractors, and those of them made here from the attached
+    servers' own listings (near-misses and twins, which the distractor server must be told to
+    serve). Under `colliding` the twins come first (the expected tools' before the others'),
+    then near-misses of the own tools (at most one in NEAR_SHARE), then the rest of the
+    catalogue: mirrors and near-misses of tools the trial does not have, and other domains'."""
+    count = level.tool_count
+    if not count:
+        return [], []
     mine = {t.tool for t in own}
-    meta = {t.tool: t for t in pool}
-    near = [t for t in pool if _family(t) == "near_miss" and _of(t) in mine]
-    twins = [t for t in pool if _family(t) == "mirror" and _of(t) in mine]
-    rest = [t for t in pool if t not in near and _shown(t) not in mine]
+    start = rng.randrange(len(NEAR_SUFFIXES))
+    turns = [NEAR_SUFFIXES[(start + k) % len(NEAR_SUFFIXES)] for k in range(len(own))]
+    near = list({d.shown: d for d in map(_near, own, turns)}.values())
+    near = [d for d in near if d.shown not in mine]
+    taken = mine | {d.shown for d in near}
+    rest = [t for t in pool if _of(t) not in mine and _shown(t) not in taken]
     rng.shuffle(near)
     rng.shuffle(rest)
-    picked: list[ToolSpec] = []
+    twins: list[Distractor] = []
     if level.names == "colliding":
-        by_of: dict[str, ToolSpec] = {}
-        for t in sorted(twins, key=lambda t: t.tool):
-            by_of.setdefault(_of(t), t)
-        picked += [by_of[t.tool] for t in own if t.tool in by_of]
-    count = level.tool_count
-    near_n = min(len(near), max(1, count // NEAR_SHARE)) if count else 0
-    picked += near[:near_n]
-    picked += rest[: max(0, count - near_n)]
-    if len(rest) < count - near_n:
+        order = list(own)
+        rng.shuffle(order)
+        order.sort(key=lambda t: t.tool not in expected)  # stable: expected first, drawn order
+        twins = [mirror(t.server, t.tool, t.description, t.input_schema) for t in order[:count]]
+    near = near[: min(len(near), max(1, count // NEAR_SHARE), count - len(twins))]
+    wanted = count - len(twins) - len(near)
+    if len(rest) < wanted:
         raise InfraError(
-            f"tool_count {count}: the distractor catalogue has only {len(rest) + near_n} "
-            "tools to draw for this scenario"
+            f"tool_count {count}: the distractor catalogue has only "
+            f"{len(rest) + len(near) + len(twins)} tools to draw for this scenario"
         )
-    return [meta[t.tool] for t in picked]
+    made = twins + near
+    return [_spec(d) for d in made] + rest[:wanted], made
 
 
-def _interleave(own: list[ToolSpec], drawn: list[ToolSpec], rng: random.Random) -> list[ToolSpec]:
-    """Own tools keep their order; the distractors' positions are drawn."""
-    total = len(own) + len(drawn)
-    spots = set(rng.sample(range(total), len(drawn)))
-    mine, theirs = iter(own), iter(drawn)
-    return [next(theirs) if i in spots else next(mine) for i in range(total)]
+def _near(t: ToolSpec, suffix: str) -> Distractor:
+    return near_miss(t.server, t.tool, t.description, t.input_schema, suffix)
+
+
+def _spec(d: Distractor) -> ToolSpec:
+    """A distractor made here, as the distractor server serves it once told (`_serve`)."""
+    meta = {"farm/shown": d.shown, "farm/origin": d.origin, "farm/family": d.family}
+    return ToolSpec(
+        shown_name=d.shown,
+        server=DISTRACTOR_SERVER,
+        tool=d.name,
+        description=d.description,
+        input_schema=d.input_schema,
+        meta=meta | {"farm/of": d.of},
+    )
+
+
+async def _serve(conn: Connected, made: list[Distractor]) -> None:
+    """Tell the distractor server to serve what this trial made of its servers' tools."""
+    if not made:
+        return
+    result = await conn.call(DISTRACTOR_SERVER, ADD_TOOL, {"tools": [asdict(d) for d in made]})
+    if result.is_error:
+        raise InfraError(f"the distractor server refused this trial's distractors: {result}")
+
+
+def _place(own: list[ToolSpec], drawn: list[ToolSpec], rng: random.Random) -> list[ToolSpec]:
+    """Every position drawn, own tools' and distractors' alike, so neither where a tool sits
+    nor which of two twins comes first tells a distractor from a real tool. Without
+    distractors the list is the servers' own."""
+    if not drawn:
+        return own
+    listed = own + drawn
+    rng.shuffle(listed)
+    return listed
+
+
+def positions(listed: list[ToolSpec], expected: list[str]) -> list[ListPosition]:
+    """Where each expected tool (its first own listing) sits in the list shown."""
+    out: list[ListPosition] = []
+    for name in dict.fromkeys(expected):
+        found = next(
+            (i for i, t in enumerate(listed) if t.tool == name and t.server != DISTRACTOR_SERVER),
+            None,
+        )
+        server = listed[found].server if found is not None else None
+        out.append(ListPosition(tool=name, server=server, index=found, listed=len(listed)))
+    return out
 
 
 def _describe(

@@ -4,7 +4,6 @@ tools of other domains, and how each answers (docs/robustness.md)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -13,79 +12,47 @@ from mcp_farm.scenarios.servers._sdk import (
     FIXTURES,
     ToolError,
 )
+from mcp_farm.scenarios.servers.distractors._made import (
+    NEAR_SUFFIXES,
+    Distractor,
+    mirror,
+    near_miss,
+)
 
 CATALOG = FIXTURES / "distractors" / "catalog.json"
 """The bundled servers' tools as listed (written by scripts/distractor_catalog.py)."""
 
-NEAR_SUFFIXES = ("archive", "drafts", "history", "shared", "metadata")
-"""What a near-miss works on instead: the same verb, an overlapping object."""
-
 VERBS = ("create", "list", "get", "update", "delete", "search", "archive", "export", "share")
-OBJECTS = (
-    "invoice",
-    "ticket",
-    "contact",
-    "deployment",
-    "playlist",
-    "recipe",
-    "shipment",
-    "expense",
-    "meeting_room",
-    "vehicle",
-    "backup",
-    "sensor",
-    "coupon",
-    "flight",
-    "lesson",
-    "warehouse_bin",
-)
-"""Generated tools of other domains: every verb on every object."""
+DOMAINS = {
+    "invoice": ("billing", "in the billing ledger"),
+    "ticket": ("helpdesk", "on the support desk"),
+    "contact": ("crm", "among the customer records"),
+    "deployment": ("deploy", "on the release pipeline"),
+    "playlist": ("music", "in the music library"),
+    "recipe": ("kitchen", "in the cookbook"),
+    "shipment": ("logistics", "with the carrier"),
+    "expense": ("expenses", "in the expense reports"),
+    "meeting_room": ("rooms", "in the office booking system"),
+    "vehicle": ("fleet", "in the fleet register"),
+    "backup": ("backups", "in the backup vault"),
+    "sensor": ("iot", "on the sensor network"),
+    "coupon": ("promotions", "in the shop's promotions"),
+    "flight": ("travel", "through the travel agency"),
+    "lesson": ("school", "in the course planner"),
+    "warehouse_bin": ("warehouse", "in the warehouse stock"),
+}
+"""Generated tools of other domains: every verb on every object, each object with the server
+it seems to come from (what `namespaced` shows) and where it works."""
 
 READING = ("list", "search", "find", "get", "read", "show", "fetch", "count", "describe", "check")
 
 
-@dataclass(frozen=True)
-class Distractor:
-    """One tool the server lists: its real (unique) name and what a trial may show of it."""
-
-    name: str
-    """The name the server lists and is called by, e.g. `mirror.search.search_documents`."""
-    shown: str
-    """The bare name a client would show (`search_documents`)."""
-    origin: str
-    """The server it pretends to belong to (`search`; `other` for generated tools)."""
-    family: str
-    """`mirror`, `near_miss` or `generated`."""
-    of: str
-    """For a mirror or near-miss, the bundled tool it copies; empty for a generated one."""
-    description: str
-    input_schema: dict[str, Any]
-
-
-def _first_sentence(text: str) -> str:
-    head = text.strip().split("\n")[0]
-    cut = head.find(". ")
-    return head if cut < 0 else head[: cut + 1]
-
-
 def _mirrors(listed: list[dict[str, Any]]) -> list[Distractor]:
-    return [
-        Distractor(
-            name=f"mirror.{t['server']}.{t['name']}",
-            shown=t["name"],
-            origin=t["server"],
-            family="mirror",
-            of=t["name"],
-            description=t["description"],
-            input_schema=t["input_schema"],
-        )
-        for t in listed
-    ]
+    return [mirror(t["server"], t["name"], t["description"], t["input_schema"]) for t in listed]
 
 
 def _near_misses(listed: list[dict[str, Any]], taken: set[str]) -> list[Distractor]:
-    """Per bundled tool name (first listing), one tool with its verb and parameters but
-    another object, e.g. `read_file` → `read_file_history`."""
+    """Per bundled tool name (first listing), its near-miss, unless a bundled tool has that name."""
     out: list[Distractor] = []
     seen: set[str] = set()
     for i, t in enumerate(listed):
@@ -93,21 +60,9 @@ def _near_misses(listed: list[dict[str, Any]], taken: set[str]) -> list[Distract
             continue
         seen.add(t["name"])
         suffix = NEAR_SUFFIXES[i % len(NEAR_SUFFIXES)]
-        shown = f"{t['name']}_{suffix}"
-        if shown in taken:
-            continue
-        said = _first_sentence(t["description"]) or f"Runs {t['name']}."
-        out.append(
-            Distractor(
-                name=f"near.{t['server']}.{shown}",
-                shown=shown,
-                origin=t["server"],
-                family="near_miss",
-                of=t["name"],
-                description=f"{said} Works on the {suffix.replace('_', ' ')} only.",
-                input_schema=t["input_schema"],
-            )
-        )
+        made = near_miss(t["server"], t["name"], t["description"], t["input_schema"], suffix)
+        if made.shown not in taken:
+            out.append(made)
     return out
 
 
@@ -131,23 +86,28 @@ def _schema(verb: str, thing: str) -> dict[str, Any]:
 
 
 def _generated() -> list[Distractor]:
-    return [
-        Distractor(
-            name=f"gen.{verb}_{thing}",
-            shown=f"{verb}_{thing}"
-            if verb not in ("list", "search", "export")
-            else f"{verb}_{thing}s",
-            origin="other",
-            family="generated",
-            of="",
-            description=f"{verb.capitalize()} {'a' if verb != 'list' else 'the'} "
-            f"{thing.replace('_', ' ')}{'s' if verb in ('list', 'search', 'export') else ''} "
-            "in the company's records.",
-            input_schema=_schema(verb, thing),
-        )
-        for thing in OBJECTS
-        for verb in VERBS
-    ]
+    out: list[Distractor] = []
+    for thing, (server, place) in DOMAINS.items():
+        for verb in VERBS:
+            many = verb in ("list", "search", "export")
+            shown = f"{verb}_{thing}s" if many else f"{verb}_{thing}"
+            words = thing.replace("_", " ") + ("s" if many else "")
+            article = "the" if verb == "list" else "an" if thing[0] in "aeiou" else "a"
+            if many:
+                article = "all" if verb == "export" else "the" if verb == "list" else ""
+            said = " ".join(w for w in (verb.capitalize(), article, words, place) if w)
+            out.append(
+                Distractor(
+                    name=f"gen.{verb}_{thing}",
+                    shown=shown,
+                    origin=server,
+                    family="generated",
+                    of="",
+                    description=f"{said}.",
+                    input_schema=_schema(verb, thing),
+                )
+            )
+    return out
 
 
 @cache
