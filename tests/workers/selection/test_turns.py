@@ -8,7 +8,9 @@ import pytest
 
 from mcp_farm.scenarios import find_scenario, load_prompt
 from mcp_farm.schema import Settings, TrialResult, TrialSpec, UserModel
-from mcp_farm.schema.specs import Selection
+from mcp_farm.schema.specs import SELECTION_VERSION, Selection
+from mcp_farm.workers.model.toolspec import ToolSpec
+from mcp_farm.workers.selection import selector as selector_module
 from mcp_farm.workers.trial import execute_trial
 from tests.helpers import ideal_script, scripted, trial
 
@@ -67,3 +69,41 @@ def test_each_message_of_a_simulated_user_selects_again(settings: Settings) -> N
     # The opening and the user's reply each selected, each still expecting create_event;
     # the parting message reaches no agent and selects nothing.
     assert result.provenance.selection_recall == [1.0, 1.0]
+
+
+class _Hung:
+    """A ranker that never answers."""
+
+    async def scores(self, query: str, tools: list[ToolSpec]) -> list[float]:
+        await anyio.Event().wait()
+        return []
+
+
+def test_a_selector_that_times_out_ends_the_trial_as_an_infra_error_naming_it(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(selector_module, "ranker_for", lambda how: _Hung())
+    todo = find_scenario("basic", "fs.read-todo")
+    prompt = load_prompt("native").model_copy(
+        update={"select": Selection(method="bm25", k=2, timeout_s=0.2)}
+    )
+    result = _run(trial(todo, ideal_script(todo), prompt=prompt), settings)
+    assert result.outcome == "infra_error"
+    assert "tool selection (bm25) took more than 0.2 s" in (result.detail or "")
+    assert result.tool_calls == []
+
+
+def test_each_selection_is_recorded_with_its_ranks_and_its_time_kept_apart(
+    settings: Settings,
+) -> None:
+    todo = find_scenario("basic", "fs.read-todo")
+    prompt = load_prompt("native-bm25")
+    assert prompt.select is not None and prompt.select.version == SELECTION_VERSION
+    result = _run(trial(todo, ideal_script(todo), prompt=prompt), settings)
+    assert result.outcome == "pass", result.detail
+    pins = result.provenance
+    assert pins.selections is not None and len(pins.selections) == 1
+    (turn,) = pins.selections
+    assert turn.recall == 1.0 and turn.ranks and turn.ranks[0] is not None
+    assert turn.ranks[0] <= prompt.select.k
+    assert pins.selection_s == pytest.approx(turn.seconds)
