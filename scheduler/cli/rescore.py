@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mcp_farm.scheduler.cli.anchors import judge_settings
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from mcp_farm.schema import JudgeSettings, Settings
-    from mcp_farm.schema.tasks.messages import RescoreRequest
+    from mcp_farm.schema.tasks.messages import RescoreRequest, RescoreResult
 
 
 def rescore(
@@ -66,12 +67,14 @@ def rescore(
     trials, talks = _answer_trials(engine, sweep_id)
     if not trials and not talks:
         raise SpecError(
-            "rescore", sweep_id, "no recorded trial of this sweep has an `answer` or turns"
+            "rescore",
+            sweep_id,
+            "no recorded trial of this sweep has an `answer`, turns or state probes",
         )
     scoring = record_rescoring(engine, sweep_id, judge, datetime.now(UTC).isoformat())
     if talks:
-        # Conversations have no answer to score: their turns are graded again, here.
-        console.print(f"re-grading {len(talks)} conversation trial(s) of {sweep_id}")
+        # No answer to score (conversations, trials with probes): graded again, here.
+        console.print(f"re-grading {len(talks)} trial(s) of {sweep_id} (turns or probes)")
         _run_here(
             [RescoreRequest(trial_id=t, scoring_id=scoring, judge=judge) for t in talks], settings
         )
@@ -80,6 +83,7 @@ def rescore(
     requests = [RescoreRequest(trial_id=t, scoring_id=scoring, judge=judge) for t in trials]
     console.print(f"rescoring {len(trials)} trial(s) of {sweep_id} as [bold]{scoring}[/bold]")
     if distributed:
+        # The workers' results are not read back here: each trial's scores are in its row.
         _publish(requests, settings, judge)
         _wait(engine, sweep_id, scoring, len(trials))
     else:
@@ -90,8 +94,9 @@ def rescore(
 
 
 def _answer_trials(engine: Engine, sweep_id: str) -> tuple[list[str], list[str]]:
-    """Done trials (not infra errors) whose scenario asks for answer scoring, and those of
-    conversations (graded again turn by turn, with no answer to score)."""
+    """Done trials (not infra errors) whose scenario asks for answer scoring, and the others
+    to grade again: those of conversations (turn by turn) and of scenarios with state probes
+    (their recorded findings judged again), with no answer to score."""
     from mcp_farm.scenarios import find_scenario
     from mcp_farm.scheduler.scorecard.queries.answers import answer_trial_payloads
     from mcp_farm.schema import TrialSpec
@@ -102,7 +107,7 @@ def _answer_trials(engine: Engine, sweep_id: str) -> tuple[list[str], list[str]]
         scenario = find_scenario(ref.suite, ref.id, ref.version)
         if scenario.answer is not None:
             keep.append(trial_id)
-        elif scenario.turns or scenario.user_sim:
+        elif scenario.turns or scenario.user_sim or scenario.probes:
             talks.append(trial_id)
     return keep, talks
 
@@ -122,14 +127,46 @@ def _run_here(requests: list[RescoreRequest], settings: Settings) -> None:
     from mcp_farm.schema.tasks.messages import RescoreResult, read_result
 
     task = load_task("farm.rescore_trial")
-    changed = 0
+    results: list[RescoreResult] = []
     with _bar() as progress:
         bar = progress.add_task("rescoring", total=len(requests))
         for request in requests:
-            summary = read_result("farm.rescore_trial", task(request, settings), RescoreResult)
-            changed += summary.outcome != summary.recorded_outcome
+            results.append(
+                read_result("farm.rescore_trial", task(request, settings), RescoreResult)
+            )
             progress.update(bar, advance=1)
-    console.print(f"deterministic outcomes that changed on re-grading: {changed}")
+    print_regraded(results)
+
+
+def regraded_lines(results: list[RescoreResult]) -> list[str]:
+    """Each trial whose outcome or some probe's verdict changed on re-grading, as `farm
+    replay` lists its changes: the trial (`id: before → after`, or its outcome where only a
+    probe changed), then each probe (`turn 2 probe 'x': passed → failed`)."""
+    lines = []
+    for r in results:
+        moved = r.outcome != r.recorded_outcome
+        if not moved and not r.probes:
+            continue
+        verdict = f"{r.recorded_outcome} → {r.outcome}" if moved else r.outcome
+        lines.append(f"  {r.trial_id}: {verdict}")
+        lines += [f"    {p.where}: {p.change}" for p in r.probes]
+    return lines
+
+
+def print_regraded(results: list[RescoreResult]) -> None:
+    lines = regraded_lines(results)
+    if not lines:
+        console.print(f"[green]no change[/green]: all {len(results)} trials graded as recorded")
+        return
+    outcomes = sum(1 for r in results if r.outcome != r.recorded_outcome)
+    changed = sum(1 for r in results if r.outcome != r.recorded_outcome or r.probes)
+    console.print(
+        f"[bold]{changed}[/bold] of {len(results)} trials changed on re-grading "
+        f"({outcomes} outcome(s)):",
+        highlight=False,
+    )
+    for line in lines:
+        console.print(escape(line), highlight=False, soft_wrap=True)
 
 
 def _publish(requests: list[RescoreRequest], settings: Settings, judge: JudgeSettings) -> None:

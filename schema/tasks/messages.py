@@ -141,12 +141,39 @@ class RequeueResult(TaskMessage):
     Redis handed it over), published again: no worker is known dead for them."""
 
 
+class ProbeRegrade(TaskMessage):
+    """One state probe of a rescored trial whose verdict the probes as now written changed."""
+
+    label: str
+    """The probe's name (ProbeResult.label)."""
+    turn: int | None
+    """The user turn it ran after (0-based); None: at the end of the trial."""
+    passed_before: bool
+    """Its recorded verdict."""
+    passed_now: bool
+    """Its verdict judged again now, from the value it recorded."""
+
+    @property
+    def where(self) -> str:
+        """How a report names it: `probe 'x'` or `turn 2 probe 'x'`."""
+        probe = f"probe {self.label!r}"
+        return probe if self.turn is None else f"turn {self.turn + 1} {probe}"
+
+    @property
+    def change(self) -> str:
+        """`passed → failed` or `failed → passed`."""
+        word = {True: "passed", False: "failed"}
+        return f"{word[self.passed_before]} → {word[self.passed_now]}"
+
+
 class RescoreResult(TaskMessage):
     trial_id: str
     outcome: Outcome
     """The outcome graded again now (it may differ from the recorded one after a grader change)."""
     recorded_outcome: str | None
     fairness: float | None
+    probes: list[ProbeRegrade] = Field(default_factory=list)
+    """The trial's state probes whose verdict changed when judged again (in the order run)."""
 
 
 class AnchorJudgingResult(TaskMessage):

@@ -72,7 +72,7 @@ def test_a_conversation_sweep_stores_turns_and_scores_them_turn_by_turn(
         )
         assert (model, summary.outcome, summary.recorded_outcome) == (model, outcome, outcome)
     rescore(plan.sweep_id, db=settings.resolved_database_url(), data_dir=settings.data_dir)
-    assert "outcomes that changed on re-grading: 0" in capsys.readouterr().out
+    assert "no change: all 2 trials graded as recorded" in capsys.readouterr().out
 
 
 def test_one_prompt_trials_add_no_conversation_rows(settings: Settings) -> None:

@@ -24,6 +24,7 @@ from mcp_farm.schema import (
     UNGRADED,
     Elicitation,
     Message,
+    ProbeResult,
     Scenario,
     Settings,
     SpecError,
@@ -36,6 +37,7 @@ from mcp_farm.schema import (
 from mcp_farm.schema.tasks.messages import (
     AnchorJudgingRequest,
     AnchorJudgingResult,
+    ProbeRegrade,
     RescoreRequest,
     RescoreResult,
     read_message,
@@ -108,17 +110,41 @@ async def _schemas(
         )
 
 
-def _by_state(scenario: Scenario, turns: list[TurnResult], verdict: Graded, stored: str) -> Graded:
+def _by_state(
+    scenario: Scenario, turns: list[TurnResult], verdict: Graded, stored: str
+) -> tuple[Graded, list[ProbeRegrade]]:
     """The verdict under `grade_by`, with the probes' recorded findings judged again by the
-    probes as the scenario writes them now (a rescore never looks at the servers again)."""
+    probes as the scenario writes them now (a rescore never looks at the servers again); and
+    each probe whose verdict that changed."""
     if verdict.outcome in UNGRADED:
-        return verdict
+        return verdict, []
     found = StateVerdict.model_validate_json(stored).probes if stored else []
     turns, end = rejudged_all(scenario, turns, [p for p in found if p.turn is None])
     _turns, outcome, detail, _state = graded_by_state(
         scenario, turns, verdict.outcome, verdict.detail, end
     )
-    return replace(verdict, outcome=outcome, detail=detail)
+    now = [p for t in turns for p in t.probes] + end
+    return replace(verdict, outcome=outcome, detail=detail), regraded_probes(found, now)
+
+
+def regraded_probes(before: list[ProbeResult], now: list[ProbeResult]) -> list[ProbeRegrade]:
+    """The probes whose verdict differs, matched by their place among the probes run after
+    the same turn (a probe added since was never run, one removed is not judged again)."""
+    by_turn: dict[int | None, list[ProbeResult]] = {}
+    for p in before:
+        by_turn.setdefault(p.turn, []).append(p)
+    seen: dict[int | None, int] = {}
+    changed = []
+    for p in now:
+        k = seen[p.turn] = seen.get(p.turn, -1) + 1
+        was = by_turn.get(p.turn, [])
+        if k < len(was) and was[k].passed != p.passed:
+            changed.append(
+                ProbeRegrade(
+                    label=p.label, turn=p.turn, passed_before=was[k].passed, passed_now=p.passed
+                )
+            )
+    return changed
 
 
 async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool) -> RescoreResult:
@@ -158,14 +184,15 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
             elicited,
             read_only,
         )
-    verdict = _by_state(scenario, turns, verdict, trial.state_json)
+    verdict, probes = _by_state(scenario, turns, verdict, trial.state_json)
     if scenario.answer is None:
-        # A conversation without answer scoring: graded again, nothing to score or store.
+        # No answer scoring (a conversation, a trial with probes): graded again, nothing stored.
         return RescoreResult(
             trial_id=trial.trial_id,
             outcome=verdict.outcome,
             recorded_outcome=trial.outcome,
             fairness=None,
+            probes=probes,
         )
     score = await score_answer(
         trial=Transcript(
@@ -194,6 +221,7 @@ async def _rescore(request: RescoreRequest, settings: Settings, pool: ServerPool
         outcome=verdict.outcome,
         recorded_outcome=trial.outcome,
         fairness=score.fairness,
+        probes=probes,
     )
 
 
