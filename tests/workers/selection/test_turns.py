@@ -3,6 +3,8 @@ mode the system message then lists the new selection, through the real fixture s
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -39,7 +41,7 @@ def test_a_text_mode_is_shown_each_turns_selection_in_its_system_message(
 
 def test_each_message_of_a_simulated_user_selects_again(settings: Settings) -> None:
     dentist = find_scenario("usersim", "usersim.dentist-ask-time")
-    agent = [
+    agent: list[dict[str, Any]] = [
         {"answer": "What time does it start, and how long is it?"},
         {
             "call": {
