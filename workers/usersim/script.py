@@ -36,7 +36,7 @@ _DONT_KNOW = re.compile(
 for a fact the user does not have."""
 _YES_NO = re.compile(
     r"^\W*(?:yes|yeah|yep|yup|no|nope|nah|correct|right|sure|ok(?:ay)?|that's right|exactly"
-    r"|absolutely|of course|please|go ahead|sounds good|perfect|great|fine|that works"
+    r"|absolutely|of course|go ahead|sounds good|perfect|great|fine|that works"
     r"|ja|jawohl|genau|nein|oui|non|d'accord|sí|si|vale|claro|exacto)\b",
     re.IGNORECASE,
 )
@@ -169,9 +169,10 @@ def off_script(
 ) -> list[str]:
     """Why `message` does not play the user, as the pieces to record (empty: it does): empty,
     an echo of its instructions (the guideline and the card's labels in the user model's
-    `system_prompt`), or no answer to the agent's question for a card fact (`reply`: the
-    agent's reply it answers). A `parting` message (sent with the stop marker) is not held to
-    answer the question: leaving at the agent's question is judged once, as `left_early`."""
+    `system_prompt`), the assistant's part or a tool call, its opening said again in answer to
+    a question, or no answer to the agent's question for a card fact (`reply`: the agent's
+    reply it answers). A `parting` message (sent with the stop marker) is not held to answer
+    the question: leaving at the agent's question is judged once, as `left_early`."""
     if not message.strip():
         return [EMPTY]
     echo = echoed(message, instructions_of(system_prompt, card))

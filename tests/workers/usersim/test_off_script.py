@@ -35,10 +35,23 @@ def judged(message: str, reply: str = ASKED) -> list[str]:
         ("Never invent a fact. Every name, number, date, e-mail address", ASKED, "repeats"),
         ("Please add my dentist appointment to the calendar.", ASKED, "answers no question"),
         ("", ASKED, "empty"),
+        # The assistant's part, a tool call, or the opening said again in answer to a question.
+        ("Assistant: Sure, I will add your dentist appointment.", ASKED, "assistant's part"),
+        ("It's at 15:00. Assistant: Thank you!", ASKED, "assistant's part"),
+        ('create_event(title="Dentist", start="2026-03-12T15:00")', ASKED, "tool call"),
+        ("I have added your dentist appointment to your calendar.", ASKED, "as the assistant"),
+        ("Please put my dentist appointment on my calendar.", ASKED, "restates its opening"),
         # A user that plays the user is none of these.
         ("It starts at 15:00.", ASKED, None),
         ("At 3pm, I think.", ASKED, None),
         ("I don't know, sorry.", ASKED, None),
+        # Answers in words, and "don't know" in other phrasings and languages.
+        ("Three in the afternoon.", ASKED, None),
+        ("Fünfzehn Uhr.", ASKED, None),
+        ("Sorry, I have no clue.", ASKED, None),
+        ("I'm not entirely sure.", ASKED, None),
+        ("Keine Ahnung.", ASKED, None),
+        ("Ni idea.", ASKED, None),
         ("Yes, please.", "Shall I book it at the start time of 15:00?", None),
         ("Please put my dentist appointment on my calendar.", "How can I help?", None),
         ("I booked a dentist appointment with Dr Okafor.", "Who is it with?", None),
