@@ -1,6 +1,6 @@
 """Check a suite against the tools its servers list: every tool a scenario names must be one
-its servers offer (a conversation's first tool-list `trigger:` too), and an array or object
-matcher must judge an argument the tool takes as one.
+its servers offer (a conversation's first tool-list `trigger:` too, and a read-call state
+probe's tool), and an array or object matcher must judge an argument the tool takes as one.
 
 Pure: the tool lists come in (`farm scenarios validate` starts the servers to get them);
 a server whose list is missing is not judged here.
@@ -41,7 +41,7 @@ def tool_problems(suite: Suite, source: str, tools: ToolSchemas) -> list[SpecErr
             problems += [SpecError(source, f"scenarios[{i}].{f}", p) for f, p in found]
             continue
         found = _setup_problems(scenario, tools) + _step_problems(scenario, tools)
-        found += _extra_problems(scenario, tools)
+        found += _extra_problems(scenario, tools) + _probe_problems(scenario, tools)
         problems += [SpecError(source, f"scenarios[{i}].{f}", p) for f, p in found]
     return problems
 
@@ -58,6 +58,22 @@ def _extra_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, s
         for k, name in enumerate(names)
         if (problem := _unlisted(name, scenario.servers, tools))
     ]
+
+
+def _probe_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, str]]:
+    """Read-call probes (`state:` of the scenario and of each turn) whose tool no server they
+    may look at lists: the probe could never look, and its trials would be infra_errors."""
+    places = [(f"turns[{t}].state", turn.state) for t, turn in enumerate(scenario.turns)]
+    found = []
+    for at, probes in [*places, ("state", scenario.state)]:
+        for k, probe in enumerate(probes):
+            if probe.tool is None:
+                continue
+            servers = [probe.server] if probe.server else scenario.servers
+            problem = _unlisted(probe.tool, servers, tools)
+            if problem:
+                found.append((f"{at}[{k}].tool", f"state probe {probe.name}: {problem}"))
+    return found
 
 
 def _setup_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, str]]:

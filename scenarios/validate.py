@@ -4,8 +4,9 @@ Loading a suite for a sweep stops at the first error; a person fixing a file wan
 so a schema error does not stop the other checks (they run on what parses: schema/parse/salvage):
 schema errors, duplicate ids, unknown servers, chained arguments that point forward, examples
 that do not match their own answer pattern, tools never given an example, answer citations
-that do not exist in the suite's pinned tree, and placeholders in server definitions that the
-farm does not fill in. Each problem names its line where the file has the field.
+that do not exist in the suite's pinned tree, placeholders in server definitions that the
+farm does not fill in, and `sqlite:`/`file:` state probes whose path looks written wrong
+against the server's sandbox template. Each problem names its line where the file has the field.
 
 What needs the workers' code (the steps' matchers, started servers) is checked by the task
 `farm.check_calls`, which checks the tools' names and schemas with `tool_checks`.
@@ -14,6 +15,7 @@ What needs the workers' code (the steps' matchers, started servers) is checked b
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from mcp_farm.scenarios.catalog import (
     SERVERS_FILE,
     SUITES_DIR,
     is_file,
+    sandbox_source,
     server_catalog,
     structural_problems,
     with_sandbox_paths,
@@ -265,6 +268,73 @@ def _server_problems(suite: Suite, source: str) -> list[SpecError]:
     return problems
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name the OS refuses (too long, an embedded NUL)
+        return False
+
+
+def _probe_path_problems(suite: Suite, source: str) -> list[SpecError]:
+    """`sqlite:` and `file:` probes whose path looks written wrong against the server's sandbox
+    template: a folder on the way that the template lacks, or a name close to one it holds
+    (`order.db` beside `orders.db`), where nothing the scenario expects makes it. A probe of a
+    file that is not there finds nothing to read (a SQLite file: an infra_error at run time)
+    or `null` (a file: judged as the model's). A name the template lacks in a folder it holds,
+    close to nothing there, may be one the server or the model makes: not judged here."""
+    servers = {**server_catalog(), **{s.name: s for s in suite.servers}}
+    problems: list[SpecError] = []
+    for i, scenario in enumerate(suite.scenarios):
+        written = json.dumps(
+            [step.example for step in scenario.all_steps]
+            + [c.arguments for c in scenario.setup]
+            + [t.trigger.arguments for t in scenario.turns if t.trigger is not None],
+            ensure_ascii=False,
+            default=str,
+        )
+        places = [(f"turns[{t}].state", turn.state) for t, turn in enumerate(scenario.turns)]
+        for at, probes in [*places, ("state", scenario.state)]:
+            for k, probe in enumerate(probes):
+                path = probe.sqlite if probe.sqlite is not None else probe.file
+                name = probe.server or (scenario.servers[0] if len(scenario.servers) == 1 else "")
+                server = servers.get(name)
+                folder = sandbox_source(server) if server is not None else None
+                if path is None or folder is None or not _is_dir(folder):
+                    continue  # no sandbox: a structural problem of its own
+                problem = _template_problem(folder, path, written)
+                if problem:
+                    field = f"scenarios[{i}].{at}[{k}].{'sqlite' if probe.sqlite else 'file'}"
+                    problems.append(
+                        SpecError(source, field, f"state probe {probe.name}: {problem}")
+                    )
+    return problems
+
+
+def _template_problem(folder: Path, path: str, written: str) -> str | None:
+    """Why `path` (inside a sandbox made from `folder`) looks written wrong, if it does: its
+    first part the template lacks is a folder on the way, or a name close to one the
+    template holds, and no expected call, setup call or trigger names it."""
+    parts = Path(path).parts
+    missing = next(
+        (n for n in range(len(parts)) if not _exists(folder.joinpath(*parts[: n + 1]))), None
+    )
+    if missing is None or parts[missing] in written:
+        return None
+    try:
+        there = sorted(p.name for p in folder.joinpath(*parts[:missing]).iterdir())
+    except OSError:
+        there = []
+    close = difflib.get_close_matches(parts[missing], there, n=3, cutoff=0.75)
+    if missing == len(parts) - 1 and not close:
+        return None  # a name the server or the model may make, in a folder that is there
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    shown = "/".join(parts[: missing + 1])
+    return (
+        f"the sandbox template {folder} holds no {shown!r}, and no expected call, setup call "
+        f"or trigger names {parts[missing]!r}{hint}"
+    )
+
+
 SuiteCheck = Callable[[Suite, str], list[SpecError]]
 """One check of a parsed suite that needs no server and no matcher: (suite, source) →
 problems. A new check is one more entry of CHECKS."""
@@ -274,6 +344,7 @@ CHECKS: tuple[SuiteCheck, ...] = (
     _lint_problems,
     _answer_problems,
     _server_problems,
+    _probe_path_problems,
 )
 
 
