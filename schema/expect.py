@@ -291,11 +291,13 @@ class ExpectedCall(Strict):
     idempotent: bool = False
     """Doing this step again changes nothing (a lookup, setting a value to what it already
     is): under `calls: strict` a further call that also meets it is no mistake, nor is a copy
-    of one. A tool its server marks `readOnlyHint: true` is treated so without this."""
+    of one, even one the server answers with an error ("already exists"). A tool its server
+    marks `readOnlyHint: true` is treated so without this."""
     known_from_earlier: bool = False
     """In a conversation: an earlier turn's call that met this step (the same call, with a
     result that was no error) may do it, when this turn makes no call of its tools ("I
-    already looked that up")."""
+    already looked that up"). The turn still makes a call of its own unless it says
+    `min_calls: 0` (Turn.min_calls)."""
     expect_error: bool = False
     """The call must come back as an error (a step that tests how the agent copes with one).
     Otherwise a call that returned an error does not count as this step."""

@@ -1048,7 +1048,7 @@ def _from_turn_problem(field: str, turn: int, given: int) -> str:
     )
 
 
-GRADER_VERSION = "6"
+GRADER_VERSION = "7"
 """Bump when the deterministic tool grading or the answer scoring changes meaning."""
 
 LOCAL_TOOL_RENDERING = 2

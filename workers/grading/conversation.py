@@ -2,14 +2,17 @@
 
 Every trial but a simulated user's is graded here: a one-prompt scenario is a conversation of
 one turn (`Scenario.dialogue`), whose verdict is its turn's. Each turn is graded by `grade` (its
-calls, its steps, its answer); two things are added here:
+calls, its steps, its answer); three things are added here:
 
 - a value taken from an earlier turn's result (`from_turn` on a chained matcher): the turn is
   graded with such matchers read as "present", then each is checked by the chained matcher
   itself against the calls that did that step of that turn (the model's, when the turn passed;
   the farm's, when it failed and the conversation continued);
 - a turn that must ask (`must_ask`): a tool called instead is `guessed`; a reply that is no
-  question about the missing detail is `output_mismatch`.
+  question about the missing detail is `output_mismatch`;
+- a turn whose steps were right but that made fewer calls of its own than it needs
+  (`Turn.min_calls`; one on a turn with steps, whose steps earlier calls may have done) is
+  `no_tool_call`.
 
 The conversation passes only if every turn passed on its own; otherwise its outcome is its
 first failed turn's (docs/conversations.md). Recovery after an error result (`recovered`) is

@@ -4,7 +4,8 @@ Each step is done by one call. Under `calls: strict`, every other call of an exp
 wrong (a second call that also fits a step done included), and a call identical to an earlier
 one is a loop unless it does a step of its own (a task that needs the same call twice makes
 it twice). Repeats that change nothing are let be: a copy of a call of a tool its server
-marks `readOnlyHint: true`, and any further call that meets an `idempotent` step. `max_repeats`
+marks `readOnlyHint: true`, and any further call that meets an `idempotent` step, or copies
+one that did (a server may answer such a copy with an error: "already exists"). `max_repeats`
 bounds identical calls in either mode.
 """
 
