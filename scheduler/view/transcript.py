@@ -371,7 +371,13 @@ def state_summary(trial: Any) -> tuple[str, list[list[str]]]:
     )
     line += "; other path (state right, calls not)" if state.other_path else ""
     line += f"; set back after turns {_turns(state.restored)}" if state.restored else ""
-    line += f"; started diverged: turns {_turns(state.diverged)}" if state.diverged else ""
+    if state.diverged:
+        whose = {"model": "the model's calls stayed", "farm": "set back and redone, still off"}
+        shown = [
+            f"{i + 1} ({whose[state.diverged_by[i]]})" if i in state.diverged_by else str(i + 1)
+            for i in state.diverged
+        ]
+        line += f"; started diverged: turns {', '.join(shown)}"
     rows = [
         [
             "end" if p.turn is None else f"after turn {p.turn + 1}",

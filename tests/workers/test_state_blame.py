@@ -111,3 +111,16 @@ def test_differences_walk_keys_and_items_in_order_and_numbers_by_value() -> None
         ("x.c", ABSENT, True),
     ]
     assert differences({"a.b": 1}, {"a.b": 2}) == [('["a.b"]', 1, 2)]
+
+
+def test_the_trial_page_says_whose_doing_a_diverged_turn_was() -> None:
+    from types import SimpleNamespace
+
+    from mcp_farm.scheduler.view.transcript import state_summary
+
+    fits = judged(PROBE, {"bookings": ["Attic"]}, None)
+    turns = [_turn(), _turn(index=1, diverged=True, diverged_by="model")]
+    _t, _o, _d, verdict = graded_by_state(SCENARIO, turns, "wrong_tool", "", [fits])
+    assert verdict is not None
+    line, _rows = state_summary(SimpleNamespace(state_json=verdict.model_dump_json()))
+    assert "started diverged: turns 2 (the model's calls stayed)" in line
