@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 17
+SCORECARD_VERSION = 18
 ANCHOR_THRESHOLD = 0.85
 """The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
 set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
@@ -416,6 +416,27 @@ class Curve(Frozen):
     within the levels measured."""
 
 
+class PositionDecile(Frozen):
+    """Pass rate by where the expected tool sat in the list shown (docs/robustness.md): one
+    tenth of the list of one model × prompt × descriptions × names, over its levels with
+    distractors. A trial counts at its first expected tool's position (`tool_positions`)."""
+
+    model: str
+    prompt: str
+    """The prompt config's id, without the level."""
+    descriptions: str
+    names: str
+    decile: int
+    """0: the first tenth of the list, … 9: the last."""
+    n: int
+    """Graded trials whose expected tool sat there."""
+    passes: int
+    rate: float | None
+    low: float
+    high: float
+    """Wilson 95% interval of the pass rate."""
+
+
 class SelectionRecall(Frozen):
     """Tool selection before the model (a prompt config's `select:`) in one model × prompt
     config: how often the selection held the tools the user's messages called for, and whose
@@ -504,6 +525,9 @@ class Scorecard(Frozen):
     robustness: list[Curve] = Field(default_factory=list)
     """Per configuration run at several tool counts (a sweep's `tool_list`): the curve of pass
     rate against tool count; empty for a sweep without the axis."""
+    positions: list[PositionDecile] = Field(default_factory=list)
+    """Per curve, the pass rate by the decile of the list the expected tool sat in, over its
+    levels with distractors; empty for a sweep without them (or recorded before positions)."""
     selection: list[SelectionRecall] = Field(default_factory=list)
     """Per configuration whose prompt selects tools before the model: selection recall and
     failures split between selector and model; empty for a sweep without selection."""

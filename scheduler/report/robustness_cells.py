@@ -48,6 +48,27 @@ def curve_rows(card: Scorecard) -> list[list[str]]:
     ]
 
 
+POSITION_HEADS = ["decile", "n", "pass", "95% CI"]
+
+
+def position_rows(card: Scorecard) -> list[list[str]]:
+    """One row per curve and decile of the list the expected tool sat in: model, prompt,
+    descriptions, names, then POSITION_HEADS (decile 1 is the list's first tenth)."""
+    return [
+        [
+            d.model,
+            d.prompt,
+            d.descriptions,
+            d.names,
+            str(d.decile + 1),
+            str(d.n),
+            pct(d.rate),
+            _span(d.low, d.high),
+        ]
+        for d in card.positions
+    ]
+
+
 def curve_note(c: Curve) -> str:
     """The slope and the threshold level of one curve, in a sentence."""
     name = f"{c.model} / {c.prompt} (descriptions {c.descriptions}, names {c.names})"

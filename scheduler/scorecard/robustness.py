@@ -12,13 +12,18 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mcp_farm.scheduler.scorecard.queries.provenance import level_trials
 from mcp_farm.scheduler.statistics.rates import Z95, wilson
-from mcp_farm.schema.scorecard import Curve, LevelPoint, Row
+from mcp_farm.schema import ListPosition
+from mcp_farm.schema.scorecard import Curve, LevelPoint, PositionDecile, Row
 from mcp_farm.schema.specs import ToolListLevel, parse_label
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 DEFAULT_THRESHOLD = 0.5
 NEWTON_STEPS = 50
@@ -155,3 +160,36 @@ def _crossing(a: float, b: float, threshold: float, most: int) -> float | None:
     x = (math.log(threshold / (1 - threshold)) - a) / b if threshold < 1 else math.inf
     count = 2**x - 1 if x < 64 else math.inf
     return count if 0 <= count <= most else None
+
+
+def position_deciles(conn: Connection, sweep_id: str, skip_left: bool) -> list[PositionDecile]:
+    """Per curve (model × prompt × descriptions × names) and decile of the list, the pass rate
+    of its graded trials with distractors whose first expected tool sat in that decile."""
+    tally: dict[tuple[str, str, str, str, int], list[int]] = defaultdict(lambda: [0, 0])
+    for row in level_trials(conn, sweep_id, skip_left):
+        parsed = parse_label(str(row.config))
+        recorded = json.loads(row.provenance_json).get("tool_positions") or []
+        if parsed is None or parsed[1].tool_count == 0 or not recorded:
+            continue
+        decile = ListPosition.model_validate(recorded[0]).decile()
+        if decile is None:
+            continue
+        prompt, level = parsed
+        counts = tally[(str(row.model_id), prompt, level.descriptions, level.names, decile)]
+        counts[0] += 1
+        counts[1] += 1 if row.outcome == "pass" else 0
+    return [
+        PositionDecile(
+            model=model,
+            prompt=prompt,
+            descriptions=descriptions,
+            names=names,
+            decile=decile,
+            n=n,
+            passes=passes,
+            rate=passes / n,
+            low=wilson(passes, n)[0],
+            high=wilson(passes, n)[1],
+        )
+        for (model, prompt, descriptions, names, decile), (n, passes) in sorted(tally.items())
+    ]

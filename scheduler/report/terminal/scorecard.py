@@ -29,12 +29,14 @@ from mcp_farm.scheduler.report.cells import (
 )
 from mcp_farm.scheduler.report.robustness_cells import (
     CURVE_HEADS,
+    POSITION_HEADS,
     RANKING_HEADS,
     RANKING_NOTE,
     SELECTION_HEADS,
     SELECTION_NOTE,
     curve_note,
     curve_rows,
+    position_rows,
     ranking_rows,
     selection_rows,
 )
@@ -152,6 +154,13 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         console.print(curves)
         for curve in card.robustness:
             console.print(f"[dim]{escape(curve_note(curve))}[/dim]", highlight=False)
+    if card.positions:
+        heads = ["model", "prompt", "descriptions", "names"]
+        title = "Pass rate by where the expected tool sat in the list (tenths, 1 first)"
+        placed = _table(title, heads, POSITION_HEADS)
+        for cells in position_rows(card):
+            placed.add_row(*(escape(cell) for cell in cells))
+        console.print(placed)
     if card.selection:
         title = "Tool selection before the model (docs/robustness.md)"
         chosen = _table(title, ["model", "prompt"], SELECTION_HEADS)
