@@ -52,8 +52,10 @@ class LocalEmbedder:
     key = MODEL
 
     async def documents(self, texts: list[str]) -> Vectors:
-        return await anyio.to_thread.run_sync(_run, "passage", texts)
+        # Abandoned, not awaited, when the selection's time limit cancels it: the engine
+        # finishes in its thread (holding the lock) while the trial ends as infra_error.
+        return await anyio.to_thread.run_sync(_run, "passage", texts, abandon_on_cancel=True)
 
     async def query(self, text: str) -> Vectors:
-        rows = await anyio.to_thread.run_sync(_run, "query", [text])
+        rows = await anyio.to_thread.run_sync(_run, "query", [text], abandon_on_cancel=True)
         return np.asarray(rows[0], dtype=np.float32)
