@@ -32,8 +32,9 @@ from mcp_farm.workers.grading.typed import BY_VALUE
 CALLS_RIGHT: tuple[Outcome, ...] = ("pass", "output_mismatch")
 """Calls outcomes in which every call was right (the answer's text aside)."""
 
-UNDECIDED: tuple[Outcome, ...] = (*UNGRADED, "timeout")
-"""Outcomes neither calls nor state decide: the trial says nothing about either."""
+UNDECIDED: tuple[Outcome, ...] = (*UNGRADED, "context_overflow", "timeout")
+"""Outcomes neither calls nor state decide: the trial says nothing about either (a prompt that
+did not fit was never answered, whatever the state)."""
 
 KEPT_BY_STATE: tuple[Outcome, ...] = (*UNDECIDED, "forbidden_call", "guessed")
 """Under `grade_by: state`, outcomes the state does not overrule: a forbidden call was made,

@@ -41,6 +41,14 @@ def test_by_state_alone_the_probes_decide_except_a_forbidden_call_or_a_timeout()
     assert combined("state", "timeout", "", [_found([])])[0] == "timeout"
 
 
+def test_a_prompt_that_did_not_fit_is_not_overruled_by_a_state_that_happens_to_fit() -> None:
+    # The model was never asked: a world already as expected says nothing of it.
+    for grade_by in ("state", "both"):
+        assert combined(grade_by, "context_overflow", "", [_found(["Attic"])])[0] == (  # type: ignore[arg-type]
+            "context_overflow"
+        )
+
+
 @pytest.mark.parametrize("grade_by", ["calls", "both", "state"])
 def test_a_trial_without_probes_keeps_its_outcome_and_has_no_state_verdict(grade_by: str) -> None:
     assert combined(grade_by, "wrong_params", "x", []) == ("wrong_params", "x", None)  # type: ignore[arg-type]
