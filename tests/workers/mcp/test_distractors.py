@@ -14,17 +14,27 @@ from typing import Any, TypeVar
 
 import anyio
 import pytest
+from sqlalchemy import text as sql
 
 from mcp_farm.scenarios import load_prompt, load_suite, server_catalog, servers_for
-from mcp_farm.schema import ListPosition, Scenario, ServerDef, Settings, TrialSpec
-from mcp_farm.schema.specs import DISTRACTOR_SERVER, Names, ToolListLevel
+from mcp_farm.scheduler.scorecard.build import build_scorecard
+from mcp_farm.schema import (
+    ListPosition,
+    Scenario,
+    ScenarioSelection,
+    ServerDef,
+    Settings,
+    SweepSpec,
+    TrialSpec,
+)
+from mcp_farm.schema.specs import DISTRACTOR_SERVER, Names, ToolListAxes, ToolListLevel
 from mcp_farm.workers.mcp.connections import Connected, connect, result_text
 from mcp_farm.workers.mcp.pool import REPO_ROOT, ServerPool
 from mcp_farm.workers.mcp.toollist import shape_tools
 from mcp_farm.workers.model.encode import openai_tools, opening_messages, reply_schema
 from mcp_farm.workers.model.toolspec import ToolSpec
 from mcp_farm.workers.trial import execute_trial
-from tests.helpers import ideal_script, trial
+from tests.helpers import ideal_script, run_sweep_embedded, scripted, trial
 
 pytestmark = pytest.mark.integration
 BASIC = {s.id: s for s in load_suite("basic").scenarios}
@@ -233,3 +243,32 @@ def test_a_distractors_answer_is_plain_text(tmp_path: Path) -> None:
 
     for text in _at_level(scenario, "basic", level, 0, tmp_path, answers):
         assert not TELLS.search(text), text
+
+
+def test_a_third_party_sweep_with_colliding_names_records_positions_in_the_scorecard(
+    settings: Settings,
+) -> None:
+    _time_installed()
+    scenario = THIRD["ref.time.now-tokyo"]
+    sweep = SweepSpec(
+        name="collide",
+        models=[scripted(ideal_script(scenario), "ideal")],
+        prompts=["native"],
+        scenarios=ScenarioSelection(suites=["thirdparty"], ids=[scenario.id]),
+        repetitions=3,
+        paraphrases="verbatim",
+        tool_list=ToolListAxes(tool_count=[50], names=["colliding"]),
+    )
+    engine, plan = run_sweep_embedded(sweep, settings)
+    card = build_scorecard(engine=engine, sweep_id=plan.sweep_id)
+    assert sum(d.n for d in card.positions) == 3
+    with engine.connect() as conn:
+        stored = conn.execute(
+            sql("select transcript_json, provenance_json from trial where sweep_id = :s"),
+            {"s": plan.sweep_id},
+        ).all()
+    for transcript, provenance in stored:
+        system = json.loads(transcript)[0]["content"]
+        assert not TELLS.search(system), system
+        (at,) = json.loads(provenance)["tool_positions"]
+        assert at["tool"] == scenario.expected_tools[0] and at["listed"] == 52
