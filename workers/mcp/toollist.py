@@ -19,7 +19,7 @@ from mcp_farm.scenarios.servers.distractors import (
 from mcp_farm.schema import ListPosition, digest
 from mcp_farm.schema.specs import DISTRACTOR_SERVER, ToolListLevel
 from mcp_farm.workers.errors import InfraError
-from mcp_farm.workers.mcp.connections import Connected
+from mcp_farm.workers.mcp.connections import Connected, result_text
 from mcp_farm.workers.mcp.describe import first_sentence, paraphrase, swapped
 from mcp_farm.workers.model.toolspec import ToolSpec
 
@@ -103,14 +103,14 @@ def _near(t: ToolSpec, suffix: str) -> Distractor:
 
 def _spec(d: Distractor) -> ToolSpec:
     """A distractor made here, as the distractor server serves it once told (`_serve`)."""
-    meta = {"farm/shown": d.shown, "farm/origin": d.origin, "farm/family": d.family}
+    meta = {"shown": d.shown, "origin": d.origin, "family": d.family, "of": d.of}
     return ToolSpec(
         shown_name=d.shown,
         server=DISTRACTOR_SERVER,
         tool=d.name,
         description=d.description,
         input_schema=d.input_schema,
-        meta=meta | {"farm/of": d.of},
+        meta={f"farm/{key}": value for key, value in meta.items()},
     )
 
 
@@ -120,7 +120,8 @@ async def _serve(conn: Connected, made: list[Distractor]) -> None:
         return
     result = await conn.call(DISTRACTOR_SERVER, ADD_TOOL, {"tools": [asdict(d) for d in made]})
     if result.is_error:
-        raise InfraError(f"the distractor server refused this trial's distractors: {result}")
+        refused = result_text(result)
+        raise InfraError(f"the distractor server refused this trial's distractors: {refused}")
 
 
 def _place(own: list[ToolSpec], drawn: list[ToolSpec], rng: random.Random) -> list[ToolSpec]:
