@@ -292,10 +292,14 @@ def shared_launch(
 
 def _key(server: ServerDef, attached: list[str]) -> str:
     # Built from the definition as written: `{env:VAR}` stays a placeholder, so no value
-    # from the environment is ever part of a key.
+    # from the environment is ever part of a key. The sandbox's source is part of it: two
+    # suites may define a server of one name and command on different folders, and a server
+    # lent clean keeps the folder it was last given.
     command = [_expand(a, None, attached) for a in server.command or []]
+    source = sandbox_source(server)
     return json.dumps(
-        [server.name, command, server.url, server.env, server.protocol], sort_keys=True
+        [server.name, command, server.url, server.env, server.protocol, str(source or "")],
+        sort_keys=True,
     )
 
 

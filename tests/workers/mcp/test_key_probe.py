@@ -150,3 +150,64 @@ scenarios:
     request = CallCheckRequest(suites=[SuiteToCheck(source=str(path), suite=suite)])
     # add_task's text names no key; its structured content does.
     assert check_calls(request, settings).problems == []
+
+
+def _sandboxed_suite(folder: Path, name: str, scenario: str) -> Path:
+    """A suite whose server `files` is the fixture filesystem server on `folder/seed`."""
+    text = f"""\
+suite: {name}
+servers:
+  - name: files
+    command: ["{{python}}", "-m", "mcp_farm.scenarios.servers.filesystem", "--root", "{{sandbox}}"]
+    sandbox: ./seed
+scenarios:
+{scenario}
+"""
+    path = folder / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _chained(sid: str, example: str) -> str:
+    return f"""\
+  - id: {sid}
+    version: 1
+    tier: moderate
+    prompt: Read who.json and write that person's name to invite.txt.
+    servers: [files]
+    expect:
+      - tool: read_file
+        params: {{path: {{any: true}}}}
+{example}
+      - tool: write_file
+        params:
+          path: {{any: true}}
+          content: {{derived_from_step: 0, from_key: to}}
+        example: {{path: invite.txt, content: Charles Babbage}}
+"""
+
+
+def test_validate_probes_each_suite_on_its_own_sandbox_when_two_name_a_server_alike(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Issue 43, item 9: a server lent clean keeps its folder, and the pool took two suites'
+    # `files` (same name and command, other sandboxes) for one: the second suite's probe read
+    # the first one's folder, and its from_key "picked nothing".
+    other, seeded = tmp_path / "other", tmp_path / "seeded"
+    for folder in (other, seeded):
+        (folder / "seed").mkdir(parents=True)
+    (other / "seed" / "who.json").write_text('{"from": "Ada"}\n', encoding="utf-8")
+    (seeded / "seed" / "who.json").write_text('{"from": "Ada", "to": "Charles Babbage"}\n')
+    # The first suite's probe makes no call (its look-up has no example): its server goes
+    # back to the pool clean, holding the other folder.
+    first = _sandboxed_suite(other, "first", _chained("first.chain", ""))
+    second = _sandboxed_suite(
+        seeded, "second", _chained("second.chain", "        example: {path: who.json}")
+    )
+    suites = []
+    for path in (first, second):
+        suite, _problems = check_file(path)
+        assert suite is not None
+        suites.append(SuiteToCheck(source=str(path), suite=suite))
+    problems = check_calls(CallCheckRequest(suites=suites), settings).problems
+    assert [p for p in problems if p.source == str(second)] == []
