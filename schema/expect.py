@@ -53,6 +53,25 @@ def _tool_shape(value: Any) -> str:
     return "tool[choice]" if isinstance(value, dict | ToolChoice) else "tool[name]"
 
 
+def _kind_to_add(given: set[str]) -> str | None:
+    """What a matcher that gives only a modifier (`from_turn`, `from_key`, `tolerance`, …) and no
+    kind must add, said as the fix; None when it gives no modifier either."""
+    if given & {"from_turn", "from_key", "from_regex"}:
+        named = [f"`{k}`" for k in ("from_turn", "from_key", "from_regex") if k in given]
+        verb = "reads" if len(named) == 1 else "read"
+        return (
+            f"{' and '.join(named)} {verb} a value from an earlier step's result: add "
+            "`derived_from_step`, the "
+            "step whose result holds the value (with `from_turn`, a step of that turn), as in "
+            "{derived_from_step: 0, from_turn: 0, from_key: id}"
+        )
+    if "tolerance" in given:
+        return "`tolerance` goes with `number`: add the number it is a tolerance of"
+    if "extra_keys" in given:
+        return "`extra_keys` goes with `keys`: add `keys`, the matchers of the object's keys"
+    return None
+
+
 class ParamMatcher(Strict):
     """How one argument (or one item, or one key) is judged. Exactly one kind is given, except
     that `items` and `contains` may go together.
@@ -138,6 +157,8 @@ class ParamMatcher(Strict):
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> ParamMatcher:
         given = self.kinds
+        if not given and (missing := _kind_to_add(self.model_fields_set)):
+            raise ValueError(missing)
         if len(given) != 1 and set(given) != ARRAY_KINDS:
             raise ValueError(
                 f"give exactly one matcher kind of {', '.join(MATCHER_KINDS)} "

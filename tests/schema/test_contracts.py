@@ -89,3 +89,24 @@ def test_a_repeated_id_is_named_by_its_position() -> None:
         SpecError, match=r"suite\.yaml: scenarios\[2\]\.id: duplicate scenario id 'a'"
     ):
         require_unique(["a", "b", "a"], "suite.yaml", "scenarios", "scenario")
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"from_turn": 0, "from_key": "id"}, "add `derived_from_step`"),
+        ({"from_turn": 0}, "add `derived_from_step`"),
+        ({"from_regex": "id: (\\d+)"}, "add `derived_from_step`"),
+        ({"tolerance": 0.5}, "goes with `number`"),
+        ({"extra_keys": "allow"}, "add `keys`"),
+    ],
+)
+def test_a_matcher_with_only_a_modifier_says_which_kind_to_add(
+    given: dict[str, object], said: str
+) -> None:
+    # Issue 43, item 11: `from_turn` without `derived_from_step` got "give exactly one matcher
+    # kind ... got none", which names thirteen kinds and not the one missing.
+    with pytest.raises(ValueError) as err:
+        ParamMatcher.model_validate(given)
+    assert said in str(err.value)
+    assert "got none" not in str(err.value)
