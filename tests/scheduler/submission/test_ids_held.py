@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcp_farm.scheduler.submission.expand import expand, load_sweep
-from mcp_farm.schema import digest
+from mcp_farm.schema import ModelTarget, digest
 
 HELD = {
     # sweep file: (sweep id, trials, sha256 of the trial ids one per line, in expansion order)
@@ -85,3 +85,14 @@ def test_a_sweeps_on_turn_failure_reaches_only_conversation_trials() -> None:
     assert all(t.on_turn_failure is None for t in others)
     # Left out of a one-prompt trial's payload, as it is of every trial of a sweep without it.
     assert all("on_turn_failure" not in t.identity() for t in [*others, *without.trials])
+
+
+def test_a_native_trial_on_any_other_adapter_carries_no_rendering_version() -> None:
+    path = Path("scenarios/sweeps/quickstart.yaml")
+    sweep = load_sweep(path)
+    endpoint = ModelTarget(
+        id="qwen", adapter="openai", endpoint="http://127.0.0.1:8080/v1", model="qwen3-4b"
+    )
+    trials = expand(sweep.model_copy(update={"models": [endpoint]}), str(path)).trials
+    assert any(t.prompt.mode == "native" for t in trials)
+    assert all(t.tool_rendering is None and "tool_rendering" not in t.identity() for t in trials)
