@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mcp_farm.schema import (
@@ -22,26 +22,29 @@ from mcp_farm.schema import (
     Grounding,
 )
 from mcp_farm.workers.answer.lines import (
+    LINE_LIKE,
     LINK,
     NEAR,
+    SCRIPT_DIGITS,
+    LineCell,
     Lines,
     after,
     before,
     beside,
-    in_cell,
+    in_cells,
     table_lines,
 )
 from mcp_farm.workers.answer.links import URL, linked, repo_path
 from mcp_farm.workers.answer.sentences import SENTENCE_END, Written, claimed
 
 EXTENSIONS = "py|pyi|md|rst|txt|toml|cfg|ini|json|ya?ml|js|ts|c|h|rs|go|java|sh"
-# A path: relative, absolute, or with a drive letter; `/` or `\` between its parts. Not
-# followed by `(`: `response.json()` is a call, not a file; but a compiler's `path(127):` is a
+# A path: relative, absolute, or with a drive letter; `/` or `\` between its parts; a
+# footnote's superscript may follow it (`conn.py²`). Not followed by `(`: `response.json()` is a call, not a file; but a compiler's `path(127):` is a
 # path and its line.
 CITE = re.compile(
     r"(?<![\w/\\.-])(?P<path>(?:[A-Za-z]:[/\\]|\.{1,2}[/\\]|/)?(?:[\w.-]+[/\\])*"
     rf"[\w.-]*\w\.(?:{EXTENSIONS}))"
-    r"(?![\w/]|\((?!\d+(?:,\d+)?\):))"
+    rf"(?!(?![{SCRIPT_DIGITS}])[\w/]|\((?!\d+(?:,\d+)?\):))"
 )
 DRIVE = re.compile(r"^[A-Za-z]:/")
 SYMBOL = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`")
@@ -68,6 +71,9 @@ class CitationRef:
     also: tuple[tuple[int, int], ...] = ()
     """Further lines its sentence gives it (`a.py:2 calls it; the loop is at line 40`): each
     must be in the file too (see `sentences`)."""
+    ref: str | None = None
+    """The branch or tag of the repository link it was read from (`…/blob/main/path`): the
+    line is still checked at the pinned commit, and the verdict's detail names the ref."""
 
 
 def _names(text: str, offset: int, taken: set[int]) -> list[tuple[int, str]]:
@@ -76,7 +82,9 @@ def _names(text: str, offset: int, taken: set[int]) -> list[tuple[int, str]]:
     return [
         (offset + m.start(), m.group("name"))
         for m in SYMBOL.finditer(text)
-        if not CITE.search(m.group(0)) and offset + m.start() not in taken
+        if not CITE.search(m.group(0))
+        and not LINE_LIKE.fullmatch(m.group("name"))  # `L12` is a line, not a name
+        and offset + m.start() not in taken
     ]
 
 
@@ -107,7 +115,7 @@ def _symbol_near(prose: str, start: int, end: int, taken: set[int]) -> str | Non
 
 
 def _written(
-    prose: str, path: re.Match[str], rows: dict[tuple[int, int], tuple[int, int]], low: int
+    prose: str, path: re.Match[str], rows: dict[tuple[int, int], tuple[LineCell, ...]], low: int
 ) -> Lines:
     """The lines written with a path: after it, else in its table row's line column, else
     before it (`line 12 of path`), else a line-like token beside it (read when it is a line
@@ -122,7 +130,7 @@ def _written(
     if found.read:
         return found
     if cell is not None:
-        found = in_cell(prose, cell)
+        found = in_cells(prose, cell)
         if found.read:
             return Lines(path.end(), found.start, found.last, found.bad)
     read = before(prose, path.start())
@@ -152,6 +160,7 @@ class _Found:
     path: str
     span: tuple[int, int]
     lines: Lines
+    ref: str | None = None
 
 
 def _found(prose: str) -> list[_Found]:
@@ -167,7 +176,7 @@ def _found(prose: str) -> list[_Found]:
         if m.re is URL:
             link = linked(prose, m, CITE)
             if link is not None:
-                out.append(_Found(link.path, m.span(), link.lines))
+                out.append(_Found(link.path, m.span(), link.lines, link.ref))
                 consumed = link.lines.end
             continue
         path = m.group("path").replace("\\", "/")
@@ -175,11 +184,12 @@ def _found(prose: str) -> list[_Found]:
             path = path[2:]
         target = LINK.match(prose, m.end())
         fuller = repo_path(target.group("url"), CITE) if target is not None else None
-        if fuller is not None and fuller.endswith(f"/{path}"):
-            path = fuller  # `[conn.py](…/blob/<sha>/pkg/conn.py)` cites pkg/conn.py
+        ref = None
+        if fuller is not None and (fuller[0] == path or fuller[0].endswith(f"/{path}")):
+            path, ref = fuller  # `[conn.py](…/blob/<sha>/pkg/conn.py)` cites pkg/conn.py
         lines = _written(prose, m, rows, consumed)
         consumed = max(lines.end, m.end())
-        out.append(_Found(path, m.span(), lines))
+        out.append(_Found(path, m.span(), lines, ref))
     return out
 
 
@@ -213,10 +223,11 @@ def extract(prose: str) -> list[CitationRef]:
     for k, (f, written) in enumerate(zip(found, spans, strict=True)):
         lines, also = _merged(f.lines, more.get(k, []))
         symbol = _symbol_near(prose, f.span[0], written.text[1], taken)
-        key = (f.path, lines.start, lines.last, symbol, lines.bad, also)
+        key = (f.path, lines.start, lines.last, symbol, lines.bad, also, f.ref)
         text = prose[written.text[0] : written.text[1]]
         refs.setdefault(
-            key, CitationRef(text, f.path, lines.start, lines.last, symbol, lines.bad, also)
+            key,
+            CitationRef(text, f.path, lines.start, lines.last, symbol, lines.bad, also, f.ref),
         )
     return list(refs.values())
 
@@ -339,7 +350,23 @@ def _check_symbol(ref: CitationRef, file: _File, tolerance: int) -> tuple[Ground
     return "hallucinated", f"`{ref.symbol}` is not within {tolerance} lines of the citation"
 
 
+def _at_ref(ref: CitationRef, repo: Path) -> CitationRef:
+    """A citation read from a link at a branch: when its path is not in the checkout, the
+    branch may have had a `/` in it (`…/blob/feature/x/pkg/a.py`), so leading parts move from
+    the path into the ref while the rest names a file of the checkout."""
+    if ref.ref is None or _inside(repo, ref.path) is not None:
+        return ref
+    parts = ref.path.split("/")
+    for k in range(1, len(parts)):
+        if _inside(repo, "/".join(parts[k:])) is not None:
+            return replace(ref, path="/".join(parts[k:]), ref="/".join([ref.ref, *parts[:k]]))
+    return ref
+
+
 def _check(ref: CitationRef, repo: Path, files: dict[Path, _File], tolerance: int) -> Citation:
+    ref = _at_ref(ref, repo)
+    named = f" (linked at `{ref.ref}`, checked at the pinned commit)" if ref.ref else ""
+
     def cited(status: Grounding, detail: str) -> Citation:
         return Citation(
             text=ref.text,
@@ -348,7 +375,7 @@ def _check(ref: CitationRef, repo: Path, files: dict[Path, _File], tolerance: in
             line_end=ref.line_end,
             symbol=ref.symbol,
             status=status,
-            detail=detail,
+            detail=detail + named,
         )
 
     target = _inside(repo, ref.path)

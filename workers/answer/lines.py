@@ -29,14 +29,20 @@ DASHES = f"{HYPHENS}\u2013\u2014"
 # `L`, `line #`, `line no.`, `line number`, `line:`, `~line`. The number may follow on the next
 # line (prose is hard-wrapped).
 _WORD = (
-    rf"(?:[~≈]{_H})?(?i:lines?|ln\.?|l\.?)(?:{_H}(?:#|:|(?i:nos?\.|numbers?|num\.)))?"
+    rf"(?:[~≈]{_H})?(?i:lines?|ln\.?|ll\.?|l\.?)(?:{_H}(?:#|:|(?i:nos?\.|numbers?|num\.)))?"
     rf"{_H}(?:\n{_H})?"
 )
 WORD = re.compile(_WORD)
 WORD_BEFORE = re.compile(rf"(?<![\w.-]){_WORD}")
+SCRIPT_DIGITS = "⁰¹²³⁴-⁹₀-₉"
+"""Superscript and subscript digits (`line ⁹⁹⁹`, `path:₁₂`): a footnote mark or a formula's
+index, never a line anyone can check, so where a line goes they are an unreadable line."""
 # A number: grouped by thousands (`1,000`) or plain; a sign makes it no line, `~` or `≈` an
-# approximate one (read as written).
-NUMBER = re.compile(rf"(?P<mark>[{HYPHENS}+~≈])?(?P<digits>\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+)")
+# approximate one (read as written); superscript or subscript digits make it unreadable.
+NUMBER = re.compile(
+    rf"(?P<mark>[{HYPHENS}+~≈])?(?:(?P<digits>\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+)"
+    rf"|(?P<script>[{SCRIPT_DIGITS}]+))"
+)
 SIGNS = (*HYPHENS, "+")
 RANGE = re.compile(rf"{_H}(?:[{DASHES}]|\.{{2,3}}|…|(?i:to|through|thru|until)(?=\s)){_H}")
 LIST = re.compile(rf"{_H}(?:,{_H}(?:(?i:and|or)(?=\s){_H})?|(?i:and|or|&)(?=\s){_H}|/{_H})")
@@ -70,16 +76,16 @@ FRAGMENT = re.compile(r"#(?=[Ll]?\d)|:(?=\d)")
 CLOSE = {"(": re.compile(rf"{_H}\)"), "[": re.compile(rf"{_H}\]")}
 # A line-like number reached through marks only (`path:[12]`, `path:(12)`, `path#L-12`), or
 # a line word a few words on with a number after it (`path (see line ≈12)`).
-STRAY = re.compile(r"[`*\"'”’»\]]*[:#](?!:)[^\w\s]*[Ll]?[^\w\s]*\d[^\s]*")
+STRAY = re.compile(rf"[`*\"'”’»\]]*[:#](?!:)[^\w\s]*[Ll]?[^\w\s]*[\d{SCRIPT_DIGITS}][^\s]*")
 STRAY_WORD = re.compile(
     rf"[`*\"'”’»\]]*{_H}(?:[,(]|{_MARK})?{_H}(?:[A-Za-z]+\.?{_H}){{0,2}}?(?<!\w)"
-    rf"(?P<word>(?i:lines?|ln|l)(?!\w)|L(?=\d))[^\w\n]{{0,3}}\d[^\s)\]]*"
+    rf"(?P<word>(?i:lines?|ln|ll|l)(?!\w)|L(?=\d))[^\w\n]{{0,3}}[\d{SCRIPT_DIGITS}][^\s)\]]*"
 )
 OF = re.compile(
     rf"{_H}(?i:of|in|inside|within|from)(?:{_H}(?i:the))?(?:{_H}(?i:file|module))?{_H}"
     r"[`*\"'“‘\[(]*"
 )
-STRAY_NUMBER = re.compile(r"[^\w\n]{0,3}\d[^\s]*")
+STRAY_NUMBER = re.compile(rf"[^\w\n]{{0,3}}[\d{SCRIPT_DIGITS}][^\s]*")
 PATH_START = re.compile(r"[\w.-]*[/\\]?[\w.-]*\w\.\w")
 """The start of a file name (`pkg/b.py`, `b.py`): enough to tell `of b.py` from `of it`."""
 BEFORE_WINDOW = 80
@@ -93,8 +99,8 @@ _SPELLED = (
 # the pronoun (`the line I mean`), so a Roman numeral needs two letters or one other than `I`.
 _UNREAD = rf"(?i:{_SPELLED}(?:[\s-]+(?:and\s+)?{_SPELLED})*)\b|(?:[IVXLCDM]{{2,}}|[VX])\b"
 LINE_LIKE = re.compile(
-    rf"(?<!\w)(?:(?:(?:[~≈]\s*)?(?i:lines?|ln\.?|l\.)\s*(?:[#~:≈]|(?i:nos?\.|numbers?|num\.))?"
-    rf"\s*[{HYPHENS}+~≈]?\d|L\d|#\d)\w*|(?i:lines?)[^\S\n]+(?:{_UNREAD}))"
+    rf"(?<!\w)(?:(?:(?:[~≈]\s*)?(?i:lines?|ln\.?|ll\.|l\.)\s*(?:[#~:≈]|(?i:nos?\.|numbers?|num\.))?"
+    rf"\s*[{HYPHENS}+~≈]?[\d{SCRIPT_DIGITS}]|L\d|#\d)\w*|(?i:lines?)[^\S\n]+(?:{_UNREAD}))"
 )
 """A token that reads as a line wherever it stands (`line 12`, `lines: 3`, `line no. 3`,
 `l. 3`, `L12`, `#12`), or claims one in words (`line twelve`, `line XII`)."""
@@ -137,7 +143,7 @@ def numbers(prose: str, at: int, *, word_needed: bool = False) -> Lines | None:
     if first is None or (word_needed and not first[1]):
         return None
     start_at = first[0].start()
-    plural = bool(re.match(r"(?i)lines", prose[at:start_at].strip()))
+    plural = bool(re.match(r"(?i)lines|ll", prose[at:start_at].strip()))
     found = [first[0]]
     while True:
         last = found[-1]
@@ -159,7 +165,7 @@ def numbers(prose: str, at: int, *, word_needed: bool = False) -> Lines | None:
     if COUNT.match(prose, end) and len(found) == 1 and not first[1]:
         return None  # `path (300 lines)` is a size
     for m in found:
-        signed = m.group("mark") in SIGNS
+        signed = m.group("mark") in SIGNS or m.group("script") is not None
         if signed or len(m.group("digits").replace(",", "").lstrip("0")) > LINE_DIGITS:
             return Lines(end, bad=prose[start_at:end])
     values = [int(m.group("digits").replace(",", "")) for m in found]
@@ -184,8 +190,20 @@ COMPILER = re.compile(r"\((?P<line>\d+)(?:,\d+)?\):")
 """A compiler's `path(127):` or `path(127,5):` (line, then column): the path's line."""
 
 
+FOOTNOTE = re.compile(r"[\u00b9\u00b2\u00b3\u2070\u2074-\u2079]{1,2}(?!\w)")
+"""One or two superscript digits glued to a path (`conn.py²`): a footnote mark, no line. More
+(`conn.py⁹⁹⁹`) is a line written where none can be read: `bad`."""
+GLUED_SCRIPT = re.compile(rf"[{SCRIPT_DIGITS}]+\w*")
+
+
 def after(prose: str, at: int) -> Lines:
     """The lines written after a path that ends at `at` (nothing read: `Lines(at)`)."""
+    footnote = FOOTNOTE.match(prose, at)
+    if footnote is not None:
+        return Lines(footnote.end())
+    glued = GLUED_SCRIPT.match(prose, at)
+    if glued is not None:
+        return Lines(glued.end(), bad=glued.group())
     compiler = COMPILER.match(prose, at)
     if compiler is not None:
         digits = compiler.group("line")
@@ -232,9 +250,37 @@ def _of_a_path(prose: str, at: int) -> bool:
     return of is not None and PATH_START.match(prose, of.end()) is not None
 
 
+FENCE = re.compile(
+    r"[^\S\n]*(?:`{3,}|~{3,})[^\S\n]*(?:[A-Za-z][\w+#-]*:)?(?P<fields>(?:[^\s:`]+:){1,2})"
+)
+"""A code fence whose header names the lines before the path, as some editors write a
+reference to code (```` ```3600:3610:pkg/a.py ````: lines 3600-3610; a language may lead)."""
+
+
+def _fence(prose: str, at: int) -> Lines | None:
+    """The lines a code fence's header writes before a path at `at` (`3600:3610:path`), each
+    field a plain number (else the whole is unreadable)."""
+    low = prose.rfind("\n", 0, at) + 1
+    m = FENCE.fullmatch(prose, low, at)
+    if m is None:
+        return None
+    fields = m.group("fields")
+    if not re.search(rf"[\d{SCRIPT_DIGITS}]", fields):
+        return None  # a language or a name (```` ```python:path ````), no line
+    values: list[int] = []
+    for field in fields.rstrip(":").split(":"):
+        if not field.isascii() or not field.isdigit() or len(field.lstrip("0")) > LINE_DIGITS:
+            return Lines(m.start("fields"), bad=fields.rstrip(":"))
+        values.append(int(field))
+    return Lines(m.start("fields"), min(values), max(values))
+
+
 def before(prose: str, at: int) -> Lines | None:
     """The lines written before a path that starts at `at` (`line 12 of path`, `lines 3-9 in
-    the file path`); `end` is where that writing starts."""
+    the file path`, a code fence's `3600:3610:path`); `end` is where that writing starts."""
+    fence = _fence(prose, at)
+    if fence is not None:
+        return fence
     low = max(0, at - BEFORE_WINDOW)
     for word in WORD_BEFORE.finditer(prose, low, at):
         read = numbers(prose, word.start())
@@ -265,8 +311,19 @@ def beside(prose: str, low: int, path: tuple[int, int], high: int) -> Lines | No
 
 # ------------------------------------------------------------------ Markdown tables
 
-SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
-LINE_HEAD = re.compile(r"(?i)^(?:lines?(?:\s*(?:#|no\.?|nos?\.|numbers?|\(s\)|range))?|ln|l#?|#)$")
+SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+"""A table's delimiter row: cells of one hyphen or more, each with an optional `:` at either end
+(GitHub's rule; `|:-|--:|` is one)."""
+_LINE_WORD = r"(?:lines?|ll|ln|l#?|#|(?P<loose>loc(?:ation)?|where|pos(?:ition)?))"
+_HEAD_WORD = r"(?:start|end|first|last|from|to|begin|cited|approx\.?|range|span|#|no\.?|nos?\.|numbers?|num\.?)"
+LINE_HEAD = re.compile(
+    rf"(?i)^(?:{_HEAD_WORD}[\s_-]*)*{_LINE_WORD}(?:\(s\))?(?:[\s_-]*{_HEAD_WORD})*$"
+)
+"""A header that names a line column: a line or position word (`Line`, `Lines`, `Line(s)`, `Ln`,
+`L`, `#`, `Location`, `Where`, `Position`) with words of range or number beside it (`Line #`,
+`Line no.`, `Line range`, `Start line`, `End line`); a bracketed aside is dropped first
+(`Lines (approx.)`)."""
+ASIDE = re.compile(r"\s*\([^)]*\)\s*")
 
 
 def _cells(line: str, offset: int) -> list[tuple[int, int]]:
@@ -281,42 +338,87 @@ def _cells(line: str, offset: int) -> list[tuple[int, int]]:
     return [(offset + a, offset + b) for a, b in cells]
 
 
-def table_lines(prose: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+LOOSE_START = re.compile(rf"[:#]?[^\S\n]*(?:{_WORD})?[\d{SCRIPT_DIGITS}]")
+"""How a position column's cell starts when it holds a line (`12`, `L12`, `line 12`, `:12`)."""
+
+
+@dataclass(frozen=True)
+class LineCell:
+    """A row's cell in a line column."""
+
+    span: tuple[int, int]
+    strict: bool
+    """Under a line word (`Line`): any number in it is its line. Under a position word
+    (`Location`, `Where`): only a cell that starts with a line holds one."""
+
+
+def _line_head(head: str) -> LineCell | None:
+    """Whether a header cell names a line column (see `LINE_HEAD`), as a cell of no span whose
+    `strict` says which kind."""
+    bare = head.strip().strip("*`_ ")
+    m = LINE_HEAD.match(bare) or LINE_HEAD.match(ASIDE.sub(" ", bare).strip())
+    return LineCell((0, 0), m.group("loose") is None) if m else None
+
+
+def table_lines(prose: str) -> list[tuple[tuple[int, int], tuple[LineCell, ...]]]:
     """In each Markdown table with a line column (headed `Line`, `Lines`, `Line #`, `Ln`, `L`,
-    …): per row, the span of each other cell and the span of the row's line cell."""
+    `Start line`, `Location`, …): per row, the span of each other cell and the spans of the
+    row's line cells (two with `Start line` and `End line`: their lines make one range)."""
     rows: list[tuple[int, str]] = []
     offset = 0
     for line in prose.splitlines(keepends=True):
         rows.append((offset, line.rstrip("\r\n")))
         offset += len(line)
-    found: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    found: list[tuple[tuple[int, int], tuple[LineCell, ...]]] = []
     for i in range(len(rows) - 1):
         start, head = rows[i]
         if "|" not in head or not SEPARATOR.match(rows[i + 1][1]):
             continue
-        heads = [prose[a:b].strip().strip("*`_ ") for a, b in _cells(head, start)]
-        column = next((k for k, h in enumerate(heads) if LINE_HEAD.match(h)), None)
-        if column is None:
+        kinds = {k: _line_head(prose[a:b]) for k, (a, b) in enumerate(_cells(head, start))}
+        columns = {k: kind.strict for k, kind in kinds.items() if kind is not None}
+        if not columns:
             continue
         for row_start, row in rows[i + 2 :]:
             if "|" not in row:
                 break
             cells = _cells(row, row_start)
-            if column < len(cells):
-                found += [(cell, cells[column]) for k, cell in enumerate(cells) if k != column]
+            line_cells = tuple(
+                LineCell(cells[k], strict) for k, strict in columns.items() if k < len(cells)
+            )
+            if line_cells:
+                found += [(cell, line_cells) for k, cell in enumerate(cells) if k not in columns]
     return found
 
 
-def in_cell(prose: str, cell: tuple[int, int]) -> Lines:
-    """The line a table's line cell holds; a cell with a number that cannot be read is `bad`,
-    one without any number reads nothing. `end` is the cell's end."""
-    low, high = cell
+def in_cell(prose: str, cell: LineCell) -> Lines:
+    """The line a table's line cell holds (`12`, `L12`, `:12`, `line 12`, `12-20`); a cell with
+    a number that cannot be read is `bad`, one without any number reads nothing (nor does a position column's cell that does not start
+    with a line: `Location | in send()`). `end` is the cell's end."""
+    low, high = cell.span
     text = prose[low:high]
     content = low + len(text) - len(text.lstrip(" \t*`"))
-    read = numbers(prose, content)
+    if not cell.strict and not LOOSE_START.match(prose, content):
+        return Lines(high)
+    colon = re.compile(r":[^\S\n]*").match(prose, content)  # `path | :12`, a split `path:12`
+    read = numbers(prose, colon.end() if colon else content)
     rest = prose[read.end : high].strip(" \t*`") if read else ""
     if read is not None and read.bad is None and not rest:
         return Lines(high, read.start, read.last)
-    if re.search(r"\d", text):
+    if re.search(rf"[\d{SCRIPT_DIGITS}]", text):
         return Lines(high, bad=text.strip())
     return Lines(high)
+
+
+def in_cells(prose: str, cells: tuple[LineCell, ...]) -> Lines:
+    """The lines a row's line cells hold together (`Start line | End line`: one range); an
+    unreadable one makes them all unreadable. `end` is the last cell's end."""
+    read = [in_cell(prose, cell) for cell in cells]
+    end = max(r.end for r in read)
+    bad = next((r.bad for r in read if r.bad is not None), None)
+    if bad is not None:
+        return Lines(end, bad=bad)
+    starts = [r.start for r in read if r.start is not None]
+    lasts = [r.last for r in read if r.last is not None]
+    if not starts or not lasts:
+        return Lines(end)
+    return Lines(end, min(starts), max(lasts))

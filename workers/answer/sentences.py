@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from mcp_farm.workers.answer.lines import LINE_LIKE, Lines, numbers
 
 SENTENCE_END = re.compile(
-    r"(?<!\bno)(?<!\bnos)(?<!\bnum)(?<!\bl)(?<!\bln)(?<!\bcf)(?<!\bsee)(?<!\bapprox)[.!?]\s"
+    r"(?<!\bno)(?<!\bnos)(?<!\bnum)(?<!\bl)(?<!\bll)(?<!\bln)(?<!\bcf)(?<!\bsee)(?<!\bapprox)[.!?]\s"
     r"|\n\s*(?:\n|[-*+>#|]|\d+[.)]\s)"
 )
 """Where a sentence ends: a stop (not the stop of `no.`, `l.`, `cf.`, …), a blank line, or a new
