@@ -3,7 +3,10 @@ its servers offer (a conversation's first tool-list `trigger:` too, and a read-c
 probe's tool), and an array or object matcher must judge an argument the tool takes as one.
 
 Pure: the tool lists come in (`farm scenarios validate` starts the servers to get them);
-a server whose list is missing is not judged here.
+a server whose list is missing is not judged here. A tool a server lists only after the
+scenario's own expected calls changed its list (a plan upgrade) comes in too, per scenario
+(`later`: validate's walk finds them, mcp_farm.workers.walk.later_lists), and counts as listed
+for the scenario's steps, `allowed_extra` and read-call probes.
 """
 
 from __future__ import annotations
@@ -27,11 +30,15 @@ SHAPES = {"items": "array", "contains": "array", "keys": "object"}
 """The JSON type each matcher kind judges."""
 
 
-def tool_problems(suite: Suite, source: str, tools: ToolSchemas) -> list[SpecError]:
+def tool_problems(
+    suite: Suite, source: str, tools: ToolSchemas, later: Mapping[int, ToolSchemas] | None = None
+) -> list[SpecError]:
     """Setup calls, steps (every alternative, every route) and `allowed_extra` tools that no
-    attached server lists, and matchers whose shape the tool's input schema rules out."""
+    attached server lists, and matchers whose shape the tool's input schema rules out. `later`:
+    per scenario (by index), the tools its servers list only after its expected calls."""
     problems: list[SpecError] = []
     for i, scenario in enumerate(suite.scenarios):
+        after = (later or {}).get(i)
         if scenario.open_tools:  # its servers change with the tool set; no tool is named
             continue
         if any(turn.event for turn in scenario.turns):
@@ -40,10 +47,31 @@ def tool_problems(suite: Suite, source: str, tools: ToolSchemas) -> list[SpecErr
             found = _setup_problems(scenario, tools) + _trigger_problems(scenario, tools)
             problems += [SpecError(source, f"scenarios[{i}].{f}", p) for f, p in found]
             continue
-        found = _setup_problems(scenario, tools) + _step_problems(scenario, tools)
-        found += _extra_problems(scenario, tools) + _probe_problems(scenario, tools)
+        found = _setup_problems(scenario, tools)
+        reached = _with(tools, after) if after else tools
+        found += _step_problems(scenario, reached) + _extra_problems(scenario, reached)
+        found += _probe_problems(scenario, reached)
         problems += [SpecError(source, f"scenarios[{i}].{f}", p) for f, p in found]
     return problems
+
+
+def _with(tools: ToolSchemas, later: ToolSchemas) -> ToolSchemas:
+    """The lists with the tools each server lists later added (a server not started stays
+    out: it is not judged)."""
+    return {s: {**listed, **later.get(s, {})} for s, listed in tools.items()}
+
+
+def unlisted_steps(scenario: Scenario, tools: ToolSchemas) -> bool:
+    """Whether a step of the scenario names a tool no attached server lists at the start: only
+    then is it worth walking the ideal agent's calls to see whether one of them brings it."""
+    if scenario.open_tools or any(turn.event for turn in scenario.turns):
+        return False
+    return any(
+        _unlisted(name, [step.server] if step.server else scenario.servers, tools)
+        for _at, steps in scenario.step_lists()
+        for step in steps
+        for name in step.names
+    )
 
 
 def _extra_problems(scenario: Scenario, tools: ToolSchemas) -> list[tuple[str, str]]:

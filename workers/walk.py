@@ -16,6 +16,13 @@ elicitation requests answered from the scenario's own script. Then:
 
 A step without an example, or an example call that does not go as its step expects, ends the
 walk there quietly: the examples are judged on their own elsewhere.
+
+`later_lists` walks the same way for a scenario whose steps name a tool its servers do not
+list at the start: where the next step's tool is not listed yet, it waits (bounded) for the
+server of the call before to announce a tool-list change and lists its tools again, as a trial
+does before the model's next reply. What a server lists after such a change is what the
+scenario's own expected calls brought (a plan upgrade), and counts as listed for its steps
+(mcp_farm.scenarios.tool_checks).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -41,7 +49,7 @@ from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.mcp.connections import Connected, connect, result_text
 from mcp_farm.workers.mcp.keyprobe import example_call, keyed, probe
 from mcp_farm.workers.mcp.pool import ServerPool
-from mcp_farm.workers.mcp.relist import relist, trigger_change
+from mcp_farm.workers.mcp.relist import NOTICE_WAIT_S, relist, trigger_change
 from mcp_farm.workers.session import SessionState, run_setup, setup_owner
 
 
@@ -182,3 +190,72 @@ async def _probe_all(
             problems += [SpecProblem(source=source, field=f, problem=p) for f, p in found]
         pool.close()
     return problems
+
+
+ToolLists = dict[str, dict[str, dict[str, Any]]]
+"""Server name → the tools it lists, by name → input schema (as tool_checks reads them)."""
+
+
+async def later_tools(scenario: Scenario, servers: list[ServerDef], pool: ServerPool) -> ToolLists:
+    """The tools the scenario's servers list only after the ideal agent's calls (each turn's
+    first route) changed their lists: see the module docstring."""
+    found: ToolLists = {}
+    try:
+        async with connect(servers, pool, "plain") as conn:
+            await run_setup(SessionState(), scenario.setup, conn, pool.start_timeout_s)
+            for i in range(len(scenario.dialogue())):
+                steps = scenario.turn_scenario(i).ways()[0][1].expect
+                if not await _played_relisting(steps, conn, pool.start_timeout_s, found):
+                    break
+    except (InfraError, OSError):  # a server that does not start is reported by the listing
+        pass
+    return found
+
+
+async def _played_relisting(
+    steps: list[ExpectedCall], conn: Connected, timeout_s: float, found: ToolLists
+) -> bool:
+    """`_played`, following the servers' tool-list changes between the calls: the tools each
+    change added go into `found`."""
+    last: str | None = None
+    for step in steps:
+        if step.names[0] not in conn.tools and last is not None:
+            with anyio.move_on_after(NOTICE_WAIT_S):
+                await conn.changes[last].arrived.wait()
+        if await relist(conn):
+            for name in conn.added:
+                spec = conn.tools[name]
+                found.setdefault(spec.server, {})[spec.tool] = spec.input_schema
+        for changes in conn.changes.values():
+            changes.expect()
+        made = await example_call(step, conn, timeout_s)
+        if made is None:
+            return False
+        last, result = made
+        failed = result.is_error or conn.reported_error(last, result_text(result))
+        if failed != step.expect_error:
+            return False
+    return True
+
+
+def later_lists(
+    todo: list[tuple[str, int, Scenario, list[ServerDef]]], root: Path, start_timeout_s: float
+) -> dict[tuple[str, int], ToolLists]:
+    """`later_tools` of each (source, scenario index, scenario, its servers), on one pool;
+    only the scenarios whose walk found some. Runs its own event loop."""
+    if not todo:
+        return {}
+    return anyio.run(_later_all, todo, root, start_timeout_s)
+
+
+async def _later_all(
+    todo: list[tuple[str, int, Scenario, list[ServerDef]]], root: Path, start_timeout_s: float
+) -> dict[tuple[str, int], ToolLists]:
+    found: dict[tuple[str, int], ToolLists] = {}
+    async with anyio.create_task_group() as keepers:
+        pool = ServerPool(keepers, root, start_timeout_s)
+        for source, i, scenario, servers in todo:
+            if lists := await later_tools(scenario, servers, pool):
+                found[(source, i)] = lists
+        pool.close()
+    return found

@@ -326,3 +326,46 @@ def test_a_from_key_on_a_sandbox_folders_data_is_probed_on_that_data(
     found = {p.field: p.problem for p in check_calls(request, settings).problems}
     assert list(found) == ["scenarios[1].expect[1].params.path.from_key"], found
     assert "holds no key 'nope'" in next(iter(found.values()))
+
+
+def _plan_upgrade(sid: str, plan: str) -> str:
+    return f"""\
+  - id: {sid}
+    version: 1
+    tier: moderate
+    prompt: Move us to the pro plan, then archive the toner task.
+    servers: [workspace]
+    expect:
+      - tool: set_plan
+        params: {{plan: pro}}
+        example: {{plan: {plan}}}
+      - tool: archive_task
+        params: {{task_id: t2}}
+        example: {{task_id: t2}}
+      - tool: export_tasks
+        params: {{format: {{exact: markdown}}}}
+        example: {{format: markdown}}
+"""
+
+
+def test_a_tool_the_scenarios_own_expected_call_brings_is_a_tool_of_its_server(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Issue 43, item 10: set_plan (an expected call, not a trigger) makes workspace list
+    # archive_task and export_tasks; validate checked the later steps against the list at the
+    # start and said "'archive_task' is not a tool of workspace", though the ideal agent passes.
+    # An example that does not upgrade brings nothing, and the same steps are named.
+    path = tmp_path / "upgrade.yaml"
+    path.write_text(
+        WORKSPACE
+        + _plan_upgrade("upgrade.own-call", "pro")
+        + _plan_upgrade("upgrade.none", "free"),
+        encoding="utf-8",
+    )
+    suite, _problems = check_file(path)
+    assert suite is not None
+    request = CallCheckRequest(suites=[SuiteToCheck(source=str(path), suite=suite)])
+    found = {p.field: p.problem for p in check_calls(request, settings).problems}
+    assert not [f for f in found if f.startswith("scenarios[0].")], found
+    assert "'archive_task' is not a tool of workspace" in found["scenarios[1].expect[1].tool"]
+    assert "scenarios[1].expect[2].tool" in found

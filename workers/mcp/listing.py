@@ -22,8 +22,9 @@ from mcp_farm.scenarios import (
     sandbox_source,
     server_catalog,
 )
-from mcp_farm.scenarios.tool_checks import tool_problems
+from mcp_farm.scenarios.tool_checks import tool_problems, unlisted_steps
 from mcp_farm.schema import (
+    Scenario,
     ServerDef,
     Settings,
     Suite,
@@ -42,7 +43,7 @@ from mcp_farm.workers.mcp.pool import (
     REPO_ROOT,
     ServerPool,
 )
-from mcp_farm.workers.walk import probe_problems
+from mcp_farm.workers.walk import ToolLists, later_lists, probe_problems
 
 STARTS_AT_ONCE = 4
 """Servers started side by side: most of a start is waiting on a process's imports."""
@@ -69,8 +70,9 @@ def check_calls(
         # Only servers that started are probed; the others are reported below.
         working = [(e, {n: s for n, s in a.items() if _key(s) not in failed}) for e, a in used]
         probed = probe_problems(working, root, settings.server_start_timeout_s)
+        later = later_lists(_unlisted(working, tools), root, settings.server_start_timeout_s)
     else:
-        probed = []
+        probed, later = [], {}
     if not failed:
         shutil.rmtree(root, ignore_errors=True)  # else its servers.log holds their stderr
     problems: list[SpecProblem] = []
@@ -92,7 +94,7 @@ def check_calls(
             )
         ]
         if request.start_servers:
-            problems += _tool_problems(each, attached, tools, failed, reported)
+            problems += _tool_problems(each, attached, tools, failed, reported, later)
     return CallCheckResult(problems=problems + probed, servers_started=len(tools), notes=notes)
 
 
@@ -107,15 +109,33 @@ def tool_schemas(suite: Suite, names: list[str], settings: Settings) -> dict[str
     return _schemas(names, attached, tools)
 
 
+def _unlisted(
+    working: list[tuple[SuiteToCheck, dict[str, ServerDef]]],
+    tools: dict[str, dict[str, dict[str, Any]]],
+) -> list[tuple[str, int, Scenario, list[ServerDef]]]:
+    """Each scenario (source, index, scenario, its servers) whose steps name a tool its started
+    servers do not list at the start: validate walks its ideal agent to see whether its own
+    calls bring the tool (mcp_farm.workers.walk.later_lists)."""
+    todo = []
+    for each, attached in working:
+        listed = {name: tools[_key(s)] for name, s in attached.items() if _key(s) in tools}
+        for i, scenario in enumerate(each.suite.scenarios):
+            if all(n in attached for n in scenario.servers) and unlisted_steps(scenario, listed):
+                todo.append((each.source, i, scenario, [attached[n] for n in scenario.servers]))
+    return todo
+
+
 def _tool_problems(
     each: SuiteToCheck,
     attached: dict[str, ServerDef],
     tools: dict[str, dict[str, dict[str, Any]]],
     failed: dict[str, str],
     reported: set[str],
+    later: dict[tuple[str, int], ToolLists],
 ) -> list[SpecProblem]:
     """The suite's servers that did not start (those not reported yet), then its tools and
-    matchers checked against the lists of those that did."""
+    matchers checked against the lists of those that did (with, per scenario, the tools its
+    own calls brought: `later`)."""
     problems = []
     for name, server in attached.items():
         key = _key(server)
@@ -126,7 +146,12 @@ def _tool_problems(
     listed = {name: tools[_key(s)] for name, s in attached.items() if _key(s) in tools}
     return problems + [
         SpecProblem(source=p.source, field=p.field, problem=p.problem)
-        for p in tool_problems(each.suite, each.source, listed)
+        for p in tool_problems(
+            each.suite,
+            each.source,
+            listed,
+            {i: lists for (source, i), lists in later.items() if source == each.source},
+        )
     ]
 
 
