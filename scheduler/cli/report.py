@@ -232,7 +232,7 @@ def compare_cmd(
     )
     for head in ("kind", "cell"):
         table.add_column(head)
-    for head in ("A", "B", "Δ", "CI (Holm)", "p adj", "1st try A→B"):
+    for head in ("A", "B", "Δ", "CI at Holm's level", "p adj", "1st try A→B"):
         table.add_column(head, justify="right")
     table.add_column("verdict")
     shown = [c for c in found if all_cells or c.significant]
@@ -247,7 +247,7 @@ def compare_cmd(
             f"{pct(d.a_rate)} n={d.a_n}",
             f"{pct(d.b_rate)} n={d.b_n}",
             f"{100 * d.diff:+.0f}pt",
-            f"{100 * d.low:+.0f}…{100 * d.high:+.0f}",
+            c.interval_text,
             f"{c.p_adjusted:.3f}",
             f"{pct(c.first_try[0])}→{pct(c.first_try[1])}",
             f"[{colour}]{c.verdict_text}[/{colour}]",

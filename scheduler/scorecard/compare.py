@@ -7,12 +7,13 @@ model, prompt and key; sides naming a configuration are matched on the key alone
 
 Repetitions of one scenario are not independent, so cells spanning several scenarios cluster by
 scenario; a cell with fewer than five scenarios (a single-scenario cell, a rarely used tool)
-uses Fisher's exact test on its pooled counts instead (see scheduler/statistics/rates.py).
-Holm's adjustment runs within each kind of cell (config, tool, tier, …), so a table of forty
-tools does not turn noise into a finding; each cell's interval, and the repetitions it suggests,
-are at the level Holm tested that cell at (`corrected_alpha`), so the interval excludes 0 only in
-a significant cell (exactly so for clustered cells; in a pooled cell, where Fisher's test and
-Newcombe's interval are no exact duals, a non-significant cell's interval is stretched to 0).
+uses the Miettinen–Nurminen score test on its pooled counts instead (see
+scheduler/statistics/rates.py). Either test has its own interval: the differences it does not
+reject. Holm's adjustment runs within each kind of cell (config, tool, tier, …), so a table of
+forty tools does not turn noise into a finding; each cell's interval, and the repetitions it
+suggests, are at the level Holm tested that cell at (`corrected_alpha`). The verdict is read
+from that interval, as printed, unclipped: a cell is significant when it excludes 0, so the
+word and the interval cannot disagree.
 
 Two kinds of cell read the conversations only, per configuration: `conversation` (the
 conversation pass rate) and `turn` (the turn pass rate, turns graded and passed, still clustered
@@ -32,7 +33,6 @@ users' rather than the agents'.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -43,12 +43,12 @@ from mcp_farm.scheduler.scorecard.latency import row_keys
 from mcp_farm.scheduler.scorecard.queries.comparisons import conversation_rows, trial_counts
 from mcp_farm.scheduler.scorecard.queries.conversations import user_identities
 from mcp_farm.scheduler.statistics.rates import (
+    EQUIVALENCE,
     Difference,
     compare_rates,
     corrected_alpha,
     first_try_rate,
     holm,
-    resolved,
     trials_to_resolve,
 )
 from mcp_farm.schema import UNGRADED, SpecError
@@ -112,7 +112,10 @@ class Compared:
 
     @property
     def significant(self) -> bool:
-        return self.p_adjusted < ALPHA
+        """Whether the cell's interval, at its corrected level, excludes 0: the test the verdict
+        reports (it agrees with `p_adjusted < ALPHA` up to the rounding of the bisection that
+        finds the interval's ends)."""
+        return self.diff.low > 0 or self.diff.high < 0
 
     @property
     def verdict(self) -> str:
@@ -124,7 +127,16 @@ class Compared:
                 return "changed"
             worse = self.diff.diff < 0 if self.better == "higher" else self.diff.diff > 0
             return "regression" if worse else "improvement"
-        return "same" if resolved(self.diff, self.alpha) else "not significant"
+        inside = self.diff.low >= -EQUIVALENCE and self.diff.high <= EQUIVALENCE
+        return "same" if inside else "not significant"
+
+    @property
+    def interval_text(self) -> str:
+        """The interval as the verdict read it, in points, at its level (`-100…-4.2 at 98.33%`):
+        unclipped, and each end printed with as many decimals as keep it on its side of 0, so a
+        printed interval excludes 0 exactly when the cell is significant."""
+        level = f"{100 * (1 - self.alpha):.4g}%"
+        return f"{points(self.diff.low)}…{points(self.diff.high)} at {level}"
 
     @property
     def verdict_text(self) -> str:
@@ -144,6 +156,20 @@ class Compared:
             + (f" of its {scenarios} scenarios" if scenarios > 1 else "")
             + " would resolve it"
         )
+
+
+def points(rate: float) -> str:
+    """A rate difference in signed points, rounded to whole points where that keeps its side of
+    0 (`+3`, `-100`), else with the fewest decimals that do (`-0.04`); 0 is `+0`."""
+    if rate != rate:  # NaN: a side without trials
+        return "–"
+    rate += 0.0  # -0.0 prints as 0
+    for decimals in range(0, 10):
+        text = f"{100 * rate:+.{decimals}f}"
+        shown = float(text)
+        if (shown > 0) == (rate > 0) and (shown < 0) == (rate < 0):
+            return text
+    return f"{100 * rate:+.2e}"
 
 
 def _cells(
@@ -225,6 +251,31 @@ def _state_cells(engine: Engine, side: Side, by_config: bool) -> dict[CellKey, C
     return {key: {s: (v[0], v[1]) for s, v in by.items()} for key, by in cells.items()}
 
 
+def compared(
+    dimension: str,
+    left: dict[CellKey, Clusters],
+    right: dict[CellKey, Clusters],
+    firsts: dict[CellKey, tuple[float | None, float | None]] | None = None,
+) -> list[Compared]:
+    """One kind of cell, every cell on both sides: each difference tested, Holm-adjusted within
+    the kind, and its interval taken at the level Holm tested it at; the verdict reads that
+    interval (`Compared.significant`)."""
+    keys = sorted(left.keys() & right.keys())
+    diffs = [compare_rates(left[key], right[key]) for key in keys]
+    adjusted = holm([d.p for d in diffs])
+    better = BETTER.get(dimension, "higher")
+    found = []
+    for key, d, p in zip(keys, diffs, adjusted, strict=True):
+        # The interval at the level Holm tested this cell at, so that it agrees with the
+        # verdict (a 95% interval beside a Holm-adjusted verdict can exclude 0 while the
+        # cell is not significant).
+        level = corrected_alpha(d.p, p, len(diffs), ALPHA)
+        corrected = compare_rates(left[key], right[key], level)
+        first = (firsts or {}).get(key, (None, None))
+        found.append(Compared(dimension, key[1], corrected, p, first, better))
+    return found
+
+
 def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Compared]:
     """Every cell present on both sides, regressions first, then improvements, then the rest."""
     by_config = not (a.selects or b.selects)
@@ -241,24 +292,10 @@ def compare(engine: Engine, a: Side, b: Side, dimensions: list[str]) -> list[Com
     found: list[Compared] = []
     for dimension in dimensions:
         keys = sorted(k for k in left.keys() & right.keys() if k[0] == dimension)
-        diffs = []
-        for key in keys:
-            diffs.append(compare_rates(left[key], right[key]))
-        adjusted = holm([d.p for d in diffs])
-        for key, d, p in zip(keys, diffs, adjusted, strict=True):
-            # The interval at the level Holm tested this cell at, so that it agrees with the
-            # verdict (a 95% interval beside a Holm-adjusted verdict can exclude 0 while the
-            # cell is not significant).
-            level = corrected_alpha(d.p, p, len(diffs), ALPHA)
-            corrected = compare_rates(left[key], right[key], level)
-            if p >= ALPHA and (corrected.low > 0 or corrected.high < 0):
-                # A pooled cell: Newcombe's interval is no exact dual of Fisher's test, and the
-                # test is the verdict, so the interval must not claim a change it did not find.
-                low, high = min(corrected.low, 0.0), max(corrected.high, 0.0)
-                corrected = dataclasses.replace(corrected, low=low, high=high)
-            first = (left_first.get(key), right_first.get(key))
-            better = BETTER.get(dimension, "higher")
-            found.append(Compared(dimension, key[1], corrected, p, first, better))
+        firsts = {k: (left_first.get(k), right_first.get(k)) for k in keys}
+        found += compared(
+            dimension, {k: left[k] for k in keys}, {k: right[k] for k in keys}, firsts
+        )
     rank = {"regression": 0, "improvement": 1, "changed": 2, "not significant": 3, "same": 4}
     return sorted(found, key=lambda c: (rank[c.verdict], c.diff.diff, c.dimension, c.label))
 

@@ -6,7 +6,10 @@
 - `compare_rates`: the difference of two pass rates with an interval and p-value that treat
   trials of one scenario as correlated: a cluster-robust (CR1) standard error — the same number
   as an OLS of pass on arm with errors clustered by scenario — with Student t on G-1 degrees of
-  freedom; with fewer than MIN_CLUSTERS scenarios, Fisher's exact test on the pooled counts.
+  freedom; with fewer than MIN_CLUSTERS scenarios, the Miettinen–Nurminen score test on the
+  pooled counts and the interval that inverts it (`score_difference`). Either way the interval
+  is the test's own: at level 1 − alpha it excludes 0 exactly when p < alpha, and it is never
+  clipped.
 - `holm`: Holm's step-down adjustment, so many compared cells do not make noise significant.
 - `first_try_rate`: passes with no missed call over graded trials, where every trial has a record.
 """
@@ -117,21 +120,6 @@ def student_p(t: float, df: float) -> float:
     return incomplete_beta(df / 2, 0.5, df / (df + t * t))
 
 
-def fisher_exact_p(a_n: int, a_passes: int, b_n: int, b_passes: int) -> float:
-    """Two-sided Fisher exact test of two pass counts (tables as likely as the seen one or
-    less likely, summed)."""
-    total_passes = a_passes + b_passes
-    total = a_n + b_n
-
-    def chance(x: int) -> float:
-        return math.comb(a_n, x) * math.comb(b_n, total_passes - x) / math.comb(total, total_passes)
-
-    seen = chance(a_passes)
-    low, high = max(0, total_passes - b_n), min(a_n, total_passes)
-    p = sum(chance(x) for x in range(low, high + 1) if chance(x) <= seen * (1 + 1e-7))
-    return min(1.0, p)
-
-
 def normal_p(z: float) -> float:
     """Two-sided p-value of a standard-normal statistic."""
     if math.isnan(z):
@@ -167,8 +155,9 @@ class Difference:
     p: float
     clusters: int
     method: str
-    """`clustered` (CR1 error, Student t with G-1 df) or `exact` (Fisher's test on pooled
-    counts, Newcombe's interval) when there are fewer than MIN_CLUSTERS scenarios."""
+    """`clustered` (CR1 error, Student t with G-1 df) or `score` (the Miettinen–Nurminen score
+    test on pooled counts and the interval that inverts it) when there are fewer than
+    MIN_CLUSTERS scenarios."""
     alpha: float = 0.05
     """The interval's level is 1 − alpha."""
 
@@ -221,17 +210,73 @@ def compare_rates(
     se = clustered_se(a, b) if g >= MIN_CLUSTERS else math.nan
     if not math.isnan(se):
         p = (1.0 if diff == 0 else 0.0) if se == 0 else student_p(diff / se, g - 1)
+        # The test's own interval, unclipped: t · se either side, so it excludes 0 exactly
+        # when p < alpha (clipping it to ±1 would show an interval the test did not use).
         half = student_quantile(g - 1, alpha) * se
-        low, high = max(-1.0, diff - half), min(1.0, diff + half)
-        return Difference(a_n, a_rate, b_n, b_rate, diff, low, high, p, g, "clustered", alpha)
-    # Newcombe's hybrid score interval from the two Wilson intervals.
-    z = Z95 if alpha == 0.05 else normal_quantile(alpha)
-    a_low, a_high = wilson(a_c, a_n, z)
-    b_low, b_high = wilson(b_c, b_n, z)
-    low = diff - math.sqrt((b_rate - b_low) ** 2 + (a_high - a_rate) ** 2)
-    high = diff + math.sqrt((b_high - b_rate) ** 2 + (a_rate - a_low) ** 2)
-    p = fisher_exact_p(a_n, a_c, b_n, b_c)
-    return Difference(a_n, a_rate, b_n, b_rate, diff, low, high, p, g, "exact", alpha)
+        return Difference(
+            a_n, a_rate, b_n, b_rate, diff, diff - half, diff + half, p, g, "clustered", alpha
+        )
+    low, high, p = score_difference(a_n, a_c, b_n, b_c, alpha)
+    return Difference(a_n, a_rate, b_n, b_rate, diff, low, high, p, g, "score", alpha)
+
+
+def _restricted(x1: int, n1: int, x2: int, n2: int, delta: float) -> tuple[float, float]:
+    """The maximum-likelihood rates (p1, p2) under p1 − p2 = delta (Miettinen and Nurminen's
+    closed form: the root of a cubic)."""
+    r1, r2 = x1 / n1, x2 / n2
+    theta = n2 / n1
+    a = 1 + theta
+    b = -(1 + theta + r1 + theta * r2 + delta * (theta + 2))
+    c = delta * delta + delta * (2 * r1 + theta + 1) + r1 + theta * r2
+    d = -r1 * delta * (1 + delta)
+    v = b**3 / (27 * a**3) - b * c / (6 * a * a) + d / (2 * a)
+    u = math.copysign(math.sqrt(max(b * b / (9 * a * a) - c / (3 * a), 0.0)), v)
+    ratio = 1.0 if u == 0 else max(-1.0, min(1.0, v / u**3))
+    w = (math.pi + math.acos(ratio)) / 3
+    p1 = min(1.0, max(0.0, 2 * u * math.cos(w) - b / (3 * a)))
+    p2 = min(1.0, max(0.0, p1 - delta))
+    return p1, p2
+
+
+def score_z(x1: int, n1: int, x2: int, n2: int, delta: float) -> float:
+    """Miettinen and Nurminen's score statistic for H0: p1 − p2 = delta (variance at the
+    restricted estimates, times N / (N − 1)); ±inf when that variance is 0 and the observed
+    difference is not delta, 0 when it is."""
+    p1, p2 = _restricted(x1, n1, x2, n2, delta)
+    total = n1 + n2
+    variance = (p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2) * total / max(total - 1, 1)
+    gap = x1 / n1 - x2 / n2 - delta
+    if variance <= 0:
+        return 0.0 if abs(gap) < 1e-12 else math.copysign(math.inf, gap)
+    return gap / math.sqrt(variance)
+
+
+def score_difference(
+    a_n: int, a_passes: int, b_n: int, b_passes: int, alpha: float = 0.05
+) -> tuple[float, float, float]:
+    """B's rate minus A's on pooled counts: the 1 − `alpha` Miettinen–Nurminen score interval
+    and the two-sided p-value of the same score test at a difference of 0. The interval is
+    the set of differences the test does not reject, so it excludes 0 exactly when
+    p < alpha."""
+    z = normal_quantile(alpha)
+    diff = b_passes / b_n - a_passes / a_n
+
+    def kept(delta: float) -> bool:
+        return abs(score_z(b_passes, b_n, a_passes, a_n, delta)) <= z
+
+    def bound(inside: float, outside: float) -> float:
+        # The statistic falls as delta rises, so the kept differences are one interval around
+        # the observed one: bisect between a kept delta and the end of the range.
+        if kept(outside):
+            return outside
+        for _ in range(100):
+            middle = (inside + outside) / 2
+            inside, outside = (middle, outside) if kept(middle) else (inside, middle)
+        return (inside + outside) / 2
+
+    low, high = bound(diff, -1.0), bound(diff, 1.0)
+    p = normal_p(score_z(b_passes, b_n, a_passes, a_n, 0.0))
+    return low, high, p
 
 
 def corrected_alpha(p: float, p_adjusted: float, family: int, alpha: float = 0.05) -> float:
@@ -272,7 +317,7 @@ def trials_to_resolve(diff: Difference, alpha: float = 0.05) -> int | None:
     """About how many trials a side would resolve a difference at the rates seen: make it
     significant, or narrow its interval to ±EQUIVALENCE, at level `alpha` (a compared cell
     passes its corrected level, so the answer allows for the multiple-comparison adjustment).
-    Pooled counts and Fisher's test, no clustering, so it is a floor, not a promise; None past
+    Pooled counts and the score test, no clustering, so it is a floor, not a promise; None past
     MAX_RESOLVE_N or when a side has no trials."""
     if diff.a_n == 0 or diff.b_n == 0:
         return None

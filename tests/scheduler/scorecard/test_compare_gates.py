@@ -185,8 +185,8 @@ def test_a_cell_of_two_trials_a_side_is_not_significant_and_says_what_would_reso
     assert cell.verdict == "not significant"
     assert cell.verdict_text.startswith("not significant (n=2): about ")
     repetitions = int(cell.verdict_text.split("about ")[1].split()[0])
-    # Four trials a side at 100% vs 0% give Fisher's p = 2/70 < 0.05; three give 0.1.
-    assert repetitions == 4
+    # At 100% vs 0%, the score test gives p = 0.025 with three trials a side, 0.083 with two.
+    assert repetitions == 3
 
 
 def test_many_trials_with_equal_rates_are_the_same(tmp_path: Path) -> None:
@@ -216,9 +216,8 @@ def test_every_interval_agrees_with_its_holm_verdict_and_the_repetitions_allow_f
     assert unadjusted_but_not_significant, "the fixture must hold cells Holm turns around"
     for c in found:
         excludes_zero = c.diff.low > 0 or c.diff.high < 0
-        assert not excludes_zero or c.significant, (c.dimension, c.label, c.diff)
-        if c.diff.method == "clustered":
-            assert excludes_zero == c.significant, (c.dimension, c.label, c.diff)
+        # Every cell, pooled ones too: the verdict reads the interval (issue 43, item 12).
+        assert excludes_zero == c.significant, (c.dimension, c.label, c.diff)
     for c in unadjusted_but_not_significant:
         assert c.alpha < 0.05
 
@@ -236,8 +235,9 @@ def test_the_repetitions_a_cell_needs_allow_for_the_holm_adjustment(tmp_path: Pa
     found = compare(engine, Side.parse("all-pass"), Side.parse("all-fail"), ["scenario"])
     assert len(found) == 10
     for cell in found:
-        # Alone, 4 trials a side at 100% vs 0% resolve it (Fisher's p = 2/70); one of ten cells
-        # under Holm is tested at 0.05 · p / p_adjusted = 1/60, which 5 a side reach (2/252).
-        assert trials_to_resolve(cell.diff) == 4
-        assert cell.alpha == pytest.approx(0.05 / 3)
+        # Alone, 3 trials a side at 100% vs 0% resolve it (the score test's p = 0.025); each
+        # of ten equal cells under Holm is tested at 0.05 · p / p_adjusted = 0.05 / 10, which
+        # 5 a side reach (p = 0.0027; 4 give 0.0082).
+        assert trials_to_resolve(cell.diff) == 3
+        assert cell.alpha == pytest.approx(0.05 / 10)
         assert cell.verdict_text.startswith("not significant (n=2): about 5 repetitions")
