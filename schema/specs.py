@@ -21,10 +21,12 @@ from mcp_farm.schema.parse.ignore import IgnoreRules
 from mcp_farm.schema.parse.regexes import checked_regex
 from mcp_farm.schema.parse.strict import Strict
 from mcp_farm.schema.placeholders import ENV_PLACEHOLDER as ENV_PLACEHOLDER
+from mcp_farm.schema.placeholders import PLACEHOLDER
 from mcp_farm.schema.redact import has_credentials
 from mcp_farm.schema.usercard import MAX_USER_MESSAGES, StateCheck, UserArm, UserCard
 from mcp_farm.schema.vocab import (
     AdapterName,
+    AgentConvention,
     ElicitAction,
     McpProtocol,
     ReplyClock,
@@ -1097,6 +1099,68 @@ def secret_problem(data: Any) -> str | None:
     return None
 
 
+AGENT_PLACEHOLDERS = frozenset({"mcp_config", "prompt", "folder", "python", "root"})
+"""What an agent command's argv may hold: the trial's MCP config file, the user's message
+(`oneshot` only), the trial's folder, this interpreter, the checkout's root."""
+
+
+class AgentCommand(Strict):
+    """An MCP client run as the system under test (docs/agents.md): the farm writes the trial's
+    `mcpServers` config file, runs the command, and records every call it makes."""
+
+    command: list[str] = Field(min_length=1)
+    """The argv; `{mcp_config}`, `{prompt}`, `{folder}`, `{python}` and `{root}` are filled in."""
+    cwd: str | None = None
+    """The working folder (placeholders filled in); the trial's own folder when unset."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables set for the agent, written as they are: never a secret."""
+    pass_env: list[str] = Field(default_factory=list)
+    """Names of the worker's environment variables the agent gets (its API key): read at run
+    time, never part of the target, so never stored or sent through the broker."""
+    time_limit_s: float = Field(default=300.0, gt=0)
+    """The longest the agent may take over one user message (× the target's `time_scale`):
+    past it its process group is killed and the trial is a `timeout`."""
+    convention: AgentConvention = "oneshot"
+
+    @field_validator("command")
+    @classmethod
+    def _known_placeholders(cls, argv: list[str]) -> list[str]:
+        for arg in argv:
+            for m in PLACEHOLDER.finditer(arg):
+                if m.group(1) not in AGENT_PLACEHOLDERS or m.group(2) is not None:
+                    raise ValueError(
+                        f"unknown placeholder {m.group(0)} in {arg!r}; an agent command may "
+                        f"hold {', '.join('{' + n + '}' for n in sorted(AGENT_PLACEHOLDERS))}"
+                    )
+        return argv
+
+    @field_validator("pass_env")
+    @classmethod
+    def _names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not ENV_VAR.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable's name")
+        return names
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, env: dict[str, str]) -> dict[str, str]:
+        for name, value in env.items():
+            if not ENV_VAR.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable's name")
+            if has_credentials(value):
+                raise ValueError(
+                    f"env {name} looks like a secret: name the worker's variable in `pass_env`"
+                )
+        return env
+
+    @model_validator(mode="after")
+    def _prompt_where_it_fits(self) -> AgentCommand:
+        if self.convention == "jsonl" and any("{prompt}" in a for a in self.command):
+            raise ValueError("`{prompt}` applies to the oneshot convention only")
+        return self
+
+
 class ModelTarget(KeyedByEnvironment):
     """A model served somewhere: which adapter talks to it and on what hardware it runs."""
 
@@ -1133,6 +1197,10 @@ class ModelTarget(KeyedByEnvironment):
     the id of the sweep replayed), the farm fills it in per trial with that sweep's recorded
     turns; a sweep file leaves it out."""
 
+    agent: AgentCommand | None = Field(default=None, exclude_if=lambda a: a is None)
+    """Only for the `agent` adapter: the command run as the system under test. Left out of
+    the target's JSON when unset, so the ids of model targets stay as they were."""
+
     stream: bool = Field(default=False, exclude_if=lambda on: on is False)
     """`openai` only: ask for a streamed reply (server-sent events) and record the time to
     the first token. Off by default: some servers stream tool calls badly. Left out of the
@@ -1146,6 +1214,8 @@ class ModelTarget(KeyedByEnvironment):
     @property
     def reply_limit_s(self) -> float:
         """The per-reply limit that applies, in seconds of `reply_clock`."""
+        if self.agent is not None:
+            return self.agent.time_limit_s * self.time_scale
         return self.request_timeout_s * self.time_scale
 
     def key(self) -> str:
@@ -1166,6 +1236,10 @@ class ModelTarget(KeyedByEnvironment):
             )
         if self.adapter == "scripted" and self.script is None:
             raise ValueError("the scripted adapter needs `script`")
+        if (self.adapter == "agent") != (self.agent is not None):
+            raise ValueError(
+                "the agent adapter needs `agent:` (its command), and only it takes one"
+            )
         if self.stream and self.adapter != "openai":
             raise ValueError("`stream` applies only to the openai adapter")
         return self

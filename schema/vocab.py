@@ -9,7 +9,14 @@ Tier = Literal["simple", "moderate", "complex"]
 ToolMode = Literal["native", "json", "grammar"]
 """How tools reach the model: OpenAI `tools`, JSON-in-text, or grammar-constrained JSON."""
 
-AdapterName = Literal["openai", "local", "scripted", "replay"]
+AdapterName = Literal["openai", "local", "scripted", "replay", "agent"]
+"""How the farm reaches the system under test; `agent`: an MCP client of its own, run as a
+command (docs/agents.md)."""
+
+AgentConvention = Literal["oneshot", "jsonl"]
+"""How an agent command gets the user's words: `oneshot`, one run per user message (as an
+argument `{prompt}` or on stdin; the answer on stdout); `jsonl`, one run per trial, the farm
+writing `{"user": …}` lines and the agent answering `{"assistant": …}` lines."""
 
 ReplyClock = Literal["wall", "cpu"]
 """What a model's per-reply limit is measured on: the wall clock (a model behind an endpoint),
