@@ -22,6 +22,7 @@ from mcp_farm.schema import (
     TurnResult,
 )
 from mcp_farm.schema.expect import DivergedBy
+from mcp_farm.workers.agent import AgentClient
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.conversation import ENDS, NOT_GRADED, done_steps, grade_turn
 from mcp_farm.workers.mcp.connections import Connected, elicit_problem, refusal, reselect
@@ -88,7 +89,12 @@ async def run_conversation(
                 turn.diverged, turn.diverged_by, diverged = diverged is not None, diverged, None
                 if saves is not None:
                     await saves.save(conn)
-                await reply_loop(state, history, view, prompt, client, conn, seed, reply_limit_s)
+                if isinstance(client, AgentClient):  # an MCP client of its own (docs/agents.md)
+                    await client.turn(state, history, scenario.user_for(i, variant), reply_limit_s)
+                else:
+                    await reply_loop(
+                        state, history, view, prompt, client, conn, seed, reply_limit_s
+                    )
             finally:
                 state.transcript.extend(history[start:])
                 turn.call_count = len(state.calls) - turn.first_call

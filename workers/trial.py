@@ -27,6 +27,7 @@ from mcp_farm.schema import (
     TrialSpec,
 )
 from mcp_farm.schema.specs import DISTRACTOR_SERVER
+from mcp_farm.workers.agent import agent_session
 from mcp_farm.workers.answer.judge import (
     Judge,
     make_judge,
@@ -136,9 +137,10 @@ async def _converse(
                     await read_final_state(scenario, conn, user.record)
                 else:  # a conversation, or a one-prompt scenario as a conversation of one turn
                     policy = spec.on_turn_failure or scenario.on_turn_failure
-                    await run_conversation(
-                        state, scenario, prompt, client, conn, seed, variant, limit_s, policy
-                    )
+                    async with agent_session(client, state, scenario, conn):
+                        await run_conversation(
+                            state, scenario, prompt, client, conn, seed, variant, limit_s, policy
+                        )
                 # What the world became, read where the model never sees it (docs/state.md).
                 state.probes = await run_probes(scenario.state, conn, None)
             finally:

@@ -36,11 +36,18 @@ def _replay(target: ModelTarget, _cache: Path) -> ModelClient:
     return ReplayClient(target)
 
 
+def _agent(target: ModelTarget, _cache: Path) -> ModelClient:
+    from mcp_farm.workers.agent import AgentClient
+
+    return AgentClient(target)
+
+
 ADAPTERS: dict[str, Factory] = {
     "openai": _openai,
     "local": _local,
     "scripted": _scripted,
     "replay": _replay,
+    "agent": _agent,
 }
 
 

@@ -1,0 +1,125 @@
+"""An agent command as the system under test: the scripted agent process, making a scenario's
+ideal calls through the farm's recording proxy, passes as the farm's own scripted ideal does,
+with the same recorded calls; a hung agent is killed at its limit; a missing command is the
+command's fault (`infra_error`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_farm.scenarios import load_suite
+from mcp_farm.schema import ModelTarget, Scenario, Settings, TrialResult
+from mcp_farm.workers.trial import execute_trial
+from tests.helpers import ideal_script, trial
+
+BASIC = load_suite("basic").scenarios
+
+
+def _agent_run(
+    scenario: Scenario,
+    script: list[dict[str, Any]],
+    settings: Settings,
+    tmp_path: Path,
+    suite: str = "basic",
+    **agent: Any,
+) -> TrialResult:
+    path = tmp_path / f"{scenario.id}.json"
+    path.write_text(json.dumps(script), encoding="utf-8")
+    agent.setdefault(
+        "command",
+        ["{python}", "-m", "mcp_farm.scenarios.agents.scripted", "--config", "{mcp_config}"],
+    )
+    agent.setdefault("env", {"FARM_AGENT_SCRIPT": str(path)})
+    target = ModelTarget.model_validate(
+        {"id": "scripted-agent", "adapter": "agent", "model": "scripted", "agent": agent}
+    )
+    spec = trial(scenario, script, suite=suite).model_copy(update={"model": target})
+    return anyio.run(execute_trial, spec, settings)
+
+
+def _calls(result: TrialResult) -> list[tuple[str | None, str, dict[str, Any], bool, str]]:
+    return [(c.server, c.tool, c.arguments, c.ok, c.result_digest) for c in result.tool_calls]
+
+
+@pytest.mark.parametrize("scenario", BASIC[:3], ids=lambda s: s.id)
+def test_the_scripted_agent_process_passes_as_the_farms_scripted_ideal_does(
+    scenario: Scenario, settings: Settings, tmp_path: Path
+) -> None:
+    script = ideal_script(scenario)
+    farm = anyio.run(execute_trial, trial(scenario, script), settings)
+    agent = _agent_run(scenario, script, settings, tmp_path)
+    assert (agent.outcome, agent.detail) == (farm.outcome, farm.detail)
+    assert agent.outcome == "pass"
+    assert _calls(agent) == _calls(farm)
+    assert agent.final_answer == farm.final_answer
+
+
+def test_the_jsonl_convention_runs_one_process_for_the_conversation(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = BASIC[0]
+    script = ideal_script(scenario)
+    command = ["{python}", "-m", "mcp_farm.scenarios.agents.scripted", "--convention", "jsonl"]
+    result = _agent_run(scenario, script, settings, tmp_path, command=command, convention="jsonl")
+    assert result.outcome == "pass", result.detail
+
+
+def test_a_hung_agent_is_killed_at_its_limit_and_times_out(
+    settings: Settings, tmp_path: Path
+) -> None:
+    hang = ["{python}", "-c", "import time\nwhile True: time.sleep(1)"]
+    result = _agent_run(BASIC[0], [], settings, tmp_path, command=hang, time_limit_s=1)
+    assert result.outcome == "timeout"
+    assert "killed" in result.detail
+
+
+def test_a_missing_command_is_an_infrastructure_error(settings: Settings, tmp_path: Path) -> None:
+    result = _agent_run(BASIC[0], [], settings, tmp_path, command=["/no/such/agent-command"])
+    assert result.outcome == "infra_error"
+    assert "/no/such/agent-command" in result.detail
+
+
+def test_an_agent_that_never_calls_a_tool_is_graded_no_tool_call(
+    settings: Settings, tmp_path: Path
+) -> None:
+    silent = ["{python}", "-c", "import sys; sys.stdin.read(); print('I cannot help.')"]
+    result = _agent_run(BASIC[0], [], settings, tmp_path, command=silent)
+    assert result.outcome == "no_tool_call"
+    assert result.final_answer == "I cannot help."
+
+
+def test_an_agent_that_crashes_is_a_format_error_with_its_stderr(
+    settings: Settings, tmp_path: Path
+) -> None:
+    crash = ["{python}", "-c", "import sys; sys.stderr.write('boom\\x1b[0m'); sys.exit(3)"]
+    result = _agent_run(BASIC[0], [], settings, tmp_path, command=crash)
+    assert result.outcome == "format_error"
+    assert "status 3" in result.detail and "boom\\x1b[0m" in result.detail
+
+
+def test_garbage_on_a_jsonl_agents_stdout_is_a_format_error(
+    settings: Settings, tmp_path: Path
+) -> None:
+    garbage = ["{python}", "-c", "import sys; sys.stdin.readline(); print('hello', flush=True)"]
+    result = _agent_run(BASIC[0], [], settings, tmp_path, command=garbage, convention="jsonl")
+    assert result.outcome == "format_error"
+    assert "hello" in result.detail
+
+
+def test_an_agent_runs_with_the_config_file_named_in_its_environment(
+    settings: Settings, tmp_path: Path
+) -> None:
+    show = [
+        "{python}",
+        "-c",
+        "import os, sys; sys.stdin.read(); print(open(os.environ['FARM_MCP_CONFIG']).read())",
+    ]
+    result = _agent_run(BASIC[0], [], settings, tmp_path, command=show)
+    config = json.loads(result.final_answer or "")
+    assert set(config["mcpServers"]) == set(BASIC[0].servers)
+    assert all(s["url"].startswith("http://127.0.0.1:") for s in config["mcpServers"].values())

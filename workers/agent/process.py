@@ -1,0 +1,118 @@
+"""An agent's process: started in its own process group, its output read within bounds, killed
+whole at its limit."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from mcp_farm.schema import AgentCommand
+from mcp_farm.schema.placeholders import PLACEHOLDER
+from mcp_farm.workers.errors import InfraError
+
+KEEP_CHARS = 20_000
+"""Characters of an agent's stderr (its tail) and of its stdout (its head) kept on the trial."""
+
+LINE_BYTES = 1_000_000
+"""The longest line a `jsonl` agent may write."""
+
+BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+"""The worker's variables every agent gets; any other only by `pass_env` (the worker's
+environment holds its own secrets: its database's password, its broker's)."""
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def filled(arg: str, values: Mapping[str, str]) -> str:
+    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), arg)
+
+
+def agent_env(agent: AgentCommand, config: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """The agent's environment: the base, its own `env`, its `pass_env` from the worker's,
+    and FARM_MCP_CONFIG naming the trial's config file."""
+    env = {name: environ[name] for name in BASE_ENV if name in environ}
+    env.update(agent.env)
+    env.update({name: environ[name] for name in agent.pass_env if name in environ})
+    env["FARM_MCP_CONFIG"] = str(config)
+    return env
+
+
+def placeholder_values(config: Path, folder: Path, prompt: str | None) -> dict[str, str]:
+    values = {
+        "mcp_config": str(config),
+        "folder": str(folder),
+        "python": sys.executable,
+        "root": str(ROOT),
+    }
+    if prompt is not None:
+        values["prompt"] = prompt
+    return values
+
+
+@dataclass
+class Output:
+    """What an agent wrote: its stdout's head and its stderr's tail, bounded."""
+
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+
+    def keep_err(self, chunk: bytes) -> None:
+        self.stderr += chunk
+        del self.stderr[: max(0, len(self.stderr) - KEEP_CHARS)]
+
+    def keep_out(self, chunk: bytes) -> None:
+        self.stdout += chunk[: max(0, KEEP_CHARS * 50 - len(self.stdout))]
+
+    def err_text(self) -> str:
+        return escaped(self.stderr.decode("utf-8", "replace"))
+
+
+def escaped(text: str) -> str:
+    """`text` with control characters (bar newlines and tabs) written as escapes."""
+    return "".join(
+        ch if ch in "\n\t" or ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
+
+
+async def start(argv: list[str], cwd: Path, env: dict[str, str]) -> Process:
+    """The agent's process, in a group of its own; InfraError when the command cannot run
+    (missing, not executable): the command's fault, never the agent's behaviour."""
+    try:
+        return await anyio.open_process(argv, cwd=cwd, env=env, start_new_session=True)
+    except OSError as exc:
+        raise InfraError(f"the agent's command {argv[0]!r} could not be started: {exc}") from None
+
+
+def kill(proc: Process) -> None:
+    """Kill the agent's whole process group (what it started goes with it)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def drain(stream: anyio.abc.ByteReceiveStream | None, keep: object) -> None:
+    if stream is None:
+        return
+    assert callable(keep)
+    try:
+        async for chunk in stream:
+            keep(chunk)
+    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return
+
+
+async def read_line(reader: BufferedByteReceiveStream) -> bytes | None:
+    """The agent's next line; None once its stdout closed."""
+    try:
+        return await reader.receive_until(b"\n", LINE_BYTES)
+    except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):
+        return None
