@@ -4,8 +4,10 @@ config file, and answers as the script says.
 The script (a JSON file named by FARM_AGENT_SCRIPT) is the farm's scripted-model form: a list
 of `{"call": {"name", "arguments"}}` and `{"answer": …}` items; each user message takes the
 items up to and including the next answer. `--convention oneshot` (the default) reads one
-message on stdin (or as the last argument) and prints the answer; `--convention jsonl` reads
-`{"user": …}` lines and writes `{"assistant": …}` lines.
+message on stdin (or as the last argument) and prints the answer, one process per message (it
+notes how many answers it gave in its working folder, the trial's own, so the next process
+takes the next turn's items); `--convention jsonl` reads `{"user": …}` lines and writes
+`{"assistant": …}` lines.
 """
 
 from __future__ import annotations
@@ -21,12 +23,23 @@ import anyio
 
 from mcp_farm.scenarios.agents._client import config_path, sessions, tool_owners
 
+DONE = Path(".scripted-agent-answers")
+"""In the working folder: how many answers the oneshot processes before this one gave."""
+
 
 def _script() -> list[dict[str, Any]]:
     path = os.environ.get("FARM_AGENT_SCRIPT")
     if not path:
         raise SystemExit("FARM_AGENT_SCRIPT names no script")
     items: list[dict[str, Any]] = json.loads(Path(path).read_text(encoding="utf-8"))
+    return items
+
+
+def _after_answers(items: list[dict[str, Any]], answers: int) -> list[dict[str, Any]]:
+    """The items left once `answers` answers were given."""
+    while answers and items:
+        if "answer" in items.pop(0):
+            answers -= 1
     return items
 
 
@@ -47,9 +60,12 @@ async def _main(args: argparse.Namespace) -> None:
     items = _script()
     async with sessions(config_path(args.config)) as opened:
         if args.convention == "oneshot":
-            said = args.prompt if args.prompt is not None else sys.stdin.read()
-            del said  # the script, not the message, decides
-            print(await _turn(opened, items))
+            if args.prompt is None:
+                sys.stdin.read()  # the script, not the message, decides what is done
+            given = int(DONE.read_text()) if DONE.exists() else 0
+            answer = await _turn(opened, _after_answers(items, given))
+            DONE.write_text(str(given + 1))
+            print(answer)
             return
         for line in sys.stdin:
             if not line.strip():

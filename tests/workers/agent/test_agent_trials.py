@@ -18,6 +18,11 @@ from mcp_farm.workers.trial import execute_trial
 from tests.helpers import ideal_script, trial
 
 BASIC = load_suite("basic").scenarios
+PROOF = [
+    (suite, scenario)
+    for suite in ("basic", "conversations", "state")
+    for scenario in load_suite(suite).scenarios
+]
 
 
 def _agent_run(
@@ -46,13 +51,13 @@ def _calls(result: TrialResult) -> list[tuple[str | None, str, dict[str, Any], b
     return [(c.server, c.tool, c.arguments, c.ok, c.result_digest) for c in result.tool_calls]
 
 
-@pytest.mark.parametrize("scenario", BASIC[:3], ids=lambda s: s.id)
+@pytest.mark.parametrize(("suite", "scenario"), PROOF, ids=lambda s: getattr(s, "id", s))
 def test_the_scripted_agent_process_passes_as_the_farms_scripted_ideal_does(
-    scenario: Scenario, settings: Settings, tmp_path: Path
+    suite: str, scenario: Scenario, settings: Settings, tmp_path: Path
 ) -> None:
     script = ideal_script(scenario)
-    farm = anyio.run(execute_trial, trial(scenario, script), settings)
-    agent = _agent_run(scenario, script, settings, tmp_path)
+    farm = anyio.run(execute_trial, trial(scenario, script, suite=suite), settings)
+    agent = _agent_run(scenario, script, settings, tmp_path, suite=suite)
     assert (agent.outcome, agent.detail) == (farm.outcome, farm.detail)
     assert agent.outcome == "pass"
     assert _calls(agent) == _calls(farm)
@@ -123,3 +128,17 @@ def test_an_agent_runs_with_the_config_file_named_in_its_environment(
     config = json.loads(result.final_answer or "")
     assert set(config["mcpServers"]) == set(BASIC[0].servers)
     assert all(s["url"].startswith("http://127.0.0.1:") for s in config["mcpServers"].values())
+
+
+def test_a_jsonl_agent_takes_a_conversations_follow_ups_on_one_process(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = next(s for s in load_suite("conversations").scenarios if len(s.turns) >= 2)
+    script = ideal_script(scenario)
+    command = ["{python}", "-m", "mcp_farm.scenarios.agents.scripted", "--convention", "jsonl"]
+    farm = anyio.run(execute_trial, trial(scenario, script, suite="conversations"), settings)
+    result = _agent_run(
+        scenario, script, settings, tmp_path, "conversations", command=command, convention="jsonl"
+    )
+    assert (result.outcome, len(result.turn_results)) == ("pass", len(scenario.turns))
+    assert _calls(result) == _calls(farm)
