@@ -28,6 +28,8 @@ from mcp_farm.workers.mcp.connections import Connected
 from mcp_farm.workers.model.toolspec import ModelReply, ToolSpec
 from mcp_farm.workers.session import SessionState, failure_text
 
+NOT_MEASURED = "not measured"
+
 
 class AgentClient:
     """Runs an agent command; in the farm's model protocol only so the trial can name it."""
@@ -36,7 +38,9 @@ class AgentClient:
         assert target.agent is not None
         self.target = target
         self.agent: AgentCommand = target.agent
-        self.pins = dict(target.pins)
+        # The agent's model calls do not pass the farm: their tokens are not measured (the
+        # row's counts read 0 and mean nothing), and the provenance says so.
+        self.pins = {**target.pins, "tokens": NOT_MEASURED}
         self.folder: Path | None = None
         self.config: Path | None = None
         self.output = Output()

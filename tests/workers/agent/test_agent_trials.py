@@ -142,3 +142,11 @@ def test_a_jsonl_agent_takes_a_conversations_follow_ups_on_one_process(
     )
     assert (result.outcome, len(result.turn_results)) == ("pass", len(scenario.turns))
     assert _calls(result) == _calls(farm)
+
+
+def test_an_agent_trial_says_its_tokens_were_not_measured(
+    settings: Settings, tmp_path: Path
+) -> None:
+    script = ideal_script(BASIC[0])
+    result = _agent_run(BASIC[0], script, settings, tmp_path)
+    assert result.provenance.model_pins["tokens"] == "not measured"
