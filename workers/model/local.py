@@ -234,21 +234,26 @@ batch the less of a shared prompt is read again (on average half a batch per com
 measured here, 64 reads a prompt as fast as llama.cpp's default of 512, and 32 is slower."""
 
 
-@lru_cache(maxsize=8)
-def chat_template(path: str) -> str | None:
-    """The chat template a GGUF file carries (`tokenizer.chat_template`), read from its
-    vocabulary alone (no weights)."""
+def _llama() -> type:
+    """llama.cpp's model class (`_aligned_llama`), its log silenced."""
     try:
-        from llama_cpp import Llama
+        llama = _aligned_llama()
     except ImportError:
         raise AdapterError(
             "the local adapter needs llama-cpp-python: run `bash scripts/setup.sh`"
         ) from None
+    _silence_llama_log()
+    return llama
+
+
+@lru_cache(maxsize=8)
+def chat_template(path: str) -> str | None:
+    """The chat template a GGUF file carries (`tokenizer.chat_template`), read from its
+    vocabulary alone (no weights)."""
     with open(path, "rb") as file:
         if file.read(4) != b"GGUF":  # not a model file: loading it says so, not this
             return None
-    _silence_llama_log()
-    vocab = Llama(model_path=path, vocab_only=True, verbose=False)
+    vocab = _llama()(model_path=path, vocab_only=True, verbose=False)
     template = vocab.metadata.get("tokenizer.chat_template")
     return template if isinstance(template, str) else None
 
@@ -274,14 +279,7 @@ def renders_tools(template: str) -> bool:
 
 @lru_cache(maxsize=2)
 def _load(path: str, chat_format: str | None, n_ctx: int) -> Any:
-    try:
-        llama = _aligned_llama()
-    except ImportError:
-        raise AdapterError(
-            "the local adapter needs llama-cpp-python: run `bash scripts/setup.sh`"
-        ) from None
-    _silence_llama_log()
-    return llama(
+    return _llama()(
         model_path=path,
         chat_format=chat_format,  # None: the GGUF file's own template
         n_ctx=n_ctx,
