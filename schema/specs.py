@@ -1126,8 +1126,9 @@ class AgentCommand(Strict):
     @classmethod
     def _known_placeholders(cls, argv: list[str]) -> list[str]:
         for arg in argv:
+            # `{name:…}` (a dict literal in `python -c` code) passes as written.
             for m in PLACEHOLDER.finditer(arg):
-                if m.group(1) not in AGENT_PLACEHOLDERS or m.group(2) is not None:
+                if m.group(2) is None and m.group(1) not in AGENT_PLACEHOLDERS:
                     raise ValueError(
                         f"unknown placeholder {m.group(0)} in {arg!r}; an agent command may "
                         f"hold {', '.join('{' + n + '}' for n in sorted(AGENT_PLACEHOLDERS))}"

@@ -60,3 +60,8 @@ def test_the_agent_adapter_needs_its_command_and_no_other_adapter_takes_one() ->
 def test_a_model_target_without_an_agent_dumps_as_before() -> None:
     target = ModelTarget(id="m", adapter="local", model="smollm2-135m")
     assert "agent" not in target.model_dump(mode="json")
+
+
+def test_braces_with_an_argument_pass_as_written_in_code_given_to_an_interpreter() -> None:
+    target = _agent(command=["{python}", "-c", "print({k: 1 for k in 'ab'})"])
+    assert target.agent is not None

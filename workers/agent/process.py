@@ -33,7 +33,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def filled(arg: str, values: Mapping[str, str]) -> str:
-    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), arg)
+    return PLACEHOLDER.sub(
+        lambda m: m.group(0) if m.group(2) is not None else values.get(m.group(1), m.group(0)),
+        arg,
+    )
 
 
 def agent_env(agent: AgentCommand, config: Path, environ: Mapping[str, str]) -> dict[str, str]:

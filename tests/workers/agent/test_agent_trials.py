@@ -14,6 +14,7 @@ import pytest
 
 from mcp_farm.scenarios import load_suite
 from mcp_farm.schema import ModelTarget, Scenario, Settings, TrialResult
+from mcp_farm.schema.specs import DISTRACTOR_SERVER, ToolListLevel
 from mcp_farm.workers.trial import execute_trial
 from tests.helpers import ideal_script, trial
 
@@ -150,3 +151,67 @@ def test_an_agent_trial_says_its_tokens_were_not_measured(
     script = ideal_script(BASIC[0])
     result = _agent_run(BASIC[0], script, settings, tmp_path)
     assert result.provenance.model_pins["tokens"] == "not measured"
+
+
+LISTER = """
+import json, sys, anyio
+from mcp_farm.scenarios.agents._client import config_path, sessions, tool_owners
+async def main():
+    sys.stdin.read()
+    async with sessions(config_path(None)) as opened:
+        owners = await tool_owners(opened)
+        print(json.dumps({name: server for name, (server, _) in owners.items()}))
+anyio.run(main)
+"""
+
+
+def test_the_proxy_lists_a_tool_list_levels_distractors_under_a_neutral_name(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = BASIC[0]
+    level = ToolListLevel.at(10, "as_is", "as_is")
+    spec = trial(scenario, []).model_copy(
+        update={
+            "tool_list": level,
+            "model": ModelTarget.model_validate(
+                {
+                    "id": "lister",
+                    "adapter": "agent",
+                    "model": "lister",
+                    "agent": {"command": ["{python}", "-c", LISTER]},
+                }
+            ),
+        }
+    )
+    result = anyio.run(execute_trial, spec, settings)
+    listed: dict[str, str] = json.loads(result.final_answer or "")
+    assert set(scenario.expected_tools) <= set(listed)
+    assert sum(1 for server in listed.values() if server == "tools") == 10
+    assert DISTRACTOR_SERVER not in set(listed.values())
+
+
+def test_a_hung_agents_whole_process_group_is_gone_after_its_limit(
+    settings: Settings, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    hang = (
+        "import os, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+        "time.sleep(600)\n"
+    )
+    result = _agent_run(
+        BASIC[0], [], settings, tmp_path, command=["{python}", "-c", hang], time_limit_s=2
+    )
+    assert result.outcome == "timeout", result.detail
+    for pid in map(int, pids.read_text().split()):
+        assert not _alive(pid), pid
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
