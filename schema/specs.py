@@ -1121,6 +1121,10 @@ class AgentCommand(Strict):
     """The longest the agent may take over one user message (× the target's `time_scale`):
     past it its process group is killed and the trial is a `timeout`."""
     convention: AgentConvention = "oneshot"
+    servers_as: Literal["http", "stdio"] = "http"
+    """How the config file gives each server: `http`, its proxy URL (`url`); `stdio`, a
+    `command` running the farm's stdio↔HTTP bridge to that URL, for an agent that only starts
+    servers as commands."""
 
     @field_validator("command")
     @classmethod

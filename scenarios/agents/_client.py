@@ -9,7 +9,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 
@@ -30,11 +31,19 @@ def servers_of(config: Path) -> dict[str, dict[str, Any]]:
 
 @asynccontextmanager
 async def sessions(config: Path) -> AsyncIterator[dict[str, ClientSession]]:
-    """An initialised session with every server the config file names by `url`."""
+    """An initialised session with every server the config file names: by `url`, or by
+    `command` (with `args` and `env`), as desktop clients read it."""
     async with AsyncExitStack() as stack:
         opened: dict[str, ClientSession] = {}
         for name, server in servers_of(config).items():
-            read, write = await stack.enter_async_context(streamable_http_client(server["url"]))
+            if "url" in server:
+                transport = streamable_http_client(server["url"])
+            else:
+                params = StdioServerParameters(
+                    command=server["command"], args=server.get("args", []), env=server.get("env")
+                )
+                transport = stdio_client(params)
+            read, write = await stack.enter_async_context(transport)
             session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
             opened[name] = session

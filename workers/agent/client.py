@@ -70,7 +70,7 @@ class AgentClient:
                 self._group = group
                 try:
                     async with serving(self.recorder) as urls:
-                        self.config = write_config(self.folder, urls)
+                        self.config = write_config(self.folder, urls, self.agent.servers_as)
                         try:
                             if self.agent.convention == "jsonl":
                                 self.proc = await self._start(None)

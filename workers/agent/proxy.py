@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -147,10 +148,20 @@ async def serving(rec: Recorder) -> AsyncIterator[dict[str, str]]:
                 web.should_exit = True
 
 
-def write_config(folder: Path, urls: dict[str, str]) -> Path:
-    """The trial's `mcpServers` config file, as desktop clients and editors read it."""
+BRIDGE = "mcp_farm.scenarios.agents.bridge"
+"""The stdio↔HTTP bridge a `servers_as: stdio` config file runs for each server."""
+
+
+def write_config(folder: Path, urls: dict[str, str], servers_as: str = "http") -> Path:
+    """The trial's `mcpServers` config file, as desktop clients and editors read it: each
+    server by its proxy URL, or (`stdio`) as a command running the bridge to it."""
     path = folder / "mcp.json"
-    servers = {name: {"type": "http", "url": url} for name, url in urls.items()}
+    servers: dict[str, dict[str, Any]] = {
+        name: {"type": "http", "url": url}
+        if servers_as == "http"
+        else {"command": sys.executable, "args": ["-m", BRIDGE, url]}
+        for name, url in urls.items()
+    }
     path.write_text(json.dumps({"mcpServers": servers}, indent=2) + "\n", encoding="utf-8")
     return path
 

@@ -215,3 +215,14 @@ def _alive(pid: int) -> bool:
     except (FileNotFoundError, IndexError):
         return False
     return state != "Z"
+
+
+def test_an_agent_that_starts_its_servers_as_commands_reaches_them_through_the_bridge(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = BASIC[0]
+    script = ideal_script(scenario)
+    farm = anyio.run(execute_trial, trial(scenario, script), settings)
+    result = _agent_run(scenario, script, settings, tmp_path, servers_as="stdio")
+    assert result.outcome == "pass", result.detail
+    assert _calls(result) == _calls(farm)
