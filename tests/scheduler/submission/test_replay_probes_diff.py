@@ -18,7 +18,11 @@ SCENARIO = Scenario.model_validate(
         "tier": "simple",
         "servers": ["notes"],
         "turns": [
-            {"user": "one", "expect": "none", "state": [{"snapshot": True, "at": "a", "expect": 1}]},
+            {
+                "user": "one",
+                "expect": "none",
+                "state": [{"snapshot": True, "at": "a", "expect": 1}],
+            },
             {"user": "two", "expect": "none"},
         ],
         "state": [
