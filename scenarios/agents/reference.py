@@ -103,7 +103,9 @@ async def answer(opened: dict[str, Any], chat: Chat, messages: list[dict[str, An
         tools = [_tool(listed) for _, listed in owners.values()]
         message = await anyio.to_thread.run_sync(chat, messages, tools)
         calls = message.get("tool_calls") or []
-        messages.append({k: v for k, v in message.items() if v is not None})
+        # A reply with calls may have no content; chat templates still read the key.
+        said = {k: v for k, v in message.items() if v is not None}
+        messages.append({**said, "content": said.get("content") or ""})
         if not calls:
             return str(message.get("content") or "")
         for call in calls:

@@ -80,3 +80,5 @@ def test_the_reference_agent_calls_through_the_proxy_and_is_graded(
     assert result.tool_calls[0].ok
     listed = {t["function"]["name"] for t in _Model.seen[0]["tools"]}
     assert STEP.names[0] in listed
+    # The reply with the call is sent back with a content (chat templates read the key).
+    assert all("content" in m for m in _Model.seen[-1]["messages"])
