@@ -113,6 +113,8 @@ class AgentClient:
                     await self._oneshot_turn(state, said)
         _record_calls(state, history, first, self.recorder.conn)
         if state.stop_reason == "tool_loop":
+            if self.proc is not None:
+                process.kill(self.proc)
             return
         if waited.cancelled_caught:
             state.stop_reason = "model_time_limit"

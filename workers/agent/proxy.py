@@ -25,6 +25,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from mcp_farm.schema import Scenario
 from mcp_farm.schema.specs import DISTRACTOR_SERVER
 from mcp_farm.workers.grading.counting import repeats_allowed
 from mcp_farm.workers.mcp.connections import Connected
@@ -166,6 +167,6 @@ def write_config(folder: Path, urls: dict[str, str], servers_as: str = "http") -
     return path
 
 
-def loop_limit(rec_state: SessionState, scenario: Any) -> Callable[[str], int]:
+def loop_limit(state: SessionState, scenario: Scenario) -> Callable[[str], int]:
     """The repeats a call of `tool` may have in `scenario` before it is a loop."""
-    return lambda tool: repeats_allowed(scenario, tool, rec_state.read_only)
+    return lambda tool: repeats_allowed(scenario, tool, state.read_only)

@@ -226,3 +226,20 @@ def test_an_agent_that_starts_its_servers_as_commands_reaches_them_through_the_b
     result = _agent_run(scenario, script, settings, tmp_path, servers_as="stdio")
     assert result.outcome == "pass", result.detail
     assert _calls(result) == _calls(farm)
+
+
+@pytest.mark.parametrize("convention", ["oneshot", "jsonl"])
+def test_an_agent_repeating_a_call_ends_as_a_tool_loop_as_a_model_would(
+    convention: str, settings: Settings, tmp_path: Path
+) -> None:
+    scenario = BASIC[0]
+    call = ideal_script(scenario)[0]
+    script = [call] * 8 + [{"answer": "done"}]
+    farm = anyio.run(execute_trial, trial(scenario, script), settings)
+    command = ["{python}", "-m", "mcp_farm.scenarios.agents.scripted", "--convention", convention]
+    result = _agent_run(
+        scenario, script, settings, tmp_path, command=command, convention=convention
+    )
+    assert (result.outcome, result.stop_reason) == (farm.outcome, farm.stop_reason)
+    assert result.outcome == "tool_loop"
+    assert _calls(result) == _calls(farm)
