@@ -243,3 +243,20 @@ def test_an_agent_repeating_a_call_ends_as_a_tool_loop_as_a_model_would(
     assert (result.outcome, result.stop_reason) == (farm.outcome, farm.stop_reason)
     assert result.outcome == "tool_loop"
     assert _calls(result) == _calls(farm)
+
+
+def test_a_scenario_with_a_simulated_user_is_an_infra_error_naming_why(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = next(s for s in load_suite("usersim").scenarios)
+    spec = trial(scenario, [], suite="usersim").model_copy(
+        update={
+            "user_arm": "no_user",
+            "model": ModelTarget.model_validate(
+                {"id": "a", "adapter": "agent", "model": "a", "agent": {"command": ["true"]}}
+            ),
+        }
+    )
+    result = anyio.run(execute_trial, spec, settings)
+    assert result.outcome == "infra_error"
+    assert "simulated" in result.detail
