@@ -103,7 +103,7 @@ class ParamMatcher(Strict):
     """Any value is fine, as long as the argument is present."""
     derived_from_step: int | None = None
     """The value must be a whole value found in the result of a call of expected step k
-    (0-based) made before this call: a chained argument (README, "Chained values")."""
+    (0-based) made before this call: a chained argument (docs/writing-scenarios.md, "Chained values")."""
     from_key: str | None = None
     """With `derived_from_step`: the value is the one held under this JSON key of the result
     (at any depth), or at this path from the top (`order.total`, `items[0].id`), whole: the

@@ -261,7 +261,7 @@ class Scenario(Strict):
     servers: list[str] = Field(min_length=1)
     """Names of the MCP servers (from the server catalogue) attached to the session."""
     setup: list[SetupCall] = Field(default_factory=list)
-    """Calls that seed the servers before the model starts, in order (README, Writing
+    """Calls that seed the servers before the model starts, in order (docs/writing-scenarios.md,
     scenarios). A seeded server must be one the farm can reset: `reuse: false`, a `sandbox` or
     a `reset:`."""
     expect: list[ExpectedCall] = Field(default_factory=list)
@@ -1403,7 +1403,7 @@ class SweepSpec(Strict):
     judge: JudgeSettings | None = None
     """Answer-quality scoring: the judge model, its runs, the rubric, weights, tolerance."""
     calls: CallCounting | None = None
-    """Overrides every scenario's `calls` (README, "Strict call counts"); left out: their own."""
+    """Overrides every scenario's `calls` (docs/writing-scenarios.md, "Strict call counts"); left out: their own."""
     result_chars: int | None = Field(default=None, ge=1)
     """Overrides every server's `result_chars` (characters of a result the model is shown)."""
     tool_naming: ToolNaming | None = None

@@ -1,6 +1,6 @@
 """Chained values: does an argument come, whole, from an earlier step's result?
 
-The rule (README, "Chained values"): the value must equal a whole value that a call of the
+The rule (docs/writing-scenarios.md, "Chained values"): the value must equal a whole value that a call of the
 source step returned before this call was made.
 
 - A result that is JSON offers every scalar in it and every key of its objects, and inside a

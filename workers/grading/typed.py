@@ -3,7 +3,7 @@
 JSON writes `0` and `0.0` alike for a parameter the schema types `number`, and a model (or
 the runtime decoding its reply) may print either; for `integer`, `5.0` is not what the tool
 asked for. So `exact` and `one_of` compare numbers the way the schema at that place types
-them (README, "Decisions"). A `Typed` walks down the schema as the matchers walk down the
+them (docs/decisions.md). A `Typed` walks down the schema as the matchers walk down the
 value: `properties` (or `additionalProperties`) for a key, `prefixItems` / `items` for an
 item, through `anyOf` / `oneOf` / `allOf` branches and local `$ref`s. Where the schema says
 nothing that can be followed, the JSON types are held as written.

@@ -49,7 +49,7 @@ FailedOutcome = Literal["infra_error", "harness_error"]
 
 
 def storable(value: Any) -> Any:
-    """`value` with every string made storable: the store's one text rule (README, Decisions).
+    """`value` with every string made storable: the store's one text rule (docs/decisions.md).
     Every secret the farm knows (`schema.redact`) is masked in it too.
 
     PostgreSQL's text type refuses U+0000 and its UTF-8 encoding refuses lone surrogates;
