@@ -15,13 +15,25 @@ The count above a page stops at COUNT_CAP, so counting never reads a whole sweep
 trigram index (SQLite, or a PostgreSQL user who may not create the extension), and for a
 search shorter than three characters (no trigram to look up), the text search reads each row
 of the sweep it narrows to: text inside a text has no B-tree.
+
+A filter in an order its index does not hold (slowest first and a search, a tool set, a
+scoring pass...) is read one of three ways (Route, `trial_page`), whatever the sort, filter
+and database: along the order's index for at most WALK_CAP entries past the page's start (its
+trials are common there); else the filter's trials through its own index or the sweep's, up to
+PROBE_CAP of them, listed by id and sorted (they are few; this read counts them too); else
+every one of them, read the same way and sorted (PostgreSQL, whose statistics say when a
+filter selects few, lists them first). None reads the sweep row by row along the order's index
+to its end, which is what a rare search sorted by latency cost (3 s at 1M). A search with no
+three letters or digits in a row has no trigram to look up: the trigram index is left aside
+(`prefer_indexes`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine
@@ -55,9 +67,13 @@ one out (see `where_clause`): a NULL would sort first on one database and last o
 def order_by(sort: str, *, reverse: bool = False) -> str:
     """The ORDER BY list of a sort, or of its reverse (a page read backwards from `before`)."""
     columns, way = KEYS[sort]
+    return _order(columns, way, reverse=reverse)
+
+
+def _order(columns: tuple[str, ...], way: str, *, reverse: bool, prefix: str = "") -> str:
     if reverse:
         way = "desc" if way == "asc" else "asc"
-    return ", ".join(f"{c} {way}" for c in columns)
+    return ", ".join(f"{prefix}{c} {way}" for c in columns)
 
 
 GRADED_OUTCOMES = ", ".join(repr(o) for o in OUTCOMES if o not in UNGRADED)
@@ -180,10 +196,38 @@ def sweep_lines(*, engine: Engine, sweep_id: str | None = None) -> list[SweepLin
     return found
 
 
+def has_trigram(search: str) -> bool:
+    """Whether the trigram index (pg_trgm) has something to look up for `search`: three letters
+    or digits in a row (`zq`, `%_%` or `::` have none)."""
+    run = 0
+    for ch in search:
+        run = run + 1 if ch.isalnum() else 0
+        if run >= 3:
+            return True
+    return False
+
+
 def _like(value: str) -> str:
     """`value` as a LIKE pattern matched anywhere, its own wildcards taken literally."""
     escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+MODELS_SQL = """
+with recursive m(model_id) as (
+  select min(model_id) from trial where sweep_id = :sweep
+  union all
+  select (select min(t.model_id) from trial t where t.sweep_id = :sweep and t.model_id > m.model_id)
+  from m where m.model_id is not null
+)
+select model_id from m where model_id is not null
+"""
+"""A sweep's models: one probe of `ix_trial_browse` per model (a skip scan)."""
+
+
+def sweep_models(conn: Connection, sweep_id: str) -> list[str]:
+    """The models of a sweep, in order."""
+    return [str(m) for m in conn.execute(text(MODELS_SQL), {"sweep": sweep_id}).scalars()]
 
 
 def scenarios_expecting(conn: Connection, sweep_id: str, tool: str) -> list[str]:
@@ -205,10 +249,19 @@ def where_clause(
     f: TrialFilter,
     *,
     tool_scenarios: list[str] | None = None,
+    models: list[str] | None = None,
     dialect: str = "postgresql",
+    unordered: bool = False,
+    bounded: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """The WHERE clause of a filter and its parameters; every value is bound, none pasted.
-    `tool_scenarios`: the scenarios expecting `f.tool` (`scenarios_expecting`)."""
+    `tool_scenarios`: the scenarios expecting `f.tool` (`scenarios_expecting`). `models`: the
+    sweep's models (`sweep_models`), for a configuration without a model. `unordered`:
+    for a read in no order (a probe, a count, every match sorted), whose way in should be the
+    filter's own index or the sweep's, never the order's index row by row: on SQLite the
+    order's column is then no index term (`+latency_s`). `bounded`: the statement bounds the
+    order's column itself (which says it is not NULL): SQLite takes one range end of a column
+    per side, and it must be the bound."""
     clauses: list[str] = []
     params: dict[str, Any] = {"sweep": sweep_id}
 
@@ -218,6 +271,12 @@ def where_clause(
 
     if f.model is not None:
         equal("model_id", f.model)
+    elif f.config is not None and models is not None:
+        # A configuration without a model: its range of the scenario order's index under each
+        # of the sweep's models, not a check of each of the sweep's rows.
+        names = [f"model_m{i}" for i in range(len(models))]
+        clauses.append(f"model_id in ({', '.join(':' + n for n in names)})" if names else "1 = 0")
+        params.update(zip(names, models, strict=True))
     if (split := f.prompt_and_toolset()) is not None:
         equal("prompt_id", split[0])
         equal("toolset", split[1])
@@ -252,7 +311,10 @@ def where_clause(
         )
         params.update(zip(names, tool_scenarios or [], strict=True))
     if f.search is not None:
-        clauses.append("lower(detail) like :search escape '\\'")
+        # SQLite's LIKE ignores the case of ASCII letters, and its lower() changes no others:
+        # lower(detail) would cost a copy of each detail (a third of a rare search's time).
+        searched = "detail" if dialect == "sqlite" else "lower(detail)"
+        clauses.append(f"{searched} like :search escape '\\'")
         params["search"] = _like(f.search.lower())
     if f.scoring is not None:
         # Through the scoring pass's own rows (ix_answer_score_sweep), not a probe per trial.
@@ -267,13 +329,34 @@ def where_clause(
         # trials a filter's own index finds. unlikely() says a filter selects few; the term
         # still reads through its index.
         clauses = [f"unlikely({c})" for c in clauses]
-    # `+sweep_id`: not through an index (SQLite), where the list of ids is the way in.
-    clauses.insert(0, "+sweep_id = :sweep" if by_ids else "sweep_id = :sweep")
-    if f.sort in ("slowest", "fastest"):
-        clauses.append("latency_s is not null")
-    if f.sort == "newest":
-        clauses.append("finished_at is not null")
+    # `+sweep_id`: not through an index (SQLite), where the list of ids is the way in (and,
+    # in no order, a scoring pass's list of ids).
+    listed = by_ids or (unordered and dialect == "sqlite" and f.scoring is not None)
+    clauses.insert(0, "+sweep_id = :sweep" if listed else "sweep_id = :sweep")
+    plus = "+" if unordered and dialect == "sqlite" else ""
+    if f.sort in ("slowest", "fastest") and not bounded:
+        clauses.append(f"{plus}latency_s is not null")
+    if f.sort == "newest" and not bounded:
+        clauses.append(f"{plus}finished_at is not null")
     return " and ".join(clauses), params
+
+
+Route = Literal["order", "walk", "few", "sorted"]
+"""How a page was read (`trial_page`): `order`, the order's own index range, which holds nothing
+but the filter's trials (no filter, or one the index starts with: a model, its configuration, a
+scenario); `walk`, the order's index within WALK_CAP entries of the page's start, each row
+checked against the filter; `few`, the filter's every trial (up to PROBE_CAP) through its own
+index or the sweep's, then the page's rows by primary key; `sorted`, the filter's every trial
+through that same way in, sorted."""
+
+PROBE_CAP = 5_000
+"""A filter with more trials than this has its page read along the order's index or sorted;
+with fewer, its trials are listed (their ids and sort keys) and the page is read by id."""
+WALK_CAP = 10_000
+"""How many entries of the order's index a page reads, each with its row, to find its trials
+before it reads the filter's trials another way: a few tens of ms on either database. Without
+the bound, a filter whose trials are rare, or lie far down the order, read the whole sweep row
+by row in order (3 s at a million trials on SQLite, a random read of the table per trial)."""
 
 
 @dataclass(frozen=True)
@@ -286,6 +369,8 @@ class TrialPage:
     page: int
     more: bool = False
     """Trials follow this page (one row more was read to know)."""
+    route: Route = "order"
+    """How the page was read (Route)."""
 
     @property
     def capped(self) -> bool:
@@ -309,15 +394,73 @@ class TrialPage:
 
 @dataclass(frozen=True)
 class PageStatements:
-    """The SQL of a page of trials and of its capped count, with their parameters."""
+    """The SQL of a page of trials, of its capped count, and of the other ways to read the
+    page when a filter narrows the order's index (`trial_page` chooses), with their
+    parameters."""
 
     page_sql: str
+    """The page along the order's index (an index range where the page starts)."""
     count_sql: str
     params: dict[str, Any]
     reverse: bool
     """The page is read backwards (from `before`): its rows come last first."""
     offset: int
     """How many rows of the selection come before the page (its number's, for a keyset page)."""
+    sort: str = "scenario"
+    narrowed: bool = False
+    """The filter selects within the order's index range (any filter but the columns the
+    order's index starts with): the page then reads its way in by WALK_CAP and PROBE_CAP."""
+    window_sql: str = ""
+    """The order's index columns WALK_CAP entries past where the page starts (plus the
+    entries a numbered page skips), read from the index alone; no row when fewer follow."""
+    walk_sql: str = ""
+    """`page_sql` ended at the window's last entry (`:w0`…), so it reads no further, along the
+    order's index (named, on SQLite)."""
+    tail_sql: str = ""
+    """`page_sql` along the order's index (named, on SQLite), where fewer than the window's
+    entries follow the page's start."""
+    probe_sql: str = ""
+    """Up to PROBE_CAP + 1 of the filter's trials, through its own index or the sweep's, in
+    the page's order, each with `beyond`: it comes after where the page starts."""
+    estimate_sql: str = ""
+    """The probe's selection, unlimited: for PostgreSQL's estimate of how many it holds."""
+    scoped: bool = False
+    """The probe reads only the trials after where the page starts (a keyset page past
+    COUNT_CAP, which needs no count): else it reads the filter's every trial and counts them."""
+    sorted_sql: str = ""
+    """The ids of the page's rows (and the one after), from every trial of the filter after
+    where the page starts, read as the probe reads them and sorted."""
+    skip: int = 0
+    """Rows of the order a numbered page skips (OFFSET); 0 for a keyset page."""
+
+    def fetch_sql(self, count: int) -> str:
+        """The page's rows by their ids (`:id0`…, `count` of them), in the page's order."""
+        ids = ", ".join(f":id{i}" for i in range(count))
+        return (
+            f"select {LIST_COLUMNS} from trial where trial_id in ({ids}) "
+            f"order by {order_by(self.sort, reverse=self.reverse)}"
+        )
+
+
+ORDER_INDEXES = {
+    "scenario": "ix_trial_browse",
+    "slowest": "ix_trial_browse_latency",
+    "fastest": "ix_trial_browse_latency",
+    "newest": "ix_trial_browse_newest",
+}
+"""Per sort, the index that holds a sweep's trials in its order (schema/db/tables.py)."""
+LEADING_FILTERS = {
+    "model_id": "model",
+    "prompt_id": "config",
+    "toolset": "config",
+    "scenario_id": "scenario",
+}
+"""The filters whose columns lead the scenario order's index (ix_trial_browse) after the sweep,
+by column: with these alone, the index range holds only the filter's trials."""
+
+
+def _row(columns: tuple[str, ...], prefix: str = "") -> str:
+    return f"({', '.join(prefix + c for c in columns)})"
 
 
 def page_statements(conn: Connection, sweep_id: str, selection: TrialFilter) -> PageStatements:
@@ -326,17 +469,39 @@ def page_statements(conn: Connection, sweep_id: str, selection: TrialFilter) -> 
     tools = (
         scenarios_expecting(conn, sweep_id, selection.tool) if selection.tool is not None else None
     )
-    where, params = where_clause(
-        sweep_id, selection, tool_scenarios=tools, dialect=conn.dialect.name
+    models = (
+        sweep_models(conn, sweep_id)
+        if selection.config is not None and selection.model is None
+        else None
     )
-    count_sql = f"select count(*) from (select 1 from trial where {where} limit {COUNT_CAP + 1}) c"
+    dialect = conn.dialect.name
+    where, params = where_clause(
+        sweep_id, selection, tool_scenarios=tools, models=models, dialect=dialect
+    )
+    # The same for a read in no order: through the filter's own index or the sweep's.
+    loose, _ = where_clause(
+        sweep_id, selection, tool_scenarios=tools, models=models, dialect=dialect, unordered=True
+    )
+    # And for the walk, which bounds the order's column.
+    walked, _ = where_clause(
+        sweep_id, selection, tool_scenarios=tools, models=models, dialect=dialect, bounded=True
+    )
     offset = (selection.page - 1) * PAGE_SIZE
     columns, way = KEYS[selection.sort]
+    # The order's index columns after the sweep: all but the trial id, which no index of
+    # latency or time holds.
+    indexed = columns[:-1]
     start = selection.after or selection.before
-    skip = ""
+    forward = selection.before is None
+    compare = ">" if (way == "asc") == forward else "<"
+    keys = [f"key{i}" for i in range(len(columns))]
+    sqlite = dialect == "sqlite"
+    # On SQLite a comparison of `+column`s reads no index: the way in stays the filter's.
+    plus = "+" if sqlite else ""
+    skip = 0
+    after_start = keyset = loose_keyset = window_start = ""
     if start is None:
-        skip = f" offset {offset}" if offset else ""
-        page_where = where
+        skip = offset
     else:
         place = conn.execute(
             text(f"select {', '.join(columns)} from trial where trial_id = :t and sweep_id = :s"),
@@ -345,20 +510,98 @@ def page_statements(conn: Connection, sweep_id: str, selection: TrialFilter) -> 
         if place is None or any(v is None for v in place):
             given = "after" if selection.after else "before"
             raise FilterError(f"query: {given}={start!r}: no such trial in this order of the sweep")
-        forward = selection.after is not None
-        compare = ">" if (way == "asc") == forward else "<"
-        keys = [f"key{i}" for i in range(len(columns))]
-        page_where = (
-            f"{where} and ({', '.join(columns)}) {compare} ({', '.join(':' + k for k in keys)})"
-        )
+        after_start = f"{_row(columns)} {compare} {_row(tuple(keys), ':')}"
+        keyset = f" and {after_start}"
+        loose_keyset = f" and {_row(columns, plus)} {compare} {_row(tuple(keys), ':')}"
+        window_start = f" and {_row(indexed)} {compare}= {_row(tuple(keys[:-1]), ':')}"
         params = params | dict(zip(keys, place, strict=True))
-    reverse = selection.before is not None
+    reverse = not forward
+    ordered = order_by(selection.sort, reverse=reverse)
+    limit = f"limit {PAGE_SIZE + 1}" + (f" offset {skip}" if skip else "")
     page_sql = (
-        f"select {LIST_COLUMNS} from trial where {page_where} "
+        f"select {LIST_COLUMNS} from trial where {where}{keyset} "
         # One row more than a page: whether another follows, without counting.
-        f"order by {order_by(selection.sort, reverse=reverse)} limit {PAGE_SIZE + 1}{skip}"
+        f"order by {ordered} {limit}"
     )
-    return PageStatements(page_sql, count_sql, params, reverse, offset)
+    leading = tuple(itertools.takewhile(lambda c: c in params and c in LEADING_FILTERS, indexed))
+    filters = selection.model_dump(exclude_defaults=True).keys() - {
+        "sort",
+        "page",
+        "after",
+        "before",
+    }
+    narrowed = bool(filters - {LEADING_FILTERS[c] for c in leading})
+    counted = loose if narrowed else where
+    count_sql = (
+        f"select count(*) from (select 1 from trial where {counted} limit {COUNT_CAP + 1}) c"
+    )
+    if not narrowed:
+        return PageStatements(page_sql, count_sql, params, reverse, offset, selection.sort)
+    # The window: the index alone (its leading columns the filter fixes, and where the page
+    # starts), WALK_CAP entries on.
+    fixed = "".join(f" and {c} = :{c}" for c in leading)
+    not_null = "".join(
+        f" and {c} is not null" for c in indexed if c in ("latency_s", "finished_at")
+    )
+    window_sql = (
+        f"select {', '.join(indexed)} from trial where sweep_id = :sweep{fixed}{not_null}"
+        f"{window_start} order by {_order(indexed, way, reverse=reverse)} "
+        f"limit 1 offset {WALK_CAP + skip}"
+    )
+    bound = [f"w{i}" for i in range(len(indexed))]
+    # Up to the window's last entry, ties included: no row past it comes before one inside.
+    until = "<=" if compare == ">" else ">="
+    # SQLite, told a filter's index finds few, would read its every trial and sort them:
+    # the walk names the order's index (but where a list of ids is the way in, graded=no).
+    forced = (
+        f" indexed by {ORDER_INDEXES[selection.sort]}"
+        if sqlite and not walked.startswith("+sweep_id")
+        else ""
+    )
+    walk_sql = (
+        f"select {LIST_COLUMNS} from trial{forced} where {walked}{keyset} and "
+        f"{_row(indexed)} {until} {_row(tuple(bound), ':')} order by {ordered} {limit}"
+    )
+    tail_sql = (
+        f"select {LIST_COLUMNS} from trial{forced} where {where}{keyset} order by {ordered} {limit}"
+    )
+    scoped = start is not None and offset >= COUNT_CAP
+    estimate_sql = f"select 1 from trial where {loose}{loose_keyset if scoped else ''}"
+    beyond = after_start if start is not None and not scoped else "1 = 1"
+    probe_sql = (
+        f"with p as materialized (select {', '.join(columns)} from trial where {loose}"
+        f"{loose_keyset if scoped else ''} limit {PROBE_CAP + 1}) "
+        f"select trial_id, {beyond} as beyond from p order by {ordered}"
+    )
+    if sqlite:
+        # `+column`: the sort reads no index, so the rows come the filter's way and are sorted.
+        sorted_sql = (
+            f"select trial_id from trial where {loose}{loose_keyset} "
+            f"order by {_order(columns, way, reverse=reverse, prefix='+')} {limit}"
+        )
+    else:
+        # OFFSET 0 keeps the inner query apart: read the cheapest way, then sorted.
+        sorted_sql = (
+            f"select trial_id from (select {', '.join(columns)} from trial where {where}{keyset} "
+            f"offset 0) s order by {ordered} {limit}"
+        )
+    return PageStatements(
+        page_sql,
+        count_sql,
+        params,
+        reverse,
+        offset,
+        selection.sort,
+        narrowed=True,
+        window_sql=window_sql,
+        walk_sql=walk_sql,
+        tail_sql=tail_sql,
+        probe_sql=probe_sql,
+        estimate_sql=estimate_sql,
+        scoped=scoped,
+        sorted_sql=sorted_sql,
+        skip=skip,
+    )
 
 
 def prefer_indexes(conn: Connection, selection: TrialFilter) -> None:
@@ -371,6 +614,13 @@ def prefer_indexes(conn: Connection, selection: TrialFilter) -> None:
     if conn.dialect.name != "postgresql":
         return
     conn.execute(text("set local enable_seqscan = off"))
+    # Compiling a plan costs more than any page's read; PostgreSQL would, for a walk it
+    # prices by the whole index (100 ms and more).
+    conn.execute(text("set local jit = off"))
+    if selection.search is not None and not has_trigram(selection.search):
+        # Nothing for the trigram index to look up: read through it, it is read whole and every
+        # row rechecked, twice the sweep's own read. A GIN index is read by bitmap only.
+        conn.execute(text("set local enable_bitmapscan = off"))
     narrowed = selection.model_dump(exclude_defaults=True).keys() - {
         "model",
         "config",
@@ -390,7 +640,7 @@ def trial_page(*, engine: Engine, sweep_id: str, selection: TrialFilter) -> Tria
     with engine.connect() as conn:
         plan = page_statements(conn, sweep_id, selection)
         prefer_indexes(conn, selection)
-        rows = list(conn.execute(text(plan.page_sql), plan.params))
+        route, rows, counted = _read_page(conn, plan)
         # Read backwards (from `before`), the extra row is one before the page, and the page
         # it was reached from follows it.
         more = plan.reverse or len(rows) > PAGE_SIZE
@@ -402,13 +652,95 @@ def trial_page(*, engine: Engine, sweep_id: str, selection: TrialFilter) -> Tria
         # (a text search with few matches then reads the sweep once, not twice). A page read
         # backwards is never the last: the one it was reached from follows it.
         last = not plan.reverse and (0 < len(rows) < PAGE_SIZE or (not rows and offset == 0))
-        # Past the cap the count says no more than that: no need to run it again.
-        matched = (
-            offset + len(rows)
-            if last or offset >= COUNT_CAP
-            else int(conn.execute(text(plan.count_sql), plan.params).scalar_one())
-        )
-    return TrialPage(rows=rows, matched=matched, page=selection.page, more=more)
+        if counted is not None:
+            # The probe read the filter's trials (up to PROBE_CAP): its count is the count.
+            matched = min(counted, COUNT_CAP + 1)
+        elif last or offset >= COUNT_CAP:
+            # Past the cap the count says no more than that: no need to run it again.
+            matched = offset + len(rows)
+        else:
+            matched = int(conn.execute(text(plan.count_sql), plan.params).scalar_one())
+    return TrialPage(rows=rows, matched=matched, page=selection.page, more=more, route=route)
+
+
+def _read_page(conn: Connection, plan: PageStatements) -> tuple[Route, list[Any], int | None]:
+    """The page's rows (one more than a page where another follows), how they were read, and
+    the filter's count where the read counted it. Unfiltered, or filtered only by what the
+    order's index starts with, the page is that index's range. Otherwise: along the order's
+    index, up to WALK_CAP entries past the page's start (cheap where the filter's trials are
+    common there); where that finds less than the page, the filter's trials through its own
+    way in, up to PROBE_CAP + 1 (cheap where they are few, and it counts them); more than
+    that, every one of them, sorted. Where PostgreSQL expects PROBE_CAP or fewer, the probe
+    goes first. No way reads the sweep's rows in order one by one past WALK_CAP, which is what
+    a rare filter cost along the order's index (seconds at 1M)."""
+    params = plan.params
+    if not plan.narrowed:
+        return "order", list(conn.execute(text(plan.page_sql), params)), None
+    probed: list[Any] | None = None
+    counted: int | None = None
+    if _expected(conn, plan) <= PROBE_CAP:
+        # PostgreSQL expects few (its statistics; SQLite keeps none): the probe goes first,
+        # a read of them alone where an index finds them (the trigram index, a filter's own).
+        _sorting(conn, on=True)
+        probed, counted = _probe(conn, plan)
+        if len(probed) <= PROBE_CAP:
+            return "few", _listed(conn, plan, probed), counted
+    end = conn.execute(text(plan.window_sql), params).first()
+    # PostgreSQL prices a row comparison by its first column: told the window is half the
+    # sweep, it would read the filter's every trial and sort them. The walk is a read of the
+    # order's index, or it is no cheaper than the ways that follow; those sort.
+    _sorting(conn, on=False)
+    if end is None:
+        # The order's index ends within the window: the page's own read is short.
+        return "walk", list(conn.execute(text(plan.tail_sql), params)), counted
+    bound = {f"w{i}": v for i, v in enumerate(end)}
+    rows = list(conn.execute(text(plan.walk_sql), params | bound))
+    if len(rows) > PAGE_SIZE:
+        return "walk", rows, counted
+    _sorting(conn, on=True)
+    if probed is None:
+        probed, counted = _probe(conn, plan)
+        if len(probed) <= PROBE_CAP:
+            return "few", _listed(conn, plan, probed), counted
+    ids = list(conn.execute(text(plan.sorted_sql), params).scalars())
+    return "sorted", _fetch(conn, plan, ids), counted
+
+
+def _expected(conn: Connection, plan: PageStatements) -> float:
+    """How many trials PostgreSQL expects the filter to select (after where the page starts,
+    for a scoped probe); infinite on SQLite, which keeps no statistics."""
+    if conn.dialect.name != "postgresql":
+        return float("inf")
+    found = conn.execute(text(f"explain (format json) {plan.estimate_sql}"), plan.params)
+    return float(found.scalar_one()[0]["Plan"]["Plan Rows"])
+
+
+def _probe(conn: Connection, plan: PageStatements) -> tuple[list[Any], int | None]:
+    """The probe's rows, and the filter's count where they counted it."""
+    probed = list(conn.execute(text(plan.probe_sql), plan.params))
+    # Past PROBE_CAP the probe stopped: it counted the filter's trials only up to there.
+    complete = len(probed) <= PROBE_CAP or PROBE_CAP >= COUNT_CAP
+    return probed, len(probed) if complete and not plan.scoped else None
+
+
+def _listed(conn: Connection, plan: PageStatements, probed: list[Any]) -> list[Any]:
+    """The page's rows among the probe's, which are every trial the filter selects."""
+    ids = [r.trial_id for r in probed if r.beyond][plan.skip : plan.skip + PAGE_SIZE + 1]
+    return _fetch(conn, plan, ids)
+
+
+def _sorting(conn: Connection, *, on: bool) -> None:
+    """Let PostgreSQL sort, or keep it to reading an index in order, for this transaction."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text(f"set local enable_sort = {'on' if on else 'off'}"))
+
+
+def _fetch(conn: Connection, plan: PageStatements, ids: list[str]) -> list[Any]:
+    """The rows of `ids`, by primary key, in the page's order."""
+    if not ids:
+        return []
+    found = conn.execute(text(plan.fetch_sql(len(ids))), {f"id{i}": t for i, t in enumerate(ids)})
+    return list(found)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import get_args
+from typing import Any, get_args
 
 import pytest
 from sqlalchemy import insert, text
@@ -19,7 +19,9 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
 from bench.synthetic import load, scenarios, trials
-from mcp_farm.scheduler.view.filters import Sort, TrialFilter
+from mcp_farm.scheduler.view import queries
+from mcp_farm.scheduler.view.filters import PAGE_SIZE, Sort, TrialFilter
+from mcp_farm.scheduler.view.pages import pager_query
 from mcp_farm.scheduler.view.queries import page_statements, prefer_indexes, where_clause
 from mcp_farm.schema.db import (
     SCHEMA_VERSION,
@@ -304,3 +306,244 @@ def test_a_keyset_page_starts_from_its_place_in_the_index(
     # The place is part of the index condition: the read starts there, skips nothing.
     starts = r"Index Cond: .*(ROW\(|\b(latency_s|finished_at)\b [<>]=?)"
     assert re.search(starts, plan), plan
+
+
+SCALED_CAPS = {"WALK_CAP": 100, "PROBE_CAP": 10}
+"""The caps at the scale of these 10,000 trials: a window of 100 trials along the order holds
+hardly one of the 20 rare ones, and more than 10 is many."""
+
+
+@pytest.fixture
+def scaled(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in SCALED_CAPS.items():
+        monkeypatch.setattr(queries, name, value)
+
+
+ROUTES = [
+    # (query, the route: the 9,980 common trials lie all along the order; the 20 rare ones
+    # neither at its start nor few enough to list at PROBE_CAP 10, and few at PROBE_CAP 50)
+    ({"search": "as expected"}, {}, "walk"),
+    ({"search": "zebrafish_quota"}, {}, "sorted"),
+    ({"search": "zebrafish_quota"}, {"PROBE_CAP": 50}, "few"),
+    ({"scoring": "pass-one"}, {"PROBE_CAP": 50}, "few"),
+    ({"config": "a-rare"}, {"PROBE_CAP": 50}, "few"),
+    # A cell: the scenario order's index starts with its columns; in another order it is read
+    # as any filter is (its page checked, not which way).
+    ({"model": "m1", "config": "native"}, {}, "order or any"),
+    ({}, {}, "order"),
+]
+
+
+def _routed(
+    engine: Engine,
+    query: dict[str, str],
+    caps: dict[str, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> queries.TrialPage:
+    for name, value in caps.items():
+        monkeypatch.setattr(queries, name, value)
+    return queries.trial_page(engine=engine, sweep_id="big", selection=TrialFilter.read(query))
+
+
+def _reference(engine: Engine, query: dict[str, str]) -> list[str]:
+    """The ids the filter selects, in its order: one plain statement, no route chosen."""
+    selection = TrialFilter.read(query)
+    with engine.connect() as conn:
+        where, params = where_clause("big", selection, dialect=conn.dialect.name)
+        sql = (
+            f"select trial_id from trial where {where} order by {queries.order_by(selection.sort)}"
+        )
+        return list(conn.execute(text(sql), params).scalars())
+
+
+def _check_routes(engine: Engine, sort: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for query, caps, route in ROUTES:
+        page = _routed(engine, {**query, "sort": sort}, caps, monkeypatch)
+        expected_route = route.split(" or ")[sort != "scenario"] if " or " in route else route
+        assert expected_route in (page.route, "any"), (query, caps)
+        expected = _reference(engine, {**query, "sort": sort})
+        assert [r.trial_id for r in page.rows] == expected[:PAGE_SIZE], (query, caps)
+        assert page.matched == min(len(expected), queries.COUNT_CAP + 1), (query, caps)
+
+
+@pytest.mark.parametrize("sort", get_args(Sort))
+def test_sqlite_chooses_how_to_read_a_page_by_how_many_trials_the_filter_selects_and_where(
+    sqlite: dict[str, Engine], sort: str, scaled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slowest first with a rare search read the sweep row by row along the latency index
+    (3.1 s at a million trials): a filter whose trials are not within WALK_CAP of the page's
+    start is read through its own index or the sweep's instead, listed by id when few, sorted
+    when many. Each way gives the page the order's index would."""
+    _check_routes(sqlite["big"], sort, monkeypatch)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sort", get_args(Sort))
+def test_postgresql_chooses_how_to_read_a_page_by_how_many_trials_the_filter_selects_and_where(
+    postgres: dict[str, Engine], sort: str, scaled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _check_routes(postgres["big"], sort, monkeypatch)
+
+
+def _sqlite_plan(conn: Connection, sql: str, params: dict[str, Any]) -> str:
+    return " | ".join(str(r[-1]) for r in conn.execute(text(f"explain query plan {sql}"), params))
+
+
+@pytest.mark.parametrize("sort", ["slowest", "fastest", "newest"])
+def test_sqlite_reads_a_rare_search_by_the_sweep_and_a_common_one_along_the_order(
+    sqlite: dict[str, Engine], sort: str, scaled: None
+) -> None:
+    """The statements of the routes: the probe and the sorted read go through the sweep's
+    index (its rows in table order), never the order's index row by row; the walk reads the
+    order's index up to the window's end, a range end of the index read."""
+    order_index = "ix_trial_browse_newest" if sort == "newest" else "ix_trial_browse_latency"
+    column = "finished_at" if sort == "newest" else "latency_s"
+    with sqlite["big"].connect() as conn:
+        plan = page_statements(conn, "big", TrialFilter.read({"sort": sort, "search": "zq"}))
+        for sql in (plan.probe_sql, plan.sorted_sql, plan.count_sql):
+            shown = _sqlite_plan(conn, sql, plan.params)
+            assert "SEARCH trial USING INDEX ix_trial_sweep_id (sweep_id=?)" in shown, shown
+            assert order_index not in shown, shown
+        end = conn.execute(text(plan.window_sql), plan.params).first()
+        assert end is not None
+        shown = _sqlite_plan(conn, plan.window_sql, plan.params)
+        assert f"COVERING INDEX {order_index}" in shown, shown
+        bound = {f"w{i}": v for i, v in enumerate(end)}
+        shown = _sqlite_plan(conn, plan.walk_sql, plan.params | bound)
+        # The window's end is the range's end on the order's column (where the page starts
+        # is the other: here, the index's own).
+        side = ">" if sort in ("slowest", "newest") else "<"
+        assert f"{order_index} (sweep_id=? AND {column}{side}?)" in shown, shown
+        assert f"({column}) {side}= (:w0)" in plan.walk_sql, plan.walk_sql
+        assert "is not null" not in plan.walk_sql, plan.walk_sql
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sort", get_args(Sort))
+def test_postgresql_walks_the_order_index_only_up_to_the_window(
+    postgres: dict[str, Engine], sort: str, scaled: None
+) -> None:
+    """Told a row comparison keeps half the sweep, PostgreSQL would read every trial the
+    search finds and sort them; the walk keeps to the order's index, the window's end in its
+    index condition."""
+    order_index = {
+        "scenario": "ix_trial_browse",
+        "newest": "ix_trial_browse_newest",
+    }.get(sort, "ix_trial_browse_latency")
+    query = {"sort": sort, "search": "as expected"}
+    with postgres["big"].begin() as conn:
+        plan = page_statements(conn, "big", TrialFilter.read(query))
+        prefer_indexes(conn, TrialFilter.read(query))
+        end = conn.execute(text(plan.window_sql), plan.params).first()
+        assert end is not None
+        conn.execute(text("set local enable_sort = off"))
+        bound = {f"w{i}": v for i, v in enumerate(end)}
+        explained = conn.execute(text(f"explain {plan.walk_sql}"), plan.params | bound)
+        shown = "\n".join(str(r[0]) for r in explained)
+    assert re.search(rf"Index Scan (Backward )?using {order_index} on trial", shown), shown
+    assert re.search(r"Index Cond: .*(ROW\(|\b(latency_s|finished_at)\b [<>]=)", shown), shown
+
+
+FORCED = {
+    "walk": {"WALK_CAP": 1_000_000, "PROBE_CAP": 0},
+    "few": {"WALK_CAP": 0, "PROBE_CAP": 1_000_000},
+    "sorted": {"WALK_CAP": 0, "PROBE_CAP": 0},
+}
+"""Caps that send every page of a filter one way."""
+PAGED = {"search": "as expected", "scenario": "s0003"}
+"""98 trials: two pages."""
+
+
+def _check_paging(engine: Engine, sort: str, route: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in FORCED[route].items():
+        monkeypatch.setattr(queries, name, value)
+    query = {**PAGED, "sort": sort}
+    expected = _reference(engine, query)
+    assert len(expected) == 98
+
+    def read(f: TrialFilter) -> queries.TrialPage:
+        page = queries.trial_page(engine=engine, sweep_id="big", selection=f)
+        assert page.route == route and page.matched == 98, (f, page.route, page.matched)
+        return page
+
+    selection = TrialFilter.read(query)
+    first = read(selection)
+    second = read(TrialFilter.read(pager_query(selection, first, +1)))
+    assert [r.trial_id for r in first.rows + second.rows] == expected
+    assert first.has_next and not second.has_next
+    back = read(TrialFilter.read(pager_query(selection, second, -1)))
+    assert [r.trial_id for r in back.rows] == expected[:PAGE_SIZE] and back.has_next
+    numbered = read(TrialFilter.read({**query, "page": "2"}))
+    assert [r.trial_id for r in numbered.rows] == expected[PAGE_SIZE:]
+    # Labelled past the count's cap (as a link deep down is), the page reads only what follows
+    # its start: nothing is counted.
+    deep = TrialFilter.read({**query, "page": "30", "after": expected[PAGE_SIZE - 1]})
+    page = queries.trial_page(engine=engine, sweep_id="big", selection=deep)
+    assert page.route == route and [r.trial_id for r in page.rows] == expected[PAGE_SIZE:]
+
+
+@pytest.mark.parametrize("route", FORCED)
+@pytest.mark.parametrize("sort", get_args(Sort))
+def test_every_way_of_reading_sqlite_pages_them_alike_forwards_and_back(
+    sqlite: dict[str, Engine], sort: str, route: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _check_paging(sqlite["big"], sort, route, monkeypatch)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("route", FORCED)
+@pytest.mark.parametrize("sort", get_args(Sort))
+def test_every_way_of_reading_postgresql_pages_them_alike_forwards_and_back(
+    postgres: dict[str, Engine], sort: str, route: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _check_paging(postgres["big"], sort, route, monkeypatch)
+
+
+def test_the_sqlite_search_ignores_case_and_takes_wildcards_literally(
+    sqlite: dict[str, Engine],
+) -> None:
+    """SQLite's LIKE, told the lowered phrase, matches without regard to the case of ASCII
+    letters as lower(detail) did, without copying each detail to lower it."""
+    for searched, found in (
+        ("ZEBRAFISH_quota", 20),
+        ("zebrafish%quota", 0),
+        ("zebrafishxquota", 0),
+    ):
+        page = queries.trial_page(
+            engine=sqlite["big"], sweep_id="big", selection=TrialFilter.read({"search": searched})
+        )
+        assert page.matched == found, searched
+        assert all("Zebrafish_Quota" in r.detail for r in page.rows)
+
+
+def test_a_search_with_three_letters_or_digits_in_a_row_has_trigrams_to_look_up() -> None:
+    assert queries.has_trigram("wrong tool") and queries.has_trigram("s0123 (repetition 7)")
+    assert not any(queries.has_trigram(s) for s in ("zq", "%_%", "::", "a b c", "ab-cd"))
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("search", ["zq", "%_%", "::"])
+def test_postgresql_leaves_the_trigram_index_aside_when_it_has_nothing_to_look_up(
+    postgres: dict[str, Engine], search: str
+) -> None:
+    """Read for a search it has no trigram of, the trigram index is read whole and every row
+    rechecked (0.7–0.9 s at a million trials, twice the sweep's own read). At 10,000 trials the
+    planner leaves it aside anyway: the page turns bitmap reads off, which a GIN index needs."""
+    query = {"search": search, "sort": "slowest"}
+    with postgres["big"].begin() as conn:
+        plan = page_statements(conn, "big", TrialFilter.read(query))
+        prefer_indexes(conn, TrialFilter.read(query))
+        assert conn.execute(text("show enable_bitmapscan")).scalar_one() == "off"
+        for sql in (plan.probe_sql, plan.sorted_sql, plan.count_sql):
+            shown = "\n".join(str(r[0]) for r in conn.execute(text(f"explain {sql}"), plan.params))
+            assert TEXT_SEARCH_INDEX not in shown and "Seq Scan" not in shown, shown
+
+
+@pytest.mark.integration
+def test_postgresql_keeps_bitmap_reads_for_a_search_with_trigrams(
+    postgres: dict[str, Engine],
+) -> None:
+    query = TrialFilter.read({"search": "zebrafish"})
+    with postgres["big"].begin() as conn:
+        prefer_indexes(conn, query)
+        assert conn.execute(text("show enable_bitmapscan")).scalar_one() == "on"
