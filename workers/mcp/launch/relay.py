@@ -175,7 +175,7 @@ def _hand_over(conn: socket.socket, server: list[str], state: dict[str, Any]) ->
             [len(data).to_bytes(4, "big"), data],
             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))],
         )
-        word, _, value = _line(conn).partition(" ")
+        word, _, value = read_line(conn).partition(" ")
         if word != "pid":
             return value or "no answer"
         conn.sendall(b"go\n")
@@ -186,14 +186,15 @@ def _hand_over(conn: socket.socket, server: list[str], state: dict[str, Any]) ->
     return int(value)
 
 
-def _line(conn: socket.socket) -> str:
+def read_line(conn: socket.socket, limit: int = 1 << 16) -> str:
+    """One line from the other end (at most `limit` bytes); empty when it closed first."""
     data = b""
-    while not data.endswith(b"\n"):
+    while not data.endswith(b"\n") and len(data) < limit:
         chunk = conn.recv(1)
         if not chunk:
             return ""
         data += chunk
-    return data.decode().strip()
+    return data.decode(errors="replace").strip()
 
 
 def _forward(pid: int, signum: int, *, group: bool) -> None:
@@ -204,7 +205,7 @@ def _forward(pid: int, signum: int, *, group: bool) -> None:
 def _wait_for_exit(conn: socket.socket) -> int | None:
     """The server's exit status, or None when the zygote went away first."""
     try:
-        reply = _line(conn)
+        reply = read_line(conn)
     except OSError:
         return None
     word, _, value = reply.partition(" ")

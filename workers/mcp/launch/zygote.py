@@ -133,8 +133,12 @@ def main(folder: Path) -> None:
         return  # another zygote serves this folder
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())
-    for name in os.listdir(dirfd):  # left by a zygote that was killed
-        if name == relay.STALLED or (name.startswith("server-") and not _alive(name[7:])):
+    # Left by a zygote that was killed; a relay still running keeps its file (its server is
+    # still served by a zygote that stepped aside).
+    for name in os.listdir(dirfd):
+        if name == relay.STALLED or (
+            name.startswith("server-") and not Path(f"/proc/{name[7:]}").exists()
+        ):
             os.unlink(name, dir_fd=dirfd)
     remove_gone_siblings(folder, relay)
     for name in PRELOAD:
@@ -145,18 +149,6 @@ def main(folder: Path) -> None:
         _serve(zygote, stop)
     finally:
         zygote.leave()
-
-
-def _alive(pid: str) -> bool:
-    """Whether process `pid` still runs (a relay whose server a zygote that stepped aside
-    still serves keeps its file)."""
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def remove_gone_siblings(folder: Path, relay: ModuleType) -> None:
@@ -283,7 +275,7 @@ def _start(zygote: Zygote, conn: socket.socket) -> None:
             os.close(fd)
     try:
         conn.sendall(f"pid {pid}\n".encode())
-        if _line(conn) != "go":
+        if zygote.relay.read_line(conn, 64) != "go":
             raise OSError("the relay gave up")
         name = f"server-{relay_pid}"
         made = os.open(
@@ -307,16 +299,6 @@ def _refuse(conn: socket.socket, why: str) -> None:
     with contextlib.suppress(OSError):
         conn.sendall(f"refused {why}\n".replace("\n", " ").strip().encode() + b"\n")
     conn.close()
-
-
-def _line(conn: socket.socket) -> str:
-    data = b""
-    while not data.endswith(b"\n") and len(data) < 64:
-        chunk = conn.recv(1)
-        if not chunk:
-            break
-        data += chunk
-    return data.decode(errors="replace").strip()
 
 
 def _end(pid: int) -> None:
