@@ -35,10 +35,16 @@ from mcp_farm.scheduler.report.cells import (
     variance_rows,
 )
 from mcp_farm.scheduler.report.robustness_cells import (
+    CURVE_HEADS,
+    POSITION_HEADS,
+    POSITION_TITLE,
     RANKING_HEADS,
     RANKING_NOTE,
     SELECTION_HEADS,
     SELECTION_NOTE,
+    curve_note,
+    curve_rows,
+    position_rows,
     ranking_rows,
     selection_rows,
 )
@@ -157,6 +163,7 @@ def to_markdown(card: Scorecard) -> str:
             lines += ["### Agent × user variance", ""]
             lines += _md_table(["model", "prompt", *VARIANCE_HEADS], split)
             lines += [VARIANCE_NOTE, ""]
+    lines += _robustness_markdown(card)
     if card.selection:
         lines += ["## Tool selection before the model", ""]
         lines += _md_table(["model", "prompt", *SELECTION_HEADS], selection_rows(card))
@@ -167,6 +174,20 @@ def to_markdown(card: Scorecard) -> str:
     if card.answers is not None:
         lines += _answers_markdown(card.answers)
     return "\n".join(lines)
+
+
+def _robustness_markdown(card: Scorecard) -> list[str]:
+    """The tool-count curves, their notes and the pass rate by list position; none without."""
+    lines: list[str] = []
+    curve_heads = ["model", "prompt", "descriptions", "names"]
+    if card.robustness:
+        lines += ["## Pass rate against tool count", ""]
+        lines += _md_table([*curve_heads, *CURVE_HEADS], curve_rows(card))
+        lines += [*(f"- {curve_note(c)}" for c in card.robustness), ""]
+    if card.positions:
+        lines += [f"### {POSITION_TITLE}", ""]
+        lines += _md_table([*curve_heads, *POSITION_HEADS], position_rows(card))
+    return lines
 
 
 def _answers_markdown(answers: AnswerQuality) -> list[str]:

@@ -3,6 +3,8 @@ terminal, Markdown and HTML reports."""
 
 from __future__ import annotations
 
+import math
+
 from mcp_farm.scheduler.report.cells import pct
 from mcp_farm.schema.scorecard import Curve, Scorecard
 
@@ -49,6 +51,7 @@ def curve_rows(card: Scorecard) -> list[list[str]]:
 
 
 POSITION_HEADS = ["decile", "n", "pass", "95% CI"]
+POSITION_TITLE = "Pass rate by where the expected tool sat in the list (tenths, 1 first)"
 
 
 def position_rows(card: Scorecard) -> list[list[str]]:
@@ -69,6 +72,17 @@ def position_rows(card: Scorecard) -> list[list[str]]:
     ]
 
 
+def signed(value: float | None, digits: int = 2) -> str:
+    """A signed number with at least `digits` significant digits and at least two decimals:
+    -0.0031 (not -0.00), -1.25, +12.00; a dash for none."""
+    if value is None:
+        return "–"
+    if value == 0 or not math.isfinite(value):
+        return f"{value:+.2f}"
+    decimals = max(2, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:+.{decimals}f}"
+
+
 def curve_note(c: Curve) -> str:
     """The slope and the threshold level of one curve, in a sentence."""
     name = f"{c.model} / {c.prompt} (descriptions {c.descriptions}, names {c.names})"
@@ -76,8 +90,8 @@ def curve_note(c: Curve) -> str:
         slope = "one tool count measured, no slope"
     else:
         slope = (
-            f"slope {c.slope:+.2f} log-odds per doubling of tools "
-            f"(95% CI {c.slope_low:+.2f} to {c.slope_high:+.2f})"
+            f"slope {signed(c.slope)} log-odds per doubling of tools "
+            f"(95% CI {signed(c.slope_low)} to {signed(c.slope_high)})"
         )
     below = (
         f"first below {pct(c.threshold)} at {c.below_at} tools"

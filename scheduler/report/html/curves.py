@@ -9,25 +9,62 @@ from collections.abc import Callable
 
 from mcp_farm.scheduler.report.robustness_cells import (
     CURVE_HEADS,
+    POSITION_HEADS,
+    POSITION_TITLE,
     RANKING_HEADS,
     RANKING_NOTE,
     SELECTION_HEADS,
     SELECTION_NOTE,
     curve_note,
     curve_rows,
+    position_rows,
     ranking_rows,
     selection_rows,
 )
 from mcp_farm.schema.scorecard import Curve, Scorecard
 
-WIDTH, HEIGHT, PAD = 420, 220, 36
+WIDTH, HEIGHT = 440, 240
+LEFT, RIGHT, TOP, BOTTOM = 52, 16, 16, 44
+INSET = 10
+"""Space between the y axis and the first level (0 tools), so its whisker is not drawn on the
+axis line."""
 
 
 def _xy(count: int, rate: float, most: int) -> tuple[float, float]:
     span = math.log2(1 + most) or 1.0
-    x = PAD + (WIDTH - 2 * PAD) * math.log2(1 + count) / span
-    y = HEIGHT - PAD - (HEIGHT - 2 * PAD) * rate
+    x = LEFT + INSET + (WIDTH - LEFT - RIGHT - INSET) * math.log2(1 + count) / span
+    y = HEIGHT - BOTTOM - (HEIGHT - TOP - BOTTOM) * rate
     return round(x, 1), round(y, 1)
+
+
+def _axes(x_title: str, y_title: str) -> list[str]:
+    """Both axes and their titles."""
+    base = HEIGHT - BOTTOM
+    return [
+        f'<line x1="{LEFT}" y1="{base}" x2="{WIDTH - RIGHT}" y2="{base}" stroke="#888"/>',
+        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{base}" stroke="#888"/>',
+        f'<text x="{(LEFT + WIDTH - RIGHT) / 2}" y="{HEIGHT - 6}" font-size="11" '
+        f'text-anchor="middle">{html.escape(x_title)}</text>',
+        f'<text x="12" y="{(TOP + base) / 2}" font-size="11" text-anchor="middle" '
+        f'transform="rotate(-90 12 {(TOP + base) / 2})">{html.escape(y_title)}</text>',
+    ]
+
+
+def _rate_ticks() -> list[str]:
+    return [
+        f'<text x="{LEFT - 4}" y="{HEIGHT - BOTTOM - (HEIGHT - TOP - BOTTOM) * tick + 4}" '
+        f'font-size="10" text-anchor="end">{tick:.0%}</text>'
+        for tick in (0.0, 0.5, 1.0)
+    ]
+
+
+def _whisker(x: float, low: float, high: float) -> str:
+    """An interval as a vertical line with caps, visible even where it has no length."""
+    return (
+        f'<line x1="{x}" y1="{low}" x2="{x}" y2="{high}" stroke="#333"/>'
+        f'<line x1="{x - 3}" y1="{low}" x2="{x + 3}" y2="{low}" stroke="#333"/>'
+        f'<line x1="{x - 3}" y1="{high}" x2="{x + 3}" y2="{high}" stroke="#333"/>'
+    )
 
 
 def curve_svg(c: Curve) -> str:
@@ -36,13 +73,9 @@ def curve_svg(c: Curve) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
         f'role="img" aria-label="{html.escape(curve_note(c))}">',
-        f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" '
-        'stroke="#888"/>',
-        f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}" stroke="#888"/>',
+        *_axes("tools in the list (log scale of 1 + tools)", "pass rate"),
+        *_rate_ticks(),
     ]
-    for tick in (0.0, 0.5, 1.0):
-        _x, y = _xy(0, tick, most)
-        parts.append(f'<text x="4" y="{y + 4}" font-size="10">{tick:.0%}</text>')
     fitted = [p for p in c.points if p.fitted is not None]
     if fitted:
         upper = [_xy(p.tool_count, p.fitted_high or 0.0, most) for p in fitted]
@@ -55,18 +88,19 @@ def curve_svg(c: Curve) -> str:
         parts.append(f'<polyline points="{line}" fill="none" stroke="#4a7fb5"/>')
     _x, ty = _xy(0, c.threshold, most)
     parts.append(
-        f'<line x1="{PAD}" y1="{ty}" x2="{WIDTH - PAD}" y2="{ty}" stroke="#c44" '
+        f'<line x1="{LEFT}" y1="{ty}" x2="{WIDTH - RIGHT}" y2="{ty}" stroke="#c44" '
         'stroke-dasharray="4 3"/>'
     )
     for p in c.points:
         x, low = _xy(p.tool_count, p.low, most)
         _x, high = _xy(p.tool_count, p.high, most)
-        parts.append(f'<line x1="{x}" y1="{low}" x2="{x}" y2="{high}" stroke="#333"/>')
+        parts.append(_whisker(x, low, high))
         if p.rate is not None:
             _x, y = _xy(p.tool_count, p.rate, most)
             parts.append(f'<circle cx="{x}" cy="{y}" r="3" fill="#333"/>')
         parts.append(
-            f'<text x="{x - 6}" y="{HEIGHT - PAD + 14}" font-size="10">{p.tool_count}</text>'
+            f'<text x="{x}" y="{HEIGHT - BOTTOM + 14}" font-size="10" '
+            f'text-anchor="middle">{p.tool_count}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -74,14 +108,22 @@ def curve_svg(c: Curve) -> str:
 
 def curves_section(card: Scorecard, table: Callable[[list[str], list[list[str]], int], str]) -> str:
     """The section for a sweep with a `tool_list` axis; empty for any other."""
-    if not card.robustness:
+    if not card.robustness and not card.positions:
         return ""
-    heads = ["model", "prompt", "descriptions", "names", *CURVE_HEADS]
+    heads = ["model", "prompt", "descriptions", "names"]
     charts = "".join(
         f"<figure>{curve_svg(c)}<figcaption>{html.escape(curve_note(c))}</figcaption></figure>"
         for c in card.robustness
     )
-    return "<h2>Pass rate against tool count</h2>" + table(heads, curve_rows(card), 4) + charts
+    section = (
+        "<h2>Pass rate against tool count</h2>"
+        + table([*heads, *CURVE_HEADS], curve_rows(card), 4)
+        + charts
+    )
+    if card.positions:
+        section += f"<h3>{html.escape(POSITION_TITLE)}</h3>"
+        section += table([*heads, *POSITION_HEADS], position_rows(card), 4)
+    return section
 
 
 def selection_section(

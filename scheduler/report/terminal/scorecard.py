@@ -30,6 +30,7 @@ from mcp_farm.scheduler.report.cells import (
 from mcp_farm.scheduler.report.robustness_cells import (
     CURVE_HEADS,
     POSITION_HEADS,
+    POSITION_TITLE,
     RANKING_HEADS,
     RANKING_NOTE,
     SELECTION_HEADS,
@@ -156,8 +157,7 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
             console.print(f"[dim]{escape(curve_note(curve))}[/dim]", highlight=False)
     if card.positions:
         heads = ["model", "prompt", "descriptions", "names"]
-        title = "Pass rate by where the expected tool sat in the list (tenths, 1 first)"
-        placed = _table(title, heads, POSITION_HEADS)
+        placed = _table(POSITION_TITLE, heads, POSITION_HEADS)
         for cells in position_rows(card):
             placed.add_row(*(escape(cell) for cell in cells))
         console.print(placed)

@@ -1,5 +1,5 @@
 """Pass rate by where the expected tool sat in the list shown (its decile), from each trial's
-recorded `tool_positions`, in the scorecard and the terminal report."""
+recorded `tool_positions`, in the scorecard and the terminal, Markdown and HTML reports."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from rich.console import Console
 from sqlalchemy import text
 
 from bench.synthetic import load, scenarios, trials
+from mcp_farm.scheduler.report.formats import to_markdown
+from mcp_farm.scheduler.report.html.page import to_html
 from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
 from mcp_farm.scheduler.scorecard.build import build_scorecard
 from mcp_farm.schema.db import init_db, make_engine
@@ -53,3 +55,10 @@ def test_trials_at_levels_with_distractors_are_counted_by_their_tools_decile(
     out = io.StringIO()
     print_scorecard(card, Console(file=out, width=200, force_terminal=False))
     assert "Pass rate by where the expected tool sat" in out.getvalue()
+    first = min(card.positions, key=lambda d: d.decile)
+    row = f"| m | native | as_is | as_is | {first.decile + 1} | {first.n} |"
+    assert "### Pass rate by where the expected tool sat" in to_markdown(card)
+    assert row in to_markdown(card)
+    page = to_html(card)
+    assert "<h3>Pass rate by where the expected tool sat" in page
+    assert f'<td class="n">{first.decile + 1}</td><td class="n">{first.n}</td>' in page

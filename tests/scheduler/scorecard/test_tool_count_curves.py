@@ -7,7 +7,10 @@ import io
 import pytest
 from rich.console import Console
 
+from mcp_farm.scheduler.report.formats import to_markdown
+from mcp_farm.scheduler.report.html.curves import LEFT, curve_svg
 from mcp_farm.scheduler.report.html.page import to_html
+from mcp_farm.scheduler.report.robustness_cells import curve_note, signed
 from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
 from mcp_farm.scheduler.scorecard.gates import check_gates
 from mcp_farm.scheduler.scorecard.robustness import curves, threshold_of
@@ -148,3 +151,32 @@ def test_a_level_counts_the_trials_whose_prompt_did_not_fit_the_context() -> Non
     overflowing = _row(200, 0).model_copy(update={"outcomes": {"context_overflow": 20}})
     (curve,) = curves([fits, overflowing], 0.5)
     assert [(p.tool_count, p.context_overflow) for p in curve.points] == [(0, 0), (200, 20)]
+
+
+def test_a_small_slope_is_printed_with_two_significant_digits() -> None:
+    assert signed(-0.003123) == "-0.0031"
+    assert signed(-1.234) == "-1.23"
+    assert signed(0.0) == "+0.00"
+    assert signed(None) == "–"
+    (curve,) = curves(FALLING, 0.5)
+    small = curve.model_copy(update={"slope": -0.00312, "slope_low": -0.041, "slope_high": 0.02})
+    note = curve_note(small)
+    assert "slope -0.0031 log-odds per doubling of tools (95% CI -0.041 to +0.020)" in note
+
+
+def test_the_html_curve_has_axis_titles_and_a_capped_whisker_at_zero_tools_off_the_axis() -> None:
+    (curve,) = curves(FALLING, 0.5)
+    svg = curve_svg(curve)
+    assert ">tools in the list (log scale of 1 + tools)</text>" in svg
+    assert ">pass rate</text>" in svg
+    zero_x = float(svg.split('<circle cx="')[1].split('"')[0])
+    assert zero_x > LEFT
+    # A vertical line at 0 tools and a cap across it at each end of the interval.
+    assert f'<line x1="{zero_x}" y1=' in svg
+    assert svg.count(f'<line x1="{zero_x - 3}"') == 2
+
+
+def test_the_markdown_report_shows_the_curve_and_its_slope() -> None:
+    text = to_markdown(_card())
+    assert "## Pass rate against tool count" in text
+    assert "first below 50% at 50 tools" in text
