@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 18
+SCORECARD_VERSION = 19
 ANCHOR_THRESHOLD = 0.85
 """The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
 set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
@@ -389,6 +389,10 @@ class LevelPoint(Frozen):
     fitted_low: float | None
     fitted_high: float | None
     """The fitted curve's pass rate at this tool count, with its 95% band."""
+    prompt_tokens: float | None = None
+    """Mean prompt tokens per graded trial at this level, over those that recorded any: all of
+    a trial's model calls together (a first call's own count is not recorded apart); null
+    where none did."""
 
 
 class Curve(Frozen):
@@ -414,6 +418,9 @@ class Curve(Frozen):
     crossing: float | None
     """The tool count at which the fitted curve falls to the threshold; null when it does not
     within the levels measured."""
+    tokens_per_tool: float | None = None
+    """Prompt tokens each added tool costs: the least-squares slope of the levels'
+    `prompt_tokens` against tool count; null with fewer than two tool counts that have them."""
 
 
 class PositionDecile(Frozen):

@@ -42,6 +42,7 @@ from mcp_farm.scheduler.report.robustness_cells import (
     RANKING_NOTE,
     SELECTION_HEADS,
     SELECTION_NOTE,
+    TOKENS_NOTE,
     curve_note,
     curve_rows,
     position_rows,
@@ -184,6 +185,8 @@ def _robustness_markdown(card: Scorecard) -> list[str]:
         lines += ["## Pass rate against tool count", ""]
         lines += _md_table([*curve_heads, *CURVE_HEADS], curve_rows(card))
         lines += [*(f"- {curve_note(c)}" for c in card.robustness), ""]
+        if any(p.prompt_tokens is not None for c in card.robustness for p in c.points):
+            lines += [TOKENS_NOTE, ""]
     if card.positions:
         lines += [f"### {POSITION_TITLE}", ""]
         lines += _md_table([*curve_heads, *POSITION_HEADS], position_rows(card))

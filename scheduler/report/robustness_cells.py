@@ -19,6 +19,7 @@ CURVE_HEADS = [
     "did not fit",
     "fitted",
     "band",
+    "prompt tokens",
 ]
 
 
@@ -44,11 +45,18 @@ def curve_rows(card: Scorecard) -> list[list[str]]:
             str(p.context_overflow),
             pct(p.fitted),
             _span(p.fitted_low, p.fitted_high),
+            tokens(p.prompt_tokens),
         ]
         for c in card.robustness
         for p in c.points
     ]
 
+
+TOKENS_NOTE = (
+    "Prompt tokens: the mean per trial that recorded any, all of its model calls together "
+    "(a first call's own count is not recorded apart); tokens per tool: the least-squares "
+    "slope of that mean against tool count."
+)
 
 POSITION_HEADS = ["decile", "n", "pass", "95% CI"]
 POSITION_TITLE = "Pass rate by where the expected tool sat in the list (tenths, 1 first)"
@@ -83,6 +91,11 @@ def signed(value: float | None, digits: int = 2) -> str:
     return f"{value:+.{decimals}f}"
 
 
+def tokens(value: float | None) -> str:
+    """Mean prompt tokens, rounded to a whole token; a dash where none were recorded."""
+    return "–" if value is None else f"{value:,.0f}"
+
+
 def curve_note(c: Curve) -> str:
     """The slope and the threshold level of one curve, in a sentence."""
     name = f"{c.model} / {c.prompt} (descriptions {c.descriptions}, names {c.names})"
@@ -99,7 +112,10 @@ def curve_note(c: Curve) -> str:
         else f"never below {pct(c.threshold)}"
     )
     crossing = f"; the fit crosses it at about {c.crossing:.0f} tools" if c.crossing else ""
-    return f"{name}: {slope}; {below}{crossing}."
+    cost = (
+        f"; {c.tokens_per_tool:.3g} prompt tokens per tool" if c.tokens_per_tool is not None else ""
+    )
+    return f"{name}: {slope}; {below}{crossing}{cost}."
 
 
 SELECTION_HEADS = [

@@ -35,7 +35,7 @@ from mcp_farm.scheduler.scorecard.queries.scan import (
     TrialScan,
     scan_trials,
 )
-from mcp_farm.scheduler.scorecard.robustness import curves, position_deciles, threshold_of
+from mcp_farm.scheduler.scorecard.robustness import curves, level_facts, threshold_of
 from mcp_farm.scheduler.scorecard.selection import selection_recall
 from mcp_farm.scheduler.scorecard.usersim import simulated_users
 from mcp_farm.scheduler.statistics.rates import (
@@ -162,7 +162,7 @@ def build_scorecard(
             "users": lambda c: simulated_users(c, sweep_id, skip_left),
             "threshold": lambda c: threshold_of(_spec_json(c, sweep_id)),
             "selection": lambda c: selection_recall(c, sweep_id, skip_left),
-            "positions": lambda c: position_deciles(c, sweep_id, skip_left),
+            "levels": lambda c: level_facts(c, sweep_id, skip_left),
         },
     )
     scan, (latency, first_token, hist) = parts["trials"]
@@ -223,8 +223,8 @@ def build_scorecard(
         total=total,
         done=done,
         rows=sorted(rows, key=_order),
-        robustness=curves(rows, parts["threshold"]),
-        positions=parts["positions"],
+        robustness=curves(rows, parts["threshold"], parts["levels"][1]),
+        positions=parts["levels"][0],
         selection=parts["selection"],
         extras=extras,
         tool_calls=calls,

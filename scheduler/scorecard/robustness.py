@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,9 +38,12 @@ def threshold_of(spec_json: str | None) -> float:
     return float(block.get("threshold", DEFAULT_THRESHOLD))
 
 
-def curves(rows: list[Row], threshold: float) -> list[Curve]:
+def curves(
+    rows: list[Row], threshold: float, tokens: Mapping[tuple[str, str], float] | None = None
+) -> list[Curve]:
     """One curve per model × prompt × descriptions × names with two or more tool counts, and
-    one (without a slope) per such group measured at a single count."""
+    one (without a slope) per such group measured at a single count. `tokens`: the mean prompt
+    tokens per trial of each (model, level label) that recorded any."""
     groups: dict[tuple[str, str, str, str], list[tuple[ToolListLevel, Row]]] = defaultdict(list)
     for row in rows:
         if row.dimension != "config":
@@ -50,19 +54,27 @@ def curves(rows: list[Row], threshold: float) -> list[Curve]:
         prompt, level = parsed
         groups[(row.model, prompt, level.descriptions, level.names)].append((level, row))
     return [
-        _curve(key, sorted(levels, key=lambda lr: lr[0].tool_count), threshold)
+        _curve(key, sorted(levels, key=lambda lr: lr[0].tool_count), threshold, tokens or {})
         for key, levels in sorted(groups.items())
     ]
 
 
 def _curve(
-    key: tuple[str, str, str, str], levels: list[tuple[ToolListLevel, Row]], threshold: float
+    key: tuple[str, str, str, str],
+    levels: list[tuple[ToolListLevel, Row]],
+    threshold: float,
+    tokens: Mapping[tuple[str, str], float],
 ) -> Curve:
     model, prompt, descriptions, names = key
     counts = [level.tool_count for level, _row in levels]
     graded = [(row.n, row.passes) for _level, row in levels]
     fit = _fit(counts, graded) if len(set(counts)) > 1 else None
-    points = [_point(level, row, fit) for level, row in levels]
+    points = [
+        _point(level, row, fit).model_copy(
+            update={"prompt_tokens": tokens.get((model, row.prompt))}
+        )
+        for level, row in levels
+    ]
     below = next((p.tool_count for p in points if p.rate is not None and p.rate < threshold), None)
     slope = low = high = crossing = None
     if fit is not None:
@@ -82,7 +94,20 @@ def _curve(
         threshold=threshold,
         below_at=below,
         crossing=crossing,
+        tokens_per_tool=tokens_per_tool(points),
     )
+
+
+def tokens_per_tool(points: list[LevelPoint]) -> float | None:
+    """The least-squares slope of mean prompt tokens against tool count over the levels that
+    recorded tokens; None with fewer than two such tool counts."""
+    known = [(p.tool_count, p.prompt_tokens) for p in points if p.prompt_tokens is not None]
+    if len({count for count, _tokens in known}) < 2:
+        return None
+    xs = np.array([float(count) for count, _tokens in known])
+    ys = np.array([float(tokens or 0.0) for _count, tokens in known])
+    centred = xs - xs.mean()
+    return float((centred * (ys - ys.mean())).sum() / (centred * centred).sum())
 
 
 def _point(
@@ -162,11 +187,32 @@ def _crossing(a: float, b: float, threshold: float, most: int) -> float | None:
     return count if 0 <= count <= most else None
 
 
-def position_deciles(conn: Connection, sweep_id: str, skip_left: bool) -> list[PositionDecile]:
+def level_facts(
+    conn: Connection, sweep_id: str, skip_left: bool
+) -> tuple[list[PositionDecile], dict[tuple[str, str], float]]:
+    """From one read of the tool-list levels' graded trials: the pass rate by list position
+    (`position_deciles`) and the mean prompt tokens per (model, level label) (`mean_tokens`)."""
+    trials = level_trials(conn, sweep_id, skip_left)
+    return position_deciles(trials), mean_tokens(trials)
+
+
+def mean_tokens(trials: Sequence[Any]) -> dict[tuple[str, str], float]:
+    """Per (model, level label), the mean prompt tokens of its graded trials that recorded
+    any (a trial's model calls together); levels where none did are left out."""
+    sums: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for row in trials:
+        if row.tokens_prompt:
+            found = sums[(str(row.model_id), str(row.config))]
+            found[0] += int(row.tokens_prompt)
+            found[1] += 1
+    return {key: total / n for key, (total, n) in sums.items()}
+
+
+def position_deciles(trials: Sequence[Any]) -> list[PositionDecile]:
     """Per curve (model × prompt × descriptions × names) and decile of the list, the pass rate
     of its graded trials with distractors whose first expected tool sat in that decile."""
     tally: dict[tuple[str, str, str, str, int], list[int]] = defaultdict(lambda: [0, 0])
-    for row in level_trials(conn, sweep_id, skip_left):
+    for row in trials:
         parsed = parse_label(str(row.config))
         recorded = json.loads(row.provenance_json).get("tool_positions") or []
         if parsed is None or parsed[1].tool_count == 0 or not recorded:

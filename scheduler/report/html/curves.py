@@ -15,11 +15,13 @@ from mcp_farm.scheduler.report.robustness_cells import (
     RANKING_NOTE,
     SELECTION_HEADS,
     SELECTION_NOTE,
+    TOKENS_NOTE,
     curve_note,
     curve_rows,
     position_rows,
     ranking_rows,
     selection_rows,
+    tokens,
 )
 from mcp_farm.schema.scorecard import Curve, Scorecard
 
@@ -106,6 +108,39 @@ def curve_svg(c: Curve) -> str:
     return "".join(parts)
 
 
+def tokens_svg(c: Curve) -> str:
+    """Pass rate (dots and whiskers) against the mean prompt tokens of each level that recorded
+    them, on a linear axis from 0; empty when no level did."""
+    known = [p for p in c.points if p.prompt_tokens is not None]
+    if not known:
+        return ""
+    most = max(p.prompt_tokens or 0.0 for p in known) or 1.0
+    width = WIDTH - LEFT - RIGHT - INSET
+
+    def at(tokens: float, rate: float) -> tuple[float, float]:
+        _x, y = _xy(0, rate, 1)
+        return round(LEFT + INSET + width * tokens / most, 1), y
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'role="img" aria-label="pass rate against prompt tokens">',
+        *_axes("mean prompt tokens per trial", "pass rate"),
+        *_rate_ticks(),
+    ]
+    for p in known:
+        x, low = at(p.prompt_tokens or 0.0, p.low)
+        _x, high = at(p.prompt_tokens or 0.0, p.high)
+        parts.append(_whisker(x, low, high))
+        if p.rate is not None:
+            parts.append(f'<circle cx="{x}" cy="{at(0.0, p.rate)[1]}" r="3" fill="#333"/>')
+        parts.append(
+            f'<text x="{x}" y="{HEIGHT - BOTTOM + 14}" font-size="10" '
+            f'text-anchor="middle">{tokens(p.prompt_tokens)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 def curves_section(card: Scorecard, table: Callable[[list[str], list[list[str]], int], str]) -> str:
     """The section for a sweep with a `tool_list` axis; empty for any other."""
     if not card.robustness and not card.positions:
@@ -113,8 +148,16 @@ def curves_section(card: Scorecard, table: Callable[[list[str], list[list[str]],
     heads = ["model", "prompt", "descriptions", "names"]
     charts = "".join(
         f"<figure>{curve_svg(c)}<figcaption>{html.escape(curve_note(c))}</figcaption></figure>"
+        + (
+            f"<figure>{chart}<figcaption>Pass rate against prompt tokens</figcaption></figure>"
+            if (chart := tokens_svg(c))
+            else ""
+        )
         for c in card.robustness
     )
+    if any(p.prompt_tokens is not None for c in card.robustness for p in c.points):
+        charts += f'<p class="muted">{html.escape(TOKENS_NOTE)}</p>'
+
     section = (
         "<h2>Pass rate against tool count</h2>"
         + table([*heads, *CURVE_HEADS], curve_rows(card), 4)

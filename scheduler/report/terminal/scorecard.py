@@ -35,6 +35,7 @@ from mcp_farm.scheduler.report.robustness_cells import (
     RANKING_NOTE,
     SELECTION_HEADS,
     SELECTION_NOTE,
+    TOKENS_NOTE,
     curve_note,
     curve_rows,
     position_rows,
@@ -155,6 +156,8 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         console.print(curves)
         for curve in card.robustness:
             console.print(f"[dim]{escape(curve_note(curve))}[/dim]", highlight=False)
+        if any(p.prompt_tokens is not None for c in card.robustness for p in c.points):
+            console.print(f"[dim]{escape(TOKENS_NOTE)}[/dim]", highlight=False)
     if card.positions:
         heads = ["model", "prompt", "descriptions", "names"]
         placed = _table(POSITION_TITLE, heads, POSITION_HEADS)

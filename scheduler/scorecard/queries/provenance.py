@@ -85,7 +85,7 @@ def selection_trials(
 # Trials of tool-list levels (a configuration label with `@tools=`): where their expected
 # tools sat in the list is in each trial's provenance (`tool_positions`).
 LEVEL_SQL = text(
-    f"""select model_id, {CONFIG} as config, outcome, provenance_json from trial
+    f"""select model_id, {CONFIG} as config, outcome, provenance_json, tokens_prompt from trial
 where sweep_id = :sweep and status = 'done' and prompt_id like '%@tools=%'
   and outcome not in ({", ".join(repr(o) for o in UNGRADED)})
   and (not :skip_left or not left_cassette)
@@ -94,6 +94,7 @@ order by model_id, config"""
 
 
 def level_trials(conn: Connection, sweep_id: str, skip_left: bool) -> Sequence[Any]:
-    """(model_id, config, outcome, provenance_json) of the graded trials of tool-list levels;
+    """(model_id, config, outcome, provenance_json, tokens_prompt) of the graded trials of
+    tool-list levels;
     those that left their cassette only when `skip_left` is false."""
     return conn.execute(LEVEL_SQL, {"sweep": sweep_id, "skip_left": skip_left}).all()
