@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from mcp_farm.workers.mcp.launch.prefork import RELAY, runtime_base
+from mcp_farm.workers.mcp.launch.relay import open_private, through
 
 pytestmark = pytest.mark.integration
 
@@ -56,11 +57,18 @@ def _zygote_pid(folder: Path) -> int | None:
 
 
 def _serving(folder: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        try:
-            conn.connect(str(folder / "zygote.sock"))
-        except OSError:
-            return False
+    """A zygote listens in `folder`; reached through the folder's descriptor as the relay
+    reaches it (a test folder's path can be longer than a socket address may be)."""
+    dirfd = open_private(folder)
+    if dirfd is None:
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(through(dirfd, "zygote.sock"))
+    except OSError:
+        return False
+    finally:
+        os.close(dirfd)
     return True
 
 
@@ -321,8 +329,11 @@ def test_a_relay_does_not_follow_a_symbolic_link_to_a_zygote_folder(tmp_path: Pa
     real.mkdir(mode=0o700)
     link = tmp_path / "link"
     link.symlink_to(real)
+    dirfd = open_private(real)
+    assert dirfd is not None
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as fake:
-        fake.bind(str(real / "zygote.sock"))
+        fake.bind(through(dirfd, "zygote.sock"))
+        os.close(dirfd)
         fake.listen(4)
         fake.settimeout(0.5)
         said = _said(relay_argv(link, str(PROCSTATE)))
