@@ -221,7 +221,7 @@ def create_app(settings: Settings) -> Celery:
     reconnect_quietly(app)
     slots = Slots(settings.broker_url)
 
-    @app.task(name="farm.run_trial", bind=True, max_retries=None)
+    @app.task(name="farm.run_trial", bind=True, max_retries=None, shared=False)
     def run_trial(self: Task, payload: dict[str, Any], infra_attempt: int = 0) -> str:
         local = trial_settings(settings, self.request)
         spec = read_message("farm.run_trial", payload, TrialSpec)
@@ -268,7 +268,7 @@ def create_app(settings: Settings) -> Celery:
         # The summary itself stays with the plain task function; Celery gets a readable line.
         return task_result(summary)
 
-    @app.task(name="farm.aggregate")
+    @app.task(name="farm.aggregate", shared=False)
     def aggregate(payload: dict[str, Any]) -> dict[str, Any]:
         request = read_message("farm.aggregate", payload, AggregateRequest)
         result = read_result(
@@ -276,7 +276,9 @@ def create_app(settings: Settings) -> Celery:
         )
         return dict(result.model_dump(mode="json"))
 
-    @app.task(name="farm.rescore_trial", bind=True, max_retries=settings.infra_retries)
+    @app.task(
+        name="farm.rescore_trial", bind=True, max_retries=settings.infra_retries, shared=False
+    )
     def rescore_trial(self: Task, payload: dict[str, Any]) -> dict[str, Any]:
         request = read_message("farm.rescore_trial", payload, RescoreRequest)
         try:
