@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp.types import CallToolResult
 
 from mcp_farm.schema import (
     ElicitAnswer,
@@ -107,11 +108,15 @@ async def _played(steps: list[ExpectedCall], conn: Connected, timeout_s: float) 
         made = await example_call(step, conn, timeout_s)
         if made is None:
             return False
-        server, result = made
-        failed = result.is_error or conn.reported_error(server, result_text(result))
-        if failed != step.expect_error:
+        if not _as_expected(step, conn, *made):
             return False
     return True
+
+
+def _as_expected(step: ExpectedCall, conn: Connected, server: str, result: CallToolResult) -> bool:
+    """Whether a step's example call came back as the step expects: an error, or not."""
+    failed = result.is_error or conn.reported_error(server, result_text(result))
+    return failed == step.expect_error
 
 
 def _field_problems(
@@ -231,9 +236,8 @@ async def _played_relisting(
         made = await example_call(step, conn, timeout_s)
         if made is None:
             return False
-        last, result = made
-        failed = result.is_error or conn.reported_error(last, result_text(result))
-        if failed != step.expect_error:
+        last = made[0]
+        if not _as_expected(step, conn, *made):
             return False
     return True
 
