@@ -1099,9 +1099,21 @@ def secret_problem(data: Any) -> str | None:
     return None
 
 
-AGENT_PLACEHOLDERS = frozenset({"mcp_config", "prompt", "folder", "python", "root"})
+AGENT_PLACEHOLDERS = frozenset({"mcp_config", "prompt", "folder", "python", "root", "model_url"})
 """What an agent command's argv may hold: the trial's MCP config file, the user's message
-(`oneshot` only), the trial's folder, this interpreter, the checkout's root."""
+(`oneshot` only), the trial's folder, this interpreter, the checkout's root, the model
+pass-through's address (with `model_via` only)."""
+
+
+class ModelVia(KeyedByEnvironment):
+    """The endpoint an agent's model calls go to through the farm's pass-through, which
+    records their tokens and times (docs/agents.md)."""
+
+    endpoint: str = Field(pattern=r"^https?://[^\s]+$")
+    """Base URL of the real OpenAI-compatible API (…/v1)."""
+    api_key_env: str | None = None
+    """The environment variable holding its key, if it needs one: read by the worker, sent
+    only to the endpoint, never given to the agent, stored or sent through the broker."""
 
 
 class AgentCommand(Strict):
@@ -1125,6 +1137,11 @@ class AgentCommand(Strict):
     """How the config file gives each server: `http`, its proxy URL (`url`); `stdio`, a
     `command` running the farm's stdio↔HTTP bridge to that URL, for an agent that only starts
     servers as commands."""
+    model_via: ModelVia | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The agent's model endpoint, reached through a pass-through on loopback that the farm
+    starts per trial (its address in `OPENAI_BASE_URL`, `FARM_MODEL_URL` and `{model_url}`):
+    the trial's tokens, time to first token and model time are then measured. Left out of the
+    target's JSON when unset, so the ids of agent trials without it stay as they were."""
 
     @field_validator("command")
     @classmethod
@@ -1163,6 +1180,8 @@ class AgentCommand(Strict):
     def _prompt_where_it_fits(self) -> AgentCommand:
         if self.convention == "jsonl" and any("{prompt}" in a for a in self.command):
             raise ValueError("`{prompt}` applies to the oneshot convention only")
+        if self.model_via is None and any("{model_url}" in a for a in self.command):
+            raise ValueError("`{model_url}` needs `model_via` (the endpoint it passes through to)")
         return self
 
 
