@@ -2,10 +2,11 @@
 config file and lets a chat model call the servers' tools.
 
 The model is any OpenAI-compatible endpoint (`--endpoint …/v1 --model NAME`, the key from the
-variable `--api-key-env` names), or the bundled Gemma 3 270M run in this process by llama.cpp
-(`--bundled gemma3-270m`, the default). One-shot convention: the user's message as the last
-argument or on stdin, the final answer on stdout; `--convention jsonl` reads `{"user": …}`
-lines and writes `{"assistant": …}` lines, keeping the conversation's history.
+variable `--api-key-env` names); without `--endpoint`, the farm's model pass-through when it
+gives one (FARM_MODEL_URL, its key in OPENAI_API_KEY); else the bundled Gemma 3 270M run in
+this process by llama.cpp (`--bundled gemma3-270m`). One-shot convention: the user's message
+as the last argument or on stdin, the final answer on stdout; `--convention jsonl` reads
+`{"user": …}` lines and writes `{"assistant": …}` lines, keeping the conversation's history.
 """
 
 from __future__ import annotations
@@ -127,6 +128,9 @@ def _chat(args: argparse.Namespace) -> Chat:
     if args.endpoint:
         key = os.environ.get(args.api_key_env, "") if args.api_key_env else ""
         return endpoint_chat(args.endpoint, args.model, key)
+    passed = os.environ.get("FARM_MODEL_URL")
+    if passed:  # the farm's pass-through: it records the calls' tokens and times
+        return endpoint_chat(passed, args.model, os.environ.get("OPENAI_API_KEY", ""))
     return bundled_chat(args.bundled)
 
 
@@ -152,7 +156,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--config", help="the mcpServers file (default: FARM_MCP_CONFIG)")
     parser.add_argument("--convention", choices=["oneshot", "jsonl"], default="oneshot")
-    parser.add_argument("--endpoint", help="an OpenAI-compatible base URL (…/v1)")
+    parser.add_argument(
+        "--endpoint", help="an OpenAI-compatible base URL (…/v1; default: FARM_MODEL_URL)"
+    )
     parser.add_argument("--model", default="default", help="the model's name at the endpoint")
     parser.add_argument("--api-key-env", help="the variable holding the endpoint's key")
     parser.add_argument("--bundled", default="gemma3-270m", help="without --endpoint")

@@ -39,17 +39,29 @@ def filled(arg: str, values: Mapping[str, str]) -> str:
     )
 
 
-def agent_env(agent: AgentCommand, config: Path, environ: Mapping[str, str]) -> dict[str, str]:
+def agent_env(
+    agent: AgentCommand,
+    config: Path,
+    environ: Mapping[str, str],
+    model: tuple[str, str] | None = None,
+) -> dict[str, str]:
     """The agent's environment: the base, its own `env`, its `pass_env` from the worker's,
-    and FARM_MCP_CONFIG naming the trial's config file."""
+    and FARM_MCP_CONFIG naming the trial's config file; with a model pass-through (its URL
+    and the trial's token), OPENAI_BASE_URL and FARM_MODEL_URL naming it and OPENAI_API_KEY
+    the token (over any `pass_env` of that name: the pass-through takes no other key)."""
     env = {name: environ[name] for name in BASE_ENV if name in environ}
     env.update(agent.env)
     env.update({name: environ[name] for name in agent.pass_env if name in environ})
     env["FARM_MCP_CONFIG"] = str(config)
+    if model is not None:
+        url, token = model
+        env.update(OPENAI_BASE_URL=url, FARM_MODEL_URL=url, OPENAI_API_KEY=token)
     return env
 
 
-def placeholder_values(config: Path, folder: Path, prompt: str | None) -> dict[str, str]:
+def placeholder_values(
+    config: Path, folder: Path, prompt: str | None, model_url: str | None = None
+) -> dict[str, str]:
     values = {
         "mcp_config": str(config),
         "folder": str(folder),
@@ -58,6 +70,8 @@ def placeholder_values(config: Path, folder: Path, prompt: str | None) -> dict[s
     }
     if prompt is not None:
         values["prompt"] = prompt
+    if model_url is not None:
+        values["model_url"] = model_url
     return values
 
 
