@@ -39,6 +39,7 @@ from mcp_farm.schema.tasks.broker import (
 from mcp_farm.workers.model.local import BUNDLED
 from mcp_farm.workers.node.celery_app import create_app
 from mcp_farm.workers.node.outage import DATABASE
+from mcp_farm.workers.node.preflight import check_agents
 from mcp_farm.workers.node.provenance import versions
 from mcp_farm.workers.node.reaper import Reachability, Reaper
 from mcp_farm.workers.store.nodes import enrol_node, update_node
@@ -133,6 +134,7 @@ def start_worker(
     url = settings.resolved_database_url()
     engine = make_engine(url)
     require_latest(engine, url)
+    check_agents(engine, tags, os.environ)
     node_name = name or f"farm-{'-'.join(tags)}@{socket.gethostname()}"
     queues = [queue_for(t) for t in tags] + ([CONTROL_QUEUE] if control else [])
     now = datetime.now(UTC)

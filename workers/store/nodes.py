@@ -7,10 +7,11 @@ from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import col
+from sqlmodel import col, select
 
 from mcp_farm.schema.db import (
     NodeRow,
+    SweepRow,
     TrialRow,
     session_scope,
     upsert,
@@ -40,3 +41,17 @@ def renew_leases(engine: Engine, trial_ids: list[str]) -> int:
             .values(beat_at=datetime.now(UTC))
         )
     return int(done.rowcount)
+
+
+def waiting_sweeps(engine: Engine, queues: list[str]) -> list[tuple[str, str]]:
+    """(name, spec JSON) of each active sweep with a trial pending or running in `queues`."""
+    waiting = select(TrialRow.sweep_id).where(
+        col(TrialRow.status).in_(("pending", "running")), col(TrialRow.queue).in_(queues)
+    )
+    with session_scope(engine) as session:
+        rows = session.exec(
+            select(SweepRow.name, SweepRow.spec_json).where(
+                col(SweepRow.status) == "active", col(SweepRow.sweep_id).in_(waiting)
+            )
+        ).all()
+    return [(name, spec_json) for name, spec_json in rows]
