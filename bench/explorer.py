@@ -10,7 +10,7 @@ the same size, and a SQLite file of it in the temporary folder (migrated, never 
 `farm run` leaves one). One trial gets a real transcript. Each page is requested `--runs` times through the
 explorer's web app in this process (query, rendering and HTTP handling; no network), after one
 untimed request, and the best and median are printed with the way the page was read (`order`,
-`walk`, `few` or `sorted`: scheduler/view/queries.py, Route) and each of that way's statements'
+`walk`, `few` or `sorted`: scheduler/view/queries/page.py, Route) and each of that way's statements'
 access to the trial table: a plan that reads the whole sweep is named.
 """
 

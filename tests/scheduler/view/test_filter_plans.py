@@ -313,10 +313,17 @@ SCALED_CAPS = {"WALK_CAP": 100, "PROBE_CAP": 10}
 hardly one of the 20 rare ones, and more than 10 is many."""
 
 
+def _cap(monkeypatch: pytest.MonkeyPatch, name: str, value: int) -> None:
+    """Set a cap in each module that reads it: a page's statements and the read of the page."""
+    for module in (queries.plan, queries.page):
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, value)
+
+
 @pytest.fixture
 def scaled(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in SCALED_CAPS.items():
-        monkeypatch.setattr(queries, name, value)
+        _cap(monkeypatch, name, value)
 
 
 ROUTES = [
@@ -341,7 +348,7 @@ def _routed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> queries.TrialPage:
     for name, value in caps.items():
-        monkeypatch.setattr(queries, name, value)
+        _cap(monkeypatch, name, value)
     return queries.trial_page(engine=engine, sweep_id="big", selection=TrialFilter.read(query))
 
 
@@ -456,7 +463,7 @@ PAGED = {"search": "as expected", "scenario": "s0003"}
 
 def _check_paging(engine: Engine, sort: str, route: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in FORCED[route].items():
-        monkeypatch.setattr(queries, name, value)
+        _cap(monkeypatch, name, value)
     query = {**PAGED, "sort": sort}
     expected = _reference(engine, query)
     assert len(expected) == 98
