@@ -54,7 +54,7 @@ async def probe(server: ServerDef, attached: list[str]) -> list[Tool]:
                 ):
                     await session.initialize()
                     return list((await session.list_tools()).tools)
-            # The same placeholders the farm's server pool expands (workers/mcp/pool.py).
+            # The same placeholders the farm's server pool fills in (workers/mcp/pool/placeholders.py).
             values = {
                 "python": sys.executable,
                 "root": str(ROOT.parent),

@@ -1,6 +1,7 @@
 """Following a server's tool-list changes: after `notifications/tools/list_changed` (at
-2026-07-28 an event on the `subscriptions/listen` stream workers/mcp/pool.py opens), list its
-tools again, so the model sees the new list from its next reply (docs/conversations.md)."""
+2026-07-28 an event on the `subscriptions/listen` stream workers/mcp/pool/changes.py opens),
+list its tools again, so the model sees the new list from its next reply
+(docs/conversations.md)."""
 
 from __future__ import annotations
 

@@ -149,7 +149,7 @@ def test_the_start_up_limit_of_a_forked_server_counts_its_cpu_time(
         read.append(relay_cpu(pid))
         return read[-1]
 
-    monkeypatch.setattr("mcp_farm.workers.mcp.pool.relay_cpu", counted)
+    monkeypatch.setattr("mcp_farm.workers.mcp.pool.session.relay_cpu", counted)
 
     async def main() -> str:
         async with anyio.create_task_group() as tg:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import mcp_farm.workers.mcp.pool
+import mcp_farm.workers.mcp.pool.lending
 from mcp_farm.scenarios import load_suite
 from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.scheduler.submission.queries import record_plan
@@ -43,12 +43,12 @@ def test_a_retried_trial_logs_which_server_start_failed_and_why(
     init_db(engine)
     record_plan(engine=engine, plan=plan)
     gone = tmp_path / "gone" / "server"
-    real = mcp_farm.workers.mcp.pool.launch
+    real = mcp_farm.workers.mcp.pool.lending.launch
 
     def missing(*args: Any) -> Launch:  # as a server start fails when its program is gone
         return dataclasses.replace(real(*args), argv=[str(gone)])
 
-    monkeypatch.setattr(mcp_farm.workers.mcp.pool, "launch", missing)
+    monkeypatch.setattr(mcp_farm.workers.mcp.pool.lending, "launch", missing)
     task = create_app(settings).tasks["farm.run_trial"]
     try:
         with caplog.at_level(logging.INFO, logger="celery.app.trace"):
