@@ -24,7 +24,8 @@ from mcp_farm.scenarios import load_suite
 from mcp_farm.scheduler.submission.embedded import run_embedded
 from mcp_farm.scheduler.submission.expand import expand
 from mcp_farm.scheduler.submission.queries import recorded_calls, recorded_trials
-from mcp_farm.scheduler.submission.replay import changes, replay_spec, with_recordings
+from mcp_farm.scheduler.submission.replay import replay_spec, with_recordings
+from mcp_farm.scheduler.submission.replay_changes import changes
 from mcp_farm.schema import ModelTarget, ScenarioSelection, SweepSpec, get_settings
 from mcp_farm.schema.db import init_db, make_engine
 

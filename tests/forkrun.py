@@ -40,6 +40,7 @@ WARM = (
     "mcp_farm.scheduler.submission.expand",
     "mcp_farm.scheduler.submission.publish",
     "mcp_farm.scheduler.submission.replay",
+    "mcp_farm.scheduler.submission.replay_changes",
     "mcp_farm.scheduler.scorecard.aggregate",
     "mcp_farm.scheduler.scorecard.queries.answers",
     "mcp_farm.scheduler.report.terminal.scorecard",

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from mcp_farm.scheduler.operations.progress import SweepProgress
     from mcp_farm.scheduler.submission.expand import Plan
-    from mcp_farm.scheduler.submission.replay import ToolChange, TrialChange
+    from mcp_farm.scheduler.submission.replay_changes import ToolChange, TrialChange
     from mcp_farm.schema import Settings
 
 
@@ -175,7 +175,7 @@ def report_changes(
     source sweep's trials, already read), the servers' ignore rules applied; exit 1 on a
     change when `listing.fail_on_change`."""
     from mcp_farm.scheduler.submission.queries import recorded_calls, recorded_trials
-    from mcp_farm.scheduler.submission.replay import (
+    from mcp_farm.scheduler.submission.replay_changes import (
         changes,
         ignore_rules,
         listed_tools,

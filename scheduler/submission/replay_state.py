@@ -56,7 +56,7 @@ def stored_probes(row: Any) -> list[dict[str, Any]] | None:
 
 
 Differ = Callable[[list[str], list[str]], list[str]]
-"""How two texts' lines are diffed for a report (replay.py's `line_diff`)."""
+"""How two texts' lines are diffed for a report (replay_changes.py's `line_diff`)."""
 
 
 def probe_paths(scenario: Scenario, probes: list[dict[str, Any]]) -> list[str | None]:

@@ -112,7 +112,7 @@ def test_replaying_a_sweep_without_recordings_is_a_clear_error_before_anything_r
 def test_a_trial_the_replay_did_not_record_is_listed_not_skipped() -> None:
     from types import SimpleNamespace
 
-    from mcp_farm.scheduler.submission.replay import changes
+    from mcp_farm.scheduler.submission.replay_changes import changes
 
     row = SimpleNamespace(
         trial_id="t1",

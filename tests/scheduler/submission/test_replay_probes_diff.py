@@ -7,7 +7,7 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
-from mcp_farm.scheduler.submission.replay import line_diff
+from mcp_farm.scheduler.submission.replay_changes import line_diff
 from mcp_farm.scheduler.submission.replay_state import probe_changes, probe_paths
 from mcp_farm.schema import IgnoreRules, Scenario
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from mcp_farm.scheduler.submission.queries import RecordedCall
-from mcp_farm.scheduler.submission.replay import changes
+from mcp_farm.scheduler.submission.replay_changes import changes
 from mcp_farm.schema import IgnoreRules
 
 KEY = ("m", "native", "s", "", 0, 0)
