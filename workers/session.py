@@ -74,6 +74,9 @@ class SessionState:
     first_token_s: float | None = None
     model_s: float = 0.0
     """Seconds spent waiting for the model (tokens/s is completion tokens over this)."""
+    model_measured: bool = True
+    """Whether the model's calls passed the farm, so `tokens` and `model_s` measure them:
+    false for an agent (workers/agent/) until one of its model calls goes through the farm."""
     clock: anyio.CancelScope | None = None
     """The scenario's wall-clock limit (`time_limit_s`), stopped while the model replies."""
     limit_detail: str = ""
@@ -101,6 +104,17 @@ class SessionState:
     """The servers' elicitation requests and the scripted answers, as they came."""
     probes: list[ProbeResult] = field(default_factory=list)
     """The scenario's own `state:` probes, run after the last turn (docs/state.md)."""
+
+    @property
+    def measured_tokens(self) -> TokenCounts | None:
+        """The trial's tokens; None, "not measured", where the model's calls did not pass
+        the farm (never zero for that)."""
+        return self.tokens if self.model_measured else None
+
+    @property
+    def measured_model_s(self) -> float | None:
+        """The trial's time in the model; None where its calls did not pass the farm."""
+        return self.model_s if self.model_measured else None
 
 
 def _call_key(call: ParsedCall) -> str:

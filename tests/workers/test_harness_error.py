@@ -27,9 +27,9 @@ from tests.helpers import ideal_script, scripted
 
 SCENARIO = next(s for s in load_suite("basic").scenarios if s.id == "fs.budget-total")
 BROKEN = {
-    "_converse": "the agent session",
-    "grade_conversation": "the grader",
-    "provenance": "the result's provenance, after grading",
+    "trial._on_connection": "the agent session",
+    "stages.drivers.grade_conversation": "the grader",
+    "stages.record.provenance": "the result's provenance, after grading",
 }
 
 
@@ -53,7 +53,7 @@ def _break(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     def broken(*_args: Any, **_kwargs: Any) -> Any:
         raise ZeroDivisionError("a deliberate bug")
 
-    monkeypatch.setattr(mcp_farm.workers.trial, name, broken)
+    monkeypatch.setattr(f"mcp_farm.workers.{name}", broken)
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
@@ -95,7 +95,7 @@ def test_farm_run_shows_a_harness_error_in_red_everywhere_and_exits_1(
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(sweep))
     data = ["--data-dir", str(tmp_path / "data")]
-    _break(monkeypatch, "grade_conversation")
+    _break(monkeypatch, "stages.drivers.grade_conversation")
     try:
         done = CliRunner().invoke(app, ["run", str(path), *data])
     finally:
@@ -125,7 +125,7 @@ def test_an_infrastructure_error_is_still_an_infrastructure_error(
         raise InfraError("the endpoint is down")
 
     plan, _engine = _planned(settings)
-    monkeypatch.setattr(mcp_farm.workers.trial, "_converse", down)
+    monkeypatch.setattr(mcp_farm.workers.trial, "_on_connection", down)
     try:
         summary = run_trial(plan.trials[0], settings, record_infra=False)
     finally:

@@ -87,23 +87,23 @@ def test_a_failure_after_the_last_turn_is_the_outcome_of_calls_that_passed() -> 
     from mcp_farm.scenarios import load_suite
     from mcp_farm.workers.grading.grade import Graded
     from mcp_farm.workers.session import SessionState
-    from mcp_farm.workers.trial import _after_grading
+    from mcp_farm.workers.stages.grade import after_grading
 
     probed = next(s for s in load_suite("state").scenarios if s.state)
     unrun = SessionState()  # the probes never ran
     passed = Graded("pass", "")
-    assert _after_grading(passed, "infra_error", "state probe x: refused", probed, unrun) == (
+    assert after_grading(passed, "infra_error", "state probe x: refused", probed, unrun) == (
         Graded("infra_error", "state probe x: refused")
     )
-    assert _after_grading(passed, "harness_error", "Traceback", probed, unrun).outcome == (
+    assert after_grading(passed, "harness_error", "Traceback", probed, unrun).outcome == (
         "harness_error"
     )
-    ran_out = _after_grading(passed, "time_limit", "", probed, unrun)
+    ran_out = after_grading(passed, "time_limit", "", probed, unrun)
     assert ran_out.outcome == "timeout" and "before its state probes ran" in ran_out.detail
     # Calls that already failed keep their verdict; an answer that ended the trial changes nothing.
     failed = Graded("wrong_tool", "no")
-    assert _after_grading(failed, "infra_error", "x", probed, unrun) is failed
-    assert _after_grading(passed, "answer", "", probed, unrun) is passed
+    assert after_grading(failed, "infra_error", "x", probed, unrun) is failed
+    assert after_grading(passed, "answer", "", probed, unrun) is passed
 
 
 @pytest.mark.parametrize(

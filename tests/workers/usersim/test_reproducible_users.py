@@ -97,6 +97,7 @@ def test_the_cache_of_user_turns_is_the_users_time_never_the_agents_latency(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mcp_farm.workers import trial as trial_module
+    from mcp_farm.workers.stages import drivers
     from mcp_farm.workers.usersim import loop
 
     # The trial's latency and the user's seconds both read this clock, and only the cache
@@ -105,7 +106,7 @@ def test_the_cache_of_user_turns_is_the_users_time_never_the_agents_latency(
     cache = SlowCache(clock)
     monkeypatch.setattr(trial_module, "time", clock)
     monkeypatch.setattr(loop, "time", clock)
-    monkeypatch.setattr(trial_module, "DbTurnCache", lambda _url: cache)
+    monkeypatch.setattr(drivers, "DbTurnCache", lambda _url: cache)
     agent, user = IDEAL[GROCERIES.id]
     spec = spec_for(GROCERIES, agent, user)
     first, second = (anyio.run(execute_trial, spec, settings) for _ in range(2))

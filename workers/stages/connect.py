@@ -1,0 +1,71 @@
+"""The connect stage's parts: which servers a trial attaches, the tool list the model is shown
+(shaped after the setup, from what the servers list then), and what the connection saw, kept
+however the session ends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from mcp_farm.scenarios import server_catalog, servers_for
+from mcp_farm.schema import Scenario, ServerDef, TrialSpec
+from mcp_farm.schema.specs import DISTRACTOR_SERVER
+from mcp_farm.workers.mcp.capture import Capture
+from mcp_farm.workers.mcp.connections import Connected
+from mcp_farm.workers.mcp.toollist import needs_distractors, shape_tools
+from mcp_farm.workers.model.encode import with_annotations
+from mcp_farm.workers.selection import Selector
+from mcp_farm.workers.session import SessionState
+
+
+def attached(spec: TrialSpec, scenario: Scenario) -> list[ServerDef]:
+    """The servers a trial attaches: its tool set's, or the scenario's own."""
+    catalog = servers_for(spec.scenario.suite)
+    names = spec.toolset.servers if spec.toolset else scenario.servers
+    servers = [catalog[name] for name in names]
+    if spec.tool_list is not None and needs_distractors(spec.tool_list):
+        servers.append(server_catalog()[DISTRACTOR_SERVER])
+    return servers
+
+
+async def shape_tool_list(
+    state: SessionState, spec: TrialSpec, scenario: Scenario, conn: Connected
+) -> dict[str, dict[str, Any]]:
+    """Make the tool list the model is shown from what the servers list after the setup (every
+    touched server is listed again): the tool-list level, the annotations and the selection.
+    Returns the listed tools' input schemas."""
+    if spec.tool_list is not None:
+        level, expected = spec.tool_list, scenario.expected_tools
+        state.tool_positions = await shape_tools(conn, level, spec.seed, scenario.id, expected)
+    schemas = {t.tool: t.input_schema for t in conn.tools.values()}
+    state.destructive = frozenset(t.tool for t in conn.tools.values() if t.destructive)
+    state.read_only = frozenset(t.tool for t in conn.tools.values() if t.read_only)
+    if spec.prompt.show_annotations:
+        conn.tools.update({k: with_annotations(t) for k, t in conn.tools.items()})
+    if spec.prompt.select is not None:
+        # After the annotations: the tools a selection shows carry them too.
+        conn.selector = Selector(
+            spec.prompt.select, dict(conn.tools), seed=spec.seed, clock=state.clock
+        )
+    return schemas
+
+
+def kept(state: SessionState, conn: Connected) -> dict[str, dict[str, Any]]:
+    """What the connection saw, kept in `state` for the record; returns the input schemas of the
+    tools listed now (tools listed mid-session, a tool-list change, are graded by theirs too)."""
+    state.left_cassette = conn.left_cassette
+    state.server_tools = conn.listed
+    state.server_starts = conn.starts
+    state.selection_recall = conn.selector.recalls if conn.selector else None
+    state.selections = conn.selector.turns if conn.selector else None
+    state.elicitations = conn.asked.exchanges
+    return {t.tool: t.input_schema for t in conn.tools.values()}
+
+
+async def saved(capture: Capture | None) -> None:
+    """Write the trial's capture, if it has one, whatever ended the session: what was exchanged
+    before a timeout or a failure was exchanged all the same."""
+    if capture is not None:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(capture.save)
