@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORECARD_VERSION = 19
+SCORECARD_VERSION = 20
 ANCHOR_THRESHOLD = 0.85
 """The seed's anchor gate: Spearman's ρ a judge must reach against the gold scores. A lock may
 set a lower one only when written with `--allow-lower-threshold`, and reports say so."""
@@ -95,9 +95,10 @@ class ConfigExtras(Frozen):
     """Time to first token, where the endpoint reports it."""
     tokens_per_s: float | None
     """Completion tokens over time spent in the model, where both are known."""
-    tokens_prompt: int
-    tokens_completion: int
-    """Tokens by phase, summed over the config's trials."""
+    tokens_prompt: int | None
+    tokens_completion: int | None
+    """Tokens by phase, summed over the config's trials that measured them; None, "not
+    measured", where none did (an agent whose model calls did not pass the farm)."""
     histogram: list[int]
     """Trial latency counts per bin of `Scorecard.latency_bins`."""
     timeouts: dict[str, int] = Field(default_factory=dict)

@@ -145,7 +145,9 @@ class Message(BaseModel):
 
 
 class TokenCounts(BaseModel):
-    """Tokens by phase, as reported by the endpoint (zero where it reports nothing)."""
+    """Tokens by phase, as reported by the endpoint (zero where it reports nothing). A trial
+    whose model calls the farm never saw (an agent's, docs/agents.md) has none at all: its
+    `tokens` is None, "not measured", never zero."""
 
     prompt: int = 0
     completion: int = 0
@@ -491,8 +493,11 @@ class TrialResult(BaseModel):
     latency_s: float
     first_token_s: float | None = None
     model_s: float | None = None
-    """Seconds spent waiting for the model, summed over turns."""
-    tokens: TokenCounts = Field(default_factory=TokenCounts)
+    """Seconds spent waiting for the model, summed over turns; None where not measured (an
+    agent whose model calls did not pass the farm)."""
+    tokens: TokenCounts | None = Field(default_factory=TokenCounts)
+    """The model's tokens, all turns together; None where not measured (an agent whose model
+    calls did not pass the farm: docs/agents.md), never zero for that."""
     turns: int = 0
     final_answer: str | None = None
     transcript: list[Message] = Field(default_factory=list)

@@ -4,12 +4,23 @@ and the footnote that says why a cell shows `–`."""
 from __future__ import annotations
 
 from mcp_farm.schema.scorecard import (
+    ConfigExtras,
     Conversations,
     Row,
     Scorecard,
     SimulatedUsers,
     UserVariance,
 )
+
+NOT_MEASURED = "not measured"
+"""What a cell says for what nobody measured (an agent's tokens and time in the model, where
+its model calls did not pass the farm): never 0."""
+
+
+def measured(extra: ConfigExtras) -> bool:
+    """Whether some trial of the config measured its tokens (the farm's own loop always does;
+    an agent does only where its model calls passed the farm)."""
+    return extra.tokens_prompt is not None
 
 
 def recovery_cell(row: Row) -> str:
@@ -75,12 +86,13 @@ def dash_note(card: Scorecard, *, speed: bool) -> str | None:
     reasons = []
     if any(row.k < 2 for row in card.rows) or any(c.k < 2 for c in card.conversations):
         reasons.append("pass^k and pass@k need k ≥ 2 repetitions of each scenario in the row")
-    if speed and any(x.first_token.p50 is None for x in card.extras):
+    timed = [x for x in card.extras if measured(x)]  # the others say "not measured"
+    if speed and any(x.first_token.p50 is None for x in timed):
         reasons.append(
             "TTFT needs an endpoint that reports its first token "
             "(an openai model with `stream: true`)"
         )
-    if speed and any(x.tokens_per_s is None for x in card.extras):
+    if speed and any(x.tokens_per_s is None for x in timed):
         reasons.append("tok/s needs token counts and model time from the endpoint")
     if not reasons:
         return None

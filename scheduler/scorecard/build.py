@@ -171,7 +171,9 @@ def build_scorecard(
     total = sum(r.n for r in counts) + scan.not_done
 
     groups: dict[Key, _Group] = defaultdict(_Group)
-    tokens: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+    # prompt, completion, timed completion tokens, timed seconds, trials that measured them
+    # (a trial that did not, an agent's, adds 0 to the sums and nothing to the count).
+    tokens: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0, 0])
     timeouts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     left: Counter[tuple[str, str]] = Counter()
     done = 0
@@ -183,6 +185,7 @@ def build_scorecard(
         sums[1] += r.tokens_completion or 0
         sums[2] += r.timed_tokens or 0
         sums[3] += float(r.timed_s or 0.0)
+        sums[4] += r.tokens_measured or 0
         if r.left_cassette:
             left[(m, p)] += r.n
             if skip_left:
@@ -209,8 +212,8 @@ def build_scorecard(
             prompt=p,
             first_token=first_token.get((m, p), Latency()),
             tokens_per_s=sums[2] / sums[3] if sums[3] > 0 else None,
-            tokens_prompt=int(sums[0]),
-            tokens_completion=int(sums[1]),
+            tokens_prompt=int(sums[0]) if sums[4] else None,
+            tokens_completion=int(sums[1]) if sums[4] else None,
             histogram=hist.get((m, p), [0] * (len(LATENCY_BINS) + 1)),
             timeouts={k: n for k, n in sorted(timeouts[(m, p)].items()) if n},
             left_cassette=left[(m, p)],

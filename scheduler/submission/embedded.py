@@ -82,7 +82,7 @@ def run_embedded(
         )
     task = load_task("farm.run_trial")
     outcomes: Counter[str] = Counter()
-    in_model = 0.0
+    in_model: float | None = None  # None while no trial measured it (an agent's did not)
     started = time.perf_counter()
 
     def run_one(trial: TrialSpec) -> None:
@@ -91,7 +91,8 @@ def run_embedded(
         summary = read_summary(task(trial, settings, force=rerun, takeover=True))
         if isinstance(summary, TrialDone):
             outcomes[summary.outcome] += 1
-            in_model += summary.model_s or 0.0
+            if summary.model_s is not None:
+                in_model = (in_model or 0.0) + summary.model_s
         else:
             outcomes["skipped"] += 1
 
@@ -107,9 +108,15 @@ def run_embedded(
     return outcomes
 
 
-def model_share(in_model_s: float, wall_s: float) -> str:
+def model_share(in_model_s: float | None, wall_s: float) -> str:
     """How much of a run's wall time was spent waiting for the model; the rest is the farm's
-    own (loading the model, starting servers, tool calls, grading, storing, the scorecard)."""
+    own (loading the model, starting servers, tool calls, grading, storing, the scorecard).
+    None: no trial measured it (agents whose model calls did not pass the farm)."""
+    if in_model_s is None:
+        return (
+            f"time in the model not measured ({wall_s:.1f} s wall): the agents' model calls "
+            "did not pass the farm"
+        )
     share = 100 * in_model_s / wall_s if wall_s > 0 else 0.0
     return (
         f"time in the model {in_model_s:.1f} s of {wall_s:.1f} s wall ({share:.0f}%); the rest "

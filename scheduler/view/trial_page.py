@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from mcp_farm.scheduler.report.cells import NOT_MEASURED
 from mcp_farm.scheduler.view.html import e, frame, link, secs, table, url
 from mcp_farm.scheduler.view.pages import REFRESH_S
 from mcp_farm.scheduler.view.transcript import (
@@ -49,7 +50,12 @@ SUMMARY = (
 
 
 def summary_value(trial: Any, column: str) -> str:
-    """One summary field of a trial as text (shared by both pages and the terminal)."""
+    """One summary field of a trial as text (shared by both pages and the terminal). An
+    agent's tokens and time in the model, where its model calls did not pass the farm, read
+    "not measured", never 0."""
+    measured = getattr(trial, "tokens_measured", True) is not False
+    if column in ("tokens", "model_s") and not measured:
+        return NOT_MEASURED
     if column == "tokens":
         return f"{trial.tokens_prompt} / {trial.tokens_completion}"
     value = getattr(trial, column)

@@ -211,6 +211,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         # Made by `text_search_index` below: PostgreSQL only, and optional.
         [],
     ),
+    (
+        25,
+        "agents: whether a trial's tokens were measured, or not (an agent's model calls the "
+        "farm did not see) (trial tokens_measured)",
+        ["ALTER TABLE trial ADD COLUMN tokens_measured BOOLEAN NOT NULL DEFAULT TRUE"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

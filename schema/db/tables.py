@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Index, false
+from sqlalchemy import Index, false, true
 from sqlmodel import Field, SQLModel
 
 
@@ -117,6 +117,10 @@ class TrialRow(SQLModel, table=True):
     model_s: float | None = None
     tokens_prompt: int = 0
     tokens_completion: int = 0
+    tokens_measured: bool = Field(default=True, sa_column_kwargs={"server_default": true()})
+    """False where the trial's tokens were not measured (an agent whose model calls did not
+    pass the farm): its two counts then read 0 and mean nothing; true for every trial recorded
+    before it was kept (the farm's own loop measures them)."""
     turns: int = 0
     final_answer: str | None = None
     transcript_json: str = "[]"

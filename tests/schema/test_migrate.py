@@ -143,3 +143,21 @@ def test_a_version_22_database_gains_the_index_of_the_other_path_filter(tmp_path
         ).fetchone()
     # The filter's column after the sweep, then scenario order, as the table declares it.
     assert "(sweep_id, other_path, model_id, prompt_id, toolset, scenario_id," in sql
+
+
+def test_a_version_24_database_keeps_its_token_counts_as_measured(tmp_path: Path) -> None:
+    path = tmp_path / "v24.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(VERSION_1)
+    init_db(make_engine(f"sqlite:///{path}"))
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE trial DROP COLUMN tokens_measured")
+        db.execute("UPDATE trial SET tokens_prompt = 120, tokens_completion = 7")
+        db.execute("DELETE FROM schema_version WHERE version > 24")
+    engine = make_engine(f"sqlite:///{path}")
+    assert schema_version(engine) == 24
+    init_db(engine)
+    assert schema_version(engine) == SCHEMA_VERSION
+    with sqlite3.connect(path) as db:
+        row = db.execute("select tokens_prompt, tokens_completion, tokens_measured from trial")
+        assert row.fetchall() == [(120, 7, 1)]

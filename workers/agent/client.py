@@ -38,8 +38,8 @@ class AgentClient:
         assert target.agent is not None
         self.target = target
         self.agent: AgentCommand = target.agent
-        # The agent's model calls do not pass the farm: their tokens are not measured (the
-        # row's counts read 0 and mean nothing), and the provenance says so.
+        # The agent's model calls do not pass the farm: their tokens and model time are not
+        # measured (the trial's `tokens` and `model_s` are None), and the provenance says so.
         self.pins = {**target.pins, "tokens": NOT_MEASURED}
         self.folder: Path | None = None
         self.config: Path | None = None
@@ -65,6 +65,8 @@ class AgentClient:
         for the whole conversation; kill the agent and remove its folder however it ends."""
         self.folder = Path(tempfile.mkdtemp(prefix="farm-agent-"))
         self.recorder = Recorder(state, conn, loop_limit(state, scenario))
+        # Not measured until a model call of the agent's passes the farm (never zero).
+        state.model_measured = False
         try:
             async with anyio.create_task_group() as group:
                 self._group = group

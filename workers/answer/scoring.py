@@ -61,8 +61,9 @@ class Transcript:
     transcript: list[Message]
     calls: list[ToolCallRecord]
     latency_s: float
-    tokens_prompt: int
-    tokens_completion: int
+    tokens_prompt: int | None
+    tokens_completion: int | None
+    """Both None where not measured (an agent whose model calls did not pass the farm)."""
     final_answer: str | None
     seed: int
 
@@ -86,9 +87,12 @@ def adoption(
 
 def efficiency(trial: Transcript, time_limit_s: float, budget: int) -> float:
     """Completeness × the mean of a time part and a token part, each 1 at zero cost and 0 at
-    the scenario's time limit / the token budget. Judging is not part of it."""
+    the scenario's time limit / the token budget; the time part alone where the tokens were
+    not measured (never as if none were spent). Judging is not part of it."""
     complete = 1.0 if (trial.final_answer or "").strip() else 0.0
     time_part = max(0.0, 1.0 - trial.latency_s / time_limit_s)
+    if trial.tokens_prompt is None or trial.tokens_completion is None:
+        return complete * time_part
     token_part = max(0.0, 1.0 - (trial.tokens_prompt + trial.tokens_completion) / budget)
     return complete * (time_part + token_part) / 2
 
@@ -182,7 +186,7 @@ async def score_answer(
         tool_fluency=fluency,
         discoverability=found,
         adoption=adopted,
-        tokens_reasoning=trial.tokens_completion,
+        tokens_reasoning=trial.tokens_completion or 0,
         tokens_tool_io=_tool_io_tokens(trial.calls),
         tokens_verification=verification,
         estimated=["tool_io", *(["verification"] if estimated else [])],

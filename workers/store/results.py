@@ -105,8 +105,10 @@ def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
         "latency_s": result.latency_s,
         "first_token_s": result.first_token_s,
         "model_s": result.model_s,
-        "tokens_prompt": result.tokens.prompt,
-        "tokens_completion": result.tokens.completion,
+        # Not measured (an agent's): both counts 0, and the flag says they mean nothing.
+        "tokens_prompt": result.tokens.prompt if result.tokens else 0,
+        "tokens_completion": result.tokens.completion if result.tokens else 0,
+        "tokens_measured": result.tokens is not None,
         "turns": result.turns,
         "final_answer": result.final_answer,
         "transcript_json": _dumps([m.model_dump(mode="json") for m in result.transcript]),

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from mcp_farm.scheduler.report.cells import (
     CONVERSATION_HEADS,
+    NOT_MEASURED,
     USER_HEADS,
     VARIANCE_HEADS,
     VARIANCE_NOTE,
@@ -46,6 +47,7 @@ from mcp_farm.scheduler.report.terminal.answers import print_answers
 from mcp_farm.scheduler.report.visible import visible_fields
 from mcp_farm.scheduler.scorecard.build import outcome_columns
 from mcp_farm.schema.scorecard import (
+    ConfigExtras,
     Latency,
     Scorecard,
 )
@@ -108,10 +110,7 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
             extra.model,
             extra.prompt,
             pass_k(row.pass_at_k, row.k) if row else "–",
-            secs(extra.first_token.p50),
-            "–" if extra.tokens_per_s is None else f"{extra.tokens_per_s:.1f}",
-            f"{extra.tokens_prompt:,}",
-            f"{extra.tokens_completion:,}",
+            *_speed_cells(extra),
         )
     console.print(speed)
     console.print(
@@ -202,6 +201,19 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         console.print(f"[dim]{note}[/dim]", highlight=False)
     if card.answers is not None:
         print_answers(card.answers, console)
+
+
+def _speed_cells(extra: ConfigExtras) -> list[str]:
+    """TTFT, tok/s and tokens of a config: "not measured" where none of its trials measured
+    its tokens (an agent whose model calls did not pass the farm), never 0."""
+    if extra.tokens_prompt is None or extra.tokens_completion is None:
+        return [NOT_MEASURED] * 4
+    return [
+        secs(extra.first_token.p50),
+        "–" if extra.tokens_per_s is None else f"{extra.tokens_per_s:.1f}",
+        f"{extra.tokens_prompt:,}",
+        f"{extra.tokens_completion:,}",
+    ]
 
 
 LIMITS = {

@@ -31,6 +31,7 @@ _SUMS = """count(*) as n,
        sum(case when first_try then 1 else 0 end) as first_tries,
        sum(case when first_try is null then 0 else 1 end) as first_known,
        sum(tokens_prompt) as tokens_prompt, sum(tokens_completion) as tokens_completion,
+       sum(case when tokens_measured then 1 else 0 end) as tokens_measured,
        sum(case when model_s > 0 and tokens_completion > 0 then tokens_completion else 0 end)
          as timed_tokens,
        sum(case when model_s > 0 and tokens_completion > 0 then model_s else 0 end) as timed_s,

@@ -145,12 +145,13 @@ def test_a_jsonl_agent_takes_a_conversations_follow_ups_on_one_process(
     assert _calls(result) == _calls(farm)
 
 
-def test_an_agent_trial_says_its_tokens_were_not_measured(
+def test_an_agent_trial_says_its_tokens_and_model_time_were_not_measured(
     settings: Settings, tmp_path: Path
 ) -> None:
     script = ideal_script(BASIC[0])
     result = _agent_run(BASIC[0], script, settings, tmp_path)
     assert result.provenance.model_pins["tokens"] == "not measured"
+    assert (result.tokens, result.model_s, result.first_token_s) == (None, None, None)
 
 
 LISTER = """
