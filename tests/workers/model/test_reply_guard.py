@@ -16,8 +16,8 @@ import pytest
 
 from mcp_farm.scenarios import load_suite
 from mcp_farm.schema import Settings, TrialResult
-from mcp_farm.workers.model import local
 from mcp_farm.workers.model.guard import ReplyGuard, ReplyStopped, guarded
+from mcp_farm.workers.model.local import client as local
 from mcp_farm.workers.trial import execute_trial
 from tests.helpers import trial
 
