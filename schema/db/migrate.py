@@ -227,7 +227,7 @@ TEXT_SEARCH_SQL = (
     f"CREATE INDEX IF NOT EXISTS {TEXT_SEARCH_INDEX} ON trial "
     "USING gin (lower(detail) gin_trgm_ops)",
 )
-"""The explorer's text search (`lower(detail) like '%…%'`, scheduler/view/queries.py) reads
+"""The explorer's text search (`lower(detail) like '%…%'`, scheduler/view/queries/where.py) reads
 this index on PostgreSQL: trigrams, so a substring anywhere is found without reading each
 trial of the sweep. SQLite has no such index; its sweeps are embedded-sized."""
 

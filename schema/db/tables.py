@@ -36,7 +36,7 @@ FILTER_INDEXES_BY_MIGRATION = {
     23: (("ix_trial_browse_other_path", "other_path"),),
 }
 """Per migration that made them, (index, column): the explorer's filters on a column of their
-own (scheduler/view/queries.py)."""
+own (scheduler/view/queries/where.py)."""
 FILTER_INDEXES = tuple(pair for pairs in FILTER_INDEXES_BY_MIGRATION.values() for pair in pairs)
 """Every (index, column) of FILTER_INDEXES_BY_MIGRATION."""
 
