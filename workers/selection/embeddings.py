@@ -1,6 +1,7 @@
 """Embedding selection: tools ranked by the cosine similarity of their text's embedding to the
 user message's, the embeddings from an OpenAI-compatible `/embeddings` endpoint (or the
-bundled model, local.py). A tool list's embeddings are computed once per process and kept."""
+bundled model, workers/model/local/). A tool list's embeddings are computed once per process
+and kept."""
 
 from __future__ import annotations
 
