@@ -20,6 +20,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 import mcp_farm.workers.agent.process as process
 from mcp_farm.schema import AgentCommand, Message, ModelTarget, PromptConfig, Scenario
 from mcp_farm.schema.trial import TranscriptCall
+from mcp_farm.workers.agent.passthrough import PassThrough, measure, passing_through
 from mcp_farm.workers.agent.process import KEEP_CHARS, Output
 from mcp_farm.workers.agent.proxy import Recorder, loop_limit, serving, write_config
 from mcp_farm.workers.clock import clock_stopped
@@ -47,6 +48,8 @@ class AgentClient:
         self.proc: Process | None = None
         self.lines: BufferedByteReceiveStream | None = None
         self.recorder: Recorder | None = None
+        self.through: PassThrough | None = None
+        """The model pass-through, when the target names `model_via`."""
         self._group: anyio.abc.TaskGroup | None = None
 
     async def complete(
@@ -71,7 +74,10 @@ class AgentClient:
             async with anyio.create_task_group() as group:
                 self._group = group
                 try:
-                    async with serving(self.recorder) as urls:
+                    async with (
+                        serving(self.recorder) as urls,
+                        self._passing_through(state) as self.through,
+                    ):
                         self.config = write_config(self.folder, urls, self.agent.servers_as)
                         try:
                             if self.agent.convention == "jsonl":
@@ -89,12 +95,30 @@ class AgentClient:
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
 
+    @asynccontextmanager
+    async def _passing_through(self, state: SessionState) -> AsyncIterator[PassThrough | None]:
+        """The model pass-through (`model_via`) while the session runs; what went through it
+        is the trial's tokens and model time, however the session ends."""
+        if self.agent.model_via is None:
+            yield None
+            return
+        async with passing_through(self.agent.model_via) as through:
+            try:
+                yield through
+            finally:
+                measure(state, through.calls)
+                if through.calls:
+                    self.pins.update(tokens="pass-through", model_calls=str(len(through.calls)))
+
     async def _start(self, prompt: str | None) -> Process:
         assert self.folder is not None and self.config is not None and self._group is not None
-        values = process.placeholder_values(self.config, self.folder, prompt)
+        through = self.through
+        model = (through.url, through.token) if through else None
+        model_url = through.url if through else None
+        values = process.placeholder_values(self.config, self.folder, prompt, model_url)
         argv = [process.filled(arg, values) for arg in self.agent.command]
         cwd = Path(process.filled(self.agent.cwd, values)) if self.agent.cwd else self.folder
-        env = process.agent_env(self.agent, self.config, os.environ)
+        env = process.agent_env(self.agent, self.config, os.environ, model)
         proc = await process.start(argv, cwd, env)
         self._group.start_soon(process.drain, proc.stderr, self.output.keep_err)
         return proc

@@ -34,6 +34,7 @@ from starlette.routing import Route
 from mcp_farm.schema import TokenCounts, remember_secret
 from mcp_farm.schema.specs import ModelVia
 from mcp_farm.workers.errors import InfraError
+from mcp_farm.workers.session import SessionState
 
 HOST = "127.0.0.1"
 
@@ -76,6 +77,22 @@ class PassThrough:
     token: str
     """The key the agent must present (its `OPENAI_API_KEY`); new for every trial."""
     calls: list[ModelCall] = field(default_factory=list)
+
+
+def measure(state: SessionState, calls: list[ModelCall]) -> None:
+    """The trial's tokens, model time and first token from the agent's model calls that went
+    through the pass-through, as the farm's loop sums a model's; none went: not measured."""
+    if not calls:
+        return
+    state.model_measured = True
+    state.tokens = TokenCounts(
+        prompt=sum(c.tokens.prompt for c in calls),
+        completion=sum(c.tokens.completion for c in calls),
+    )
+    state.model_s = sum(c.seconds for c in calls)
+    state.first_token_s = next(
+        (c.first_token_s for c in calls if c.first_token_s is not None), None
+    )
 
 
 def usage_tokens(usage: Any) -> TokenCounts | None:
