@@ -30,9 +30,10 @@ def servers_of(config: Path) -> dict[str, dict[str, Any]]:
 
 
 @asynccontextmanager
-async def sessions(config: Path) -> AsyncIterator[dict[str, ClientSession]]:
+async def sessions(config: Path, **hooks: Any) -> AsyncIterator[dict[str, ClientSession]]:
     """An initialised session with every server the config file names: by `url`, or by
-    `command` (with `args` and `env`), as desktop clients read it."""
+    `command` (with `args` and `env`), as desktop clients read it. `hooks` go to each
+    ClientSession (`message_handler`, `elicitation_callback`)."""
     async with AsyncExitStack() as stack:
         opened: dict[str, ClientSession] = {}
         for name, server in servers_of(config).items():
@@ -44,7 +45,7 @@ async def sessions(config: Path) -> AsyncIterator[dict[str, ClientSession]]:
                 )
                 transport = stdio_client(params)
             read, write = await stack.enter_async_context(transport)
-            session = await stack.enter_async_context(ClientSession(read, write))
+            session = await stack.enter_async_context(ClientSession(read, write, **hooks))
             await session.initialize()
             opened[name] = session
         yield opened

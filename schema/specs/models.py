@@ -69,6 +69,13 @@ class AgentCommand(Strict):
     starts per trial (its address in `OPENAI_BASE_URL`, `FARM_MODEL_URL` and `{model_url}`):
     the trial's tokens, time to first token and model time are then measured. Left out of the
     target's JSON when unset, so the ids of agent trials without it stay as they were."""
+    elicitation: Literal["script", "agent"] = Field(
+        default="script", exclude_if=lambda v: v == "script"
+    )
+    """Who answers a server's elicitation during the agent's calls: `script`, the scenario's
+    `elicit:` entries, as for a model; `agent`, the agent itself (the proxy passes the request
+    to its MCP session, and its answer back). Left out of the target's JSON at `script`, so the
+    ids of agent trials without it stay as they were."""
 
     @field_validator("command")
     @classmethod

@@ -22,7 +22,13 @@ from mcp_farm.schema import AgentCommand, Message, ModelTarget, PromptConfig, Sc
 from mcp_farm.schema.trial import TranscriptCall
 from mcp_farm.workers.agent.passthrough import PassThrough, measure, passing_through
 from mcp_farm.workers.agent.process import KEEP_CHARS, Output
-from mcp_farm.workers.agent.proxy import Recorder, loop_limit, serving, write_config
+from mcp_farm.workers.agent.proxy import (
+    Recorder,
+    announce,
+    loop_limit,
+    serving,
+    write_config,
+)
 from mcp_farm.workers.clock import clock_stopped
 from mcp_farm.workers.errors import AdapterError
 from mcp_farm.workers.mcp.connections import Connected
@@ -67,7 +73,9 @@ class AgentClient:
         """Serve the trial's servers, write the config file, and (`jsonl`) start the agent,
         for the whole conversation; kill the agent and remove its folder however it ends."""
         self.folder = Path(tempfile.mkdtemp(prefix="farm-agent-"))
-        self.recorder = Recorder(state, conn, loop_limit(state, scenario))
+        self.recorder = Recorder(
+            state, conn, loop_limit(state, scenario), elicitation=self.agent.elicitation
+        )
         # Not measured until a model call of the agent's passes the farm (never zero).
         state.model_measured = False
         try:
@@ -130,6 +138,7 @@ class AgentClient:
         assert self.recorder is not None
         first = len(state.calls)
         state.turns += 1
+        await announce(self.recorder)  # a change before this message (a turn's trigger)
         with anyio.CancelScope() as turn_scope:
             self.recorder.on_loop = turn_scope.cancel
             with clock_stopped(state.clock), anyio.move_on_after(limit_s) as waited:

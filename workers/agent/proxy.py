@@ -3,7 +3,10 @@
 Per trial, the worker serves what it would show a model (the shaped, selected tool list under
 the names the model would see) at one URL per attached server on 127.0.0.1, from inside its own
 process. Every `tools/call` goes through the farm's own call path (`session.execute`), so each
-call is recorded, captured and graded as a model's call through the farm's loop is.
+call is recorded, captured and graded as a model's call through the farm's loop is. A server's
+tool-list change is listed again, as the farm's loop does, and announced to the agent; a
+server's elicitation is answered from the scenario's script, or passed on to the agent where
+its target says it handles elicitation (docs/agents.md).
 """
 
 from __future__ import annotations
@@ -15,17 +18,23 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
 import uvicorn
-from mcp.server.lowlevel import Server
+from mcp import MCPError
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from mcp_farm.schema import Scenario
+from mcp_farm.schema import Elicitation, Scenario
 from mcp_farm.schema.specs import DISTRACTOR_SERVER
 from mcp_farm.workers.grading.counting import repeats_allowed
 from mcp_farm.workers.mcp.connections import Connected
@@ -51,8 +60,17 @@ class Recorder:
     """How often one call (tool and arguments) may be repeated before it is a `tool_loop`."""
     on_loop: Callable[[], None] = lambda: None
     """Called once the agent loops on a call: the turn ends it."""
+    elicitation: Literal["script", "agent"] = "script"
+    """Who answers a server's elicitation: the scenario's script, or the agent (passed on)."""
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     seen: dict[str, int] = field(default_factory=dict)
+    shown: dict[str, list[types.Tool]] = field(default_factory=dict)
+    """Per endpoint, the list the agent was last served or told of."""
+    agents: dict[str, dict[str, ServerSession]] = field(default_factory=dict)
+    """Per endpoint, the agent's handshake-era sessions by their HTTP session id (the latest
+    request's): where a tool-list change is announced."""
+    buses: dict[str, InMemorySubscriptionBus] = field(default_factory=dict)
+    """Per endpoint, the events of its `subscriptions/listen` streams (a 2026-07-28 agent)."""
 
 
 def endpoint_of(server: str) -> str:
@@ -67,23 +85,130 @@ def _listing(conn: Connected, endpoint: str) -> list[types.Tool]:
     ]
 
 
+async def announce(rec: Recorder) -> None:
+    """List again the tools of each server that announced a change (as the farm's loop does
+    before a model's reply: recorded, captured) and tell the agent of each endpoint whose list
+    changed, so it lists again: `notifications/tools/list_changed` on its sessions, and the
+    event on its `subscriptions/listen` streams."""
+    async with rec.lock:
+        await _announce(rec)
+
+
+async def _announce(rec: Recorder) -> None:
+    await relist(rec.conn)
+    for endpoint, was in rec.shown.items():
+        now = _listing(rec.conn, endpoint)
+        if now == was:
+            continue
+        rec.shown[endpoint] = now
+        sessions = rec.agents.get(endpoint, {})
+        for key, session in list(sessions.items()):
+            try:
+                await session.send_tool_list_changed()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                del sessions[key]  # that agent's session is gone (a oneshot process ended)
+        await rec.buses[endpoint].publish(ToolsListChanged())
+
+
+def _heard(rec: Recorder, endpoint: str, ctx: ServerRequestContext[Any]) -> None:
+    """Keep the agent's session, to announce list changes on; a 2026-07-28 session hears them
+    on its listen stream instead."""
+    session_id = getattr(getattr(ctx.request, "headers", None), "get", lambda _k: None)(
+        "mcp-session-id"
+    )
+    if session_id and ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        rec.agents.setdefault(endpoint, {})[session_id] = ctx.session
+
+
+def _ask_agent(rec: Recorder, ctx: ServerRequestContext[Any]) -> Any:
+    """The elicitation answerer for the call the agent is making (`Asked.forward`): the
+    server's request goes to the agent's session, on the call's own stream, and the agent's
+    answer back to the server; request and answer are recorded as the farm's loop records a
+    scripted one. An agent that cannot answer (it declared no elicitation) is taken to
+    decline, recorded as unscripted."""
+
+    async def ask(server: str, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked = rec.conn.asked
+        url = isinstance(params, types.ElicitRequestURLParams)
+        schema = {} if isinstance(params, types.ElicitRequestURLParams) else params.requested_schema
+        record = Elicitation(
+            turn=asked.turn,
+            call=asked.call,
+            server=server,
+            message=params.message,
+            requested_schema=dict(schema),
+            mode="url" if url else "form",
+            action="decline",
+            scripted=False,
+        )
+        try:
+            if isinstance(params, types.ElicitRequestURLParams):
+                answer = await ctx.session.elicit_url(
+                    params.message, params.url, params.elicitation_id or "", ctx.request_id
+                )
+            else:
+                answer = await ctx.session.elicit_form(
+                    params.message, params.requested_schema, ctx.request_id
+                )
+        except MCPError:
+            asked.exchanges.append(record)
+            return types.ElicitResult(action="decline")
+        content = dict(answer.content) if answer.content is not None else None
+        asked.exchanges.append(
+            record.model_copy(
+                update={"action": answer.action, "content": content, "scripted": True}
+            )
+        )
+        return answer
+
+    return ask
+
+
+class _Endpoint(Server[Any]):
+    """The proxy's server for one endpoint: it declares that its tool list may change (it
+    announces each change of the server behind it)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
 def _server(endpoint: str, rec: Recorder) -> Server[Any]:
     async def list_tools(
-        _ctx: Any, _params: types.PaginatedRequestParams | None
+        ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        _heard(rec, endpoint, ctx)
         # A server's list that changed mid-session is listed again, as the farm's loop does.
         async with rec.lock:
-            await relist(rec.conn)
-        return types.ListToolsResult(tools=_listing(rec.conn, endpoint))
+            await _announce(rec)
+        return types.ListToolsResult(tools=rec.shown[endpoint])
 
-    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        _heard(rec, endpoint, ctx)
         arguments = dict(params.arguments or {})
+        # A 2026-07-28 session takes no request from the proxy: the script answers then.
+        passing = rec.elicitation == "agent" and ctx.session.can_send_request
         # One call at a time: each gets the next index, as the farm's loop gives them.
         async with rec.lock:
             index = len(rec.state.calls)
             call = ParsedCall(call_id=f"agent_{index}", name=params.name, arguments=arguments)
-            record = await execute(call, index, rec.conn)
+            rec.conn.asked.forward = _ask_agent(rec, ctx) if passing else None
+            try:
+                record = await execute(call, index, rec.conn)
+            finally:
+                rec.conn.asked.forward = None
             rec.state.calls.append(record)
+            await _announce(rec)  # a change the call caused reaches the agent with its result
             key = arguments_key(params.name, arguments)
             rec.seen[key] = rec.seen.get(key, 0) + 1
             if rec.seen[key] > rec.max_repeats(record.tool):
@@ -95,11 +220,14 @@ def _server(endpoint: str, rec: Recorder) -> Server[Any]:
         )
 
     instructions = rec.conn.instructions.get(endpoint)
-    return Server(
+    bus = rec.buses.setdefault(endpoint, InMemorySubscriptionBus())
+    rec.shown[endpoint] = _listing(rec.conn, endpoint)
+    return _Endpoint(
         f"farm-{endpoint}",
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(bus),
     )
 
 

@@ -5,6 +5,7 @@ reused across trials always answers from the current trial's script (docs/conver
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,9 @@ class Asked:
     problem: str = ""
     """Why a scripted answer could not be sent (content that does not fit the request's
     schema): the scenario's error, raised as InfraError once the call returns."""
+    forward: Callable[[str, ElicitRequestParams], Awaitable[ElicitResult]] | None = None
+    """Set while an agent that handles elicitation itself makes a call: the request goes to it
+    (and is recorded there), not to the script (workers/agent/proxy.py)."""
 
     def answer(self, server: str, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         """The scripted user's answer to one request, recorded; a URL-mode request or one no
@@ -122,4 +126,6 @@ class ElicitHolder:
         await anyio.lowlevel.checkpoint()
         if self.asked is None:
             return ElicitResult(action="decline")
+        if self.asked.forward is not None:
+            return await self.asked.forward(self.server, params)
         return self.asked.answer(self.server, params)

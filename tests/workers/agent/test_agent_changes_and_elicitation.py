@@ -1,0 +1,142 @@
+"""What a server starts mid-session reaches an agent through the proxy: a tool-list change is
+listed again and announced to the agent (`notifications/tools/list_changed`), and, where the
+target says `elicitation: agent`, a server's elicitation goes to the agent and its answer back
+to the server, recorded as the farm records its scripted user's. The scripted agent process
+passes those scenarios with the farm's scripted ideal's outcome, calls and elicitations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_farm.scenarios import load_suite
+from mcp_farm.scenarios.agents.scripted import HEARD
+from mcp_farm.schema import ModelTarget, Scenario, Settings, TrialResult
+from mcp_farm.workers.trial import execute_trial
+from tests.helpers import ideal_script, trial
+
+CONVERSATIONS = load_suite("conversations").scenarios
+CHANGES = [s for s in CONVERSATIONS if "tools-changed" in s.tags][:2]
+ASKING = [s for s in CONVERSATIONS if "elicitation" in s.tags]
+SCRIPTED = ["{python}", "-m", "mcp_farm.scenarios.agents.scripted"]
+
+
+def _with_elicit(scenario: Scenario, script: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ideal script with, at the start of each turn, the `elicit` entries that answer
+    there: the turn's own, then the scenario's (the farm's order)."""
+    turns = scenario.dialogue()
+    out: list[dict[str, Any]] = []
+    turn = 0
+    for item in script:
+        if not out or "answer" in out[-1]:
+            entries = [*turns[turn].elicit, *scenario.elicit] if turn < len(turns) else []
+            out.append({"elicit": [e.model_dump(mode="json", exclude_none=True) for e in entries]})
+            turn += 1
+        out.append(item)
+    return out
+
+
+def _agent_run(
+    scenario: Scenario,
+    script: list[dict[str, Any]],
+    settings: Settings,
+    folder: Path,
+    convention: str = "jsonl",
+    **agent: Any,
+) -> TrialResult:
+    path = folder / "script.json"
+    path.write_text(json.dumps(script), encoding="utf-8")
+    command = [*SCRIPTED, "--convention", convention]
+    spec = {"command": command, "convention": convention, "cwd": str(folder), **agent}
+    spec["env"] = {"FARM_AGENT_SCRIPT": str(path)}
+    target = ModelTarget.model_validate(
+        {"id": "scripted-agent", "adapter": "agent", "model": "scripted", "agent": spec}
+    )
+    run = trial(scenario, script, suite="conversations").model_copy(update={"model": target})
+    return anyio.run(execute_trial, run, settings)
+
+
+def _calls(result: TrialResult) -> list[tuple[str | None, str, dict[str, Any], bool, str]]:
+    return [(c.server, c.tool, c.arguments, c.ok, c.result_digest) for c in result.tool_calls]
+
+
+def _asked(result: TrialResult) -> list[tuple[Any, ...]]:
+    return [(e.turn, e.call, e.server, e.message, e.action, e.content) for e in result.elicitations]
+
+
+@pytest.mark.parametrize("scenario", CHANGES, ids=lambda s: s.id)
+def test_a_jsonl_agent_is_told_of_a_tool_list_change_and_calls_as_the_farms_ideal(
+    scenario: Scenario, settings: Settings, tmp_path: Path
+) -> None:
+    script = ideal_script(scenario)
+    farm = anyio.run(execute_trial, trial(scenario, script, suite="conversations"), settings)
+    result = _agent_run(scenario, script, settings, tmp_path)
+    assert (result.outcome, result.detail) == (farm.outcome, farm.detail)
+    assert result.outcome == "pass"
+    assert _calls(result) == _calls(farm)
+    # The agent lists again only when told: it heard the change.
+    assert "notifications/tools/list_changed" in (tmp_path / HEARD).read_text()
+
+
+@pytest.mark.parametrize("convention", ["jsonl", "oneshot"])
+@pytest.mark.parametrize("scenario", ASKING, ids=lambda s: s.id)
+def test_an_agent_that_handles_elicitation_answers_as_the_farms_script_would(
+    scenario: Scenario, convention: str, settings: Settings, tmp_path: Path
+) -> None:
+    script = ideal_script(scenario)
+    farm = anyio.run(execute_trial, trial(scenario, script, suite="conversations"), settings)
+    result = _agent_run(
+        scenario,
+        _with_elicit(scenario, script),
+        settings,
+        tmp_path,
+        convention,
+        elicitation="agent",
+    )
+    assert (result.outcome, result.detail) == (farm.outcome, farm.detail)
+    assert _calls(result) == _calls(farm)
+    assert _asked(result) == _asked(farm)
+    assert result.elicitations and all(e.scripted for e in result.elicitations)
+
+
+def test_the_agents_answer_reaches_the_server_not_the_scenarios_script(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = next(s for s in ASKING if s.id == "conv.office-delete-declined")
+    script = ideal_script(scenario)
+    accept = {"field": "confirm", "action": "accept", "content": {"confirm": True}}
+    items = [{"elicit": [accept]} if "elicit" in i else i for i in _with_elicit(scenario, script)]
+    result = _agent_run(scenario, items, settings, tmp_path, elicitation="agent")
+    asked = [(e.action, e.content) for e in result.elicitations]
+    assert asked == [("accept", {"confirm": True})]  # the scenario's script would decline
+    deleted = [c for c in result.tool_calls if c.tool == "delete_file"]
+    assert deleted and deleted[0].ok and "budget" in deleted[0].result_text.lower()
+
+
+def test_by_default_the_scenarios_script_answers_and_the_agent_is_not_asked(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = next(s for s in ASKING if s.id == "conv.office-delete-declined")
+    script = ideal_script(scenario)
+    accept = {"field": "confirm", "action": "accept", "content": {"confirm": True}}
+    items = [{"elicit": [accept]}, *script]
+    result = _agent_run(scenario, items, settings, tmp_path)
+    assert [e.action for e in result.elicitations] == ["decline"]
+
+
+def test_an_agent_targets_elicitation_is_left_out_of_its_json_at_the_default() -> None:
+    def target(**agent: Any) -> ModelTarget:
+        spec = {"command": ["a"], **agent}
+        return ModelTarget.model_validate(
+            {"id": "a", "adapter": "agent", "model": "a", "agent": spec}
+        )
+
+    assert "elicitation" not in target().model_dump_json()
+    assert target().key() == target(elicitation="script").key()
+    assert '"elicitation":"agent"' in target(elicitation="agent").model_dump_json()
+    with pytest.raises(ValueError, match="elicitation"):
+        target(elicitation="user")
