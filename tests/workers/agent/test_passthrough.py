@@ -224,3 +224,16 @@ def test_a_bad_model_via_is_refused_naming_the_file_and_the_field(
     assert caught.value.field == field
     assert problem in caught.value.problem
     assert "sk-abc" not in str(caught.value)
+
+
+def test_a_model_via_key_variable_the_worker_lacks_is_the_farms_infra_error(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("UNSET_MODEL_KEY", raising=False)
+    via = {"endpoint": "http://127.0.0.1:9/v1", "api_key_env": "UNSET_MODEL_KEY"}
+    spec = trial(SCENARIO, []).model_copy(
+        update={"model": _agent_target(command=REFERENCE, model_via=via)}
+    )
+    result = anyio.run(execute_trial, spec, settings)
+    assert result.outcome == "infra_error"
+    assert "UNSET_MODEL_KEY" in result.detail
