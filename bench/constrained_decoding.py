@@ -153,8 +153,8 @@ def main() -> None:
     args = parser.parse_args()
     settings = get_settings()
     target = ModelTarget(id="bench", adapter="local", model="gemma3-270m", hardware="cpu")
-    client = LocalClient(target, Path(settings.model_cache_dir))
-    llm = _load(str(client.path), client.chat_format, client.n_ctx)
+    client = LocalClient(target, Path(settings.model_cache_dir), threads=settings.local_threads)
+    llm = _load(str(client.path), client.chat_format, client.n_ctx, client.threads)
     prompts = {"free JSON": load_prompt("json"), "full grammar": load_prompt("native")}
     prompts["lazy grammar"] = prompts["full grammar"]
     tallies = {p: Tally() for p in PATHS}

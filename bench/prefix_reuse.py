@@ -41,7 +41,8 @@ def _warm(sweep_path: Path, settings: Settings) -> None:
         if target.adapter == "local" and target.model in BUNDLED:
             spec = BUNDLED[target.model]
             path = bundled_path(target.model, settings.model_cache_dir)
-            _load(str(path), target.pins.get("chat_format", spec.chat_format), 4096)
+            chat_format = target.pins.get("chat_format", spec.chat_format)
+            _load(str(path), chat_format, 4096, settings.local_threads)
 
 
 def _run(sweep_path: Path, reuse: bool, folder: Path) -> tuple[float, Engine, str]:

@@ -29,6 +29,12 @@ class Settings(BaseSettings):
     model_cache_dir: Path = Field(default=Path.home() / ".cache" / "mcp-farm" / "models")
     """Where bundled GGUF files are assembled on first use (FARM_MODEL_CACHE_DIR)."""
 
+    local_threads: int = Field(default=2, ge=1)
+    """Threads the in-process llama.cpp model decodes with (FARM_LOCAL_THREADS). Its replies
+    are the same at any count; only speed changes. On a machine shared with other busy work use
+    1: llama.cpp's threads spin while they wait for each other, and a thread that loses its core
+    stalls the others (the test run's real-model lane runs with 1 beside the other lanes)."""
+
     server_start_timeout_s: float = 30.0
     """CPU seconds an MCP server's processes may use to start and list their tools
     (FARM_SERVER_START_TIMEOUT_S); a start-up that gets no CPU time for this long (30 s at

@@ -142,8 +142,15 @@ def _on_scale(raw: object, scale: int) -> float | None:
 class ModelJudge:
     """A judge served by a model adapter that can answer under a JSON schema."""
 
-    def __init__(self, target: ModelTarget, cache_dir: Path, temperature: float, max_tokens: int):
-        client = make_client(target, cache_dir)
+    def __init__(
+        self,
+        target: ModelTarget,
+        cache_dir: Path,
+        temperature: float,
+        max_tokens: int,
+        threads: int = 2,
+    ):
+        client = make_client(target, cache_dir, threads)
         if not hasattr(client, "complete_json"):
             raise AdapterError(
                 f"judge {target.id!r}: the {target.adapter} adapter cannot judge "
@@ -203,10 +210,12 @@ class BrokenJudge:
         raise AdapterError(self.reason)
 
 
-def make_judge(target: ModelTarget, cache_dir: Path, temperature: float, max_tokens: int) -> Judge:
+def make_judge(
+    target: ModelTarget, cache_dir: Path, temperature: float, max_tokens: int, threads: int = 2
+) -> Judge:
     if target.adapter == "scripted":
         return ScriptedJudge(target)
     try:
-        return ModelJudge(target, cache_dir, temperature, max_tokens)
+        return ModelJudge(target, cache_dir, temperature, max_tokens, threads)
     except AdapterError as exc:
         return BrokenJudge(target, str(exc))

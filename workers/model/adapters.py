@@ -9,34 +9,34 @@ from mcp_farm.schema import ModelTarget
 from mcp_farm.workers.errors import AdapterError
 from mcp_farm.workers.model.base import ModelClient
 
-Factory = Callable[[ModelTarget, Path], ModelClient]
+Factory = Callable[[ModelTarget, Path, int], ModelClient]
 
 
-def _openai(target: ModelTarget, _cache: Path) -> ModelClient:
+def _openai(target: ModelTarget, _cache: Path, _threads: int) -> ModelClient:
     from mcp_farm.workers.model.openai import OpenAIClient
 
     return OpenAIClient(target)
 
 
-def _local(target: ModelTarget, cache: Path) -> ModelClient:
+def _local(target: ModelTarget, cache: Path, threads: int) -> ModelClient:
     from mcp_farm.workers.model.local import LocalClient
 
-    return LocalClient(target, cache)
+    return LocalClient(target, cache, threads=threads)
 
 
-def _scripted(target: ModelTarget, _cache: Path) -> ModelClient:
+def _scripted(target: ModelTarget, _cache: Path, _threads: int) -> ModelClient:
     from mcp_farm.workers.model.scripted import ScriptedClient
 
     return ScriptedClient(target)
 
 
-def _replay(target: ModelTarget, _cache: Path) -> ModelClient:
+def _replay(target: ModelTarget, _cache: Path, _threads: int) -> ModelClient:
     from mcp_farm.workers.model.replay import ReplayClient
 
     return ReplayClient(target)
 
 
-def _agent(target: ModelTarget, _cache: Path) -> ModelClient:
+def _agent(target: ModelTarget, _cache: Path, _threads: int) -> ModelClient:
     from mcp_farm.workers.agent import AgentClient
 
     return AgentClient(target)
@@ -51,15 +51,16 @@ ADAPTERS: dict[str, Factory] = {
 }
 
 
-def make_client(target: ModelTarget, model_cache_dir: Path) -> ModelClient:
-    """The adapter for a model target; an unknown adapter is a clear error."""
+def make_client(target: ModelTarget, model_cache_dir: Path, threads: int = 2) -> ModelClient:
+    """The adapter for a model target; an unknown adapter is a clear error. `threads` is the
+    in-process model's decoding threads (`Settings.local_threads`)."""
     factory = ADAPTERS.get(target.adapter)
     if factory is None:
         raise AdapterError(
             f"model {target.id!r}: adapter {target.adapter!r} is not available on this worker; "
             f"available: {', '.join(sorted(ADAPTERS))}"
         )
-    return factory(target, model_cache_dir)
+    return factory(target, model_cache_dir, threads)
 
 
 __all__ = ["ADAPTERS", "ModelClient", "make_client"]

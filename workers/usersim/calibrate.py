@@ -92,5 +92,5 @@ def calibrate_user(
 ) -> UserCalibrationResult:
     """Task `farm.calibrate_user`. It runs its own event loop: call it outside one (the CLI)."""
     request = read_message("farm.calibrate_user", payload, UserCalibrationRequest)
-    client = make_client(request.user.model, settings.model_cache_dir)
+    client = make_client(request.user.model, settings.model_cache_dir, settings.local_threads)
     return anyio.run(calibrate, client, request.user)

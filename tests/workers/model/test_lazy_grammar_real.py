@@ -50,7 +50,8 @@ VERDICT = {
 def client() -> LocalClient:
     pytest.importorskip("llama_cpp")
     target = ModelTarget(id="gemma", adapter="local", model="gemma3-270m", hardware="cpu")
-    return LocalClient(target, Settings().model_cache_dir)
+    settings = Settings()
+    return LocalClient(target, settings.model_cache_dir, threads=settings.local_threads)
 
 
 def _native(temperature: float) -> PromptConfig:
@@ -111,7 +112,7 @@ def test_a_judge_verdict_is_the_same_with_the_lazy_grammar(client: LocalClient) 
 
 
 def test_a_schema_is_parsed_once_for_every_reply_that_uses_it(client: LocalClient) -> None:
-    llm = _load(str(client.path), client.chat_format, client.n_ctx)
+    llm = _load(str(client.path), client.chat_format, client.n_ctx, client.threads)
     prompt = _native(0.0)
     prompt = prompt.model_copy(
         update={"generation": prompt.generation.model_copy(update={"max_tokens": 3})}

@@ -128,7 +128,7 @@ def test_the_bundled_models_templates_render_no_tools_so_they_get_the_generic_re
 ) -> None:
     _needs_bundled()
     target = ModelTarget(id="g", adapter="local", model="gemma3-270m")
-    client = LocalClient(target, settings.model_cache_dir)
+    client = LocalClient(target, settings.model_cache_dir, threads=settings.local_threads)
     template = chat_template(str(client.path))
     assert template is None or not renders_tools(template)
     assert client.pins["tool_rendering"] == "generic"
@@ -140,7 +140,9 @@ def test_a_tool_list_that_leaves_no_room_for_the_reply_is_refused_before_the_mod
 ) -> None:
     _needs_bundled()
     target = ModelTarget(id="g", adapter="local", model="gemma3-270m")
-    small = LocalClient(target, settings.model_cache_dir, n_ctx=1024)
+    small = LocalClient(
+        target, settings.model_cache_dir, n_ctx=1024, threads=settings.local_threads
+    )
     many = [
         ToolSpec(
             shown_name=f"tool_{i}",
