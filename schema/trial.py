@@ -158,6 +158,26 @@ class TokenCounts(BaseModel):
         )
 
 
+AGENT_OUTPUT_BYTES = 8192
+"""Bytes of an agent's stdout and of its stderr kept on its trial: the last this many of each."""
+
+
+class AgentOutput(BaseModel):
+    """What an agent's command wrote over its trial (every run of it), kept bounded: the last
+    AGENT_OUTPUT_BYTES of its stdout and of its stderr. The agent's own text, untrusted:
+    control characters are written as escapes here, and every page escapes it again."""
+
+    stdout: str = ""
+    """The end of its stdout: in `oneshot`, each run's answer in turn; in `jsonl`, the lines
+    it wrote."""
+    stderr: str = ""
+    """The end of its stderr, all runs together."""
+    stdout_cut: bool = False
+    """It wrote more on stdout than is kept: what is kept is the end."""
+    stderr_cut: bool = False
+    """It wrote more on stderr than is kept: what is kept is the end."""
+
+
 class ToolCallRecord(BaseModel):
     """One tool call the model made, whether or not it could be executed."""
 
@@ -534,3 +554,6 @@ class TrialResult(BaseModel):
     failure_source: FailureSource | None = None
     """With a simulated user: whose mistake failed the trial (`none` for a pass); null for a
     trial without one."""
+    agent_output: AgentOutput | None = None
+    """An agent target's stdout and stderr, bounded (column `trial.agent_output_json`); null
+    for a model's trial."""

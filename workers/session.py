@@ -29,6 +29,7 @@ from mcp_farm.schema import (
     canonical_json,
 )
 from mcp_farm.schema.specs import DISTRACTOR_SERVER
+from mcp_farm.schema.trial import AgentOutput
 from mcp_farm.workers.clock import clock_stopped
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.counting import repeats_allowed
@@ -77,6 +78,8 @@ class SessionState:
     model_measured: bool = True
     """Whether the model's calls passed the farm, so `tokens` and `model_s` measure them:
     false for an agent (workers/agent/) until one of its model calls goes through the farm."""
+    agent_output: AgentOutput | None = None
+    """An agent's stdout and stderr, bounded (workers/agent/), filled in as its session ends."""
     clock: anyio.CancelScope | None = None
     """The scenario's wall-clock limit (`time_limit_s`), stopped while the model replies."""
     limit_detail: str = ""

@@ -21,7 +21,7 @@ from mcp_farm.scheduler.view.transcript import (
     user_lines,
     verdict,
 )
-from mcp_farm.scheduler.view.trial_page import SUMMARY, summary_value
+from mcp_farm.scheduler.view.trial_page import SUMMARY, agent_streams, summary_value
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -159,6 +159,10 @@ def print_trial(record: TrialRecord, out: Console) -> None:
             say(line)
     if t.final_answer:
         say(f"[bold]final answer:[/bold] {shown(t.final_answer)}")
+    for name, text in agent_streams(t) or []:
+        say(f"[bold]agent {shown(name)}:[/bold]")
+        for line in text.splitlines():
+            say(f"  {shown(line)}")
     for a in record.answers:
         say(
             f"answer score ({shown(a.scoring_id[:12])}): fairness {a.fairness:.3f}, adoption "

@@ -20,6 +20,7 @@ from mcp_farm.scheduler.view.transcript import (
     user_lines,
     verdict,
 )
+from mcp_farm.schema.trial import AGENT_OUTPUT_BYTES, AgentOutput
 
 if TYPE_CHECKING:
     from mcp_farm.scheduler.view.queries import TrialRecord
@@ -201,6 +202,40 @@ def _state_html(trial: Any) -> str:
     return f"<h2>State</h2><p>{e(line)}</p>" + (table(heads, cells) if rows else "")
 
 
+KEPT_KB = AGENT_OUTPUT_BYTES // 1024
+
+
+def agent_streams(trial: Any) -> list[tuple[str, str]] | None:
+    """An agent trial's (heading, text) for its stdout and stderr, the last 8 KB of each:
+    the agent's own text, untrusted, so every page escapes it. None for a model's trial."""
+    raw = getattr(trial, "agent_output_json", "") or ""
+    if not raw:
+        return None
+    try:
+        output = AgentOutput.model_validate_json(raw)
+    except ValueError:
+        return [("agent output", "(does not read in this version of the farm)")]
+    return [
+        (name + (f" (its last {KEPT_KB} KB)" if cut else ""), text or "(nothing)")
+        for name, text, cut in (
+            ("stdout", output.stdout, output.stdout_cut),
+            ("stderr", output.stderr, output.stderr_cut),
+        )
+    ]
+
+
+def _agent_html(trial: Any) -> str:
+    """An agent's stdout and stderr, escaped; nothing for a model's trial."""
+    streams = agent_streams(trial)
+    if streams is None:
+        return ""
+    return (
+        f"<h2>Agent output</h2><p>What the agent's command wrote, the last {KEPT_KB} KB of "
+        "each (control characters as escapes).</p>"
+        + "".join(f"<h3>{e(name)}</h3><pre>{e(text)}</pre>" for name, text in streams)
+    )
+
+
 def trial_page(record: TrialRecord) -> str:
     """Everything stored about one trial."""
     t = record.trial
@@ -233,6 +268,7 @@ def trial_page(record: TrialRecord) -> str:
         + "<h2>Transcript</h2>"
         + story
         + answer
+        + _agent_html(t)
         + _answers_html(record)
         + compare
         + "<h2>Provenance</h2><pre>"

@@ -217,6 +217,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "farm did not see) (trial tokens_measured)",
         ["ALTER TABLE trial ADD COLUMN tokens_measured BOOLEAN NOT NULL DEFAULT TRUE"],
     ),
+    (
+        26,
+        "agents: what an agent's command wrote, bounded (trial agent_output_json)",
+        ["ALTER TABLE trial ADD COLUMN agent_output_json VARCHAR NOT NULL DEFAULT ''"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

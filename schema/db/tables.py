@@ -141,6 +141,9 @@ class TrialRow(SQLModel, table=True):
     user_sim_json: str = Field(default="", sa_column_kwargs={"server_default": ""})
     """TrialResult.user_sim as JSON (the simulated user's identity, tokens, seconds, errors and
     final-state calls); empty for a trial without a simulated user."""
+    agent_output_json: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    """TrialResult.agent_output as JSON (an agent's stdout and stderr, the last 8 KB of each);
+    empty for a model's trial."""
     user_identity: str | None = None
     """UserIdentity.pool_key: which simulated user (model, pins, temperature, guideline) the
     trial met, so a scorecard says when it pools several; NULL without one."""

@@ -101,6 +101,7 @@ class AgentClient:
                 finally:
                     group.cancel_scope.cancel()
         finally:
+            state.agent_output = self.output.record()
             shutil.rmtree(self.folder, ignore_errors=True)
 
     @asynccontextmanager
@@ -176,6 +177,7 @@ class AgentClient:
                 code = await proc.wait()
         finally:
             process.kill(proc)
+            self.output.keep_tail(out.stdout)  # what it wrote, even cut off at its limit
         answer = process.escaped(out.stdout.decode("utf-8", "replace")).strip()
         if code != 0:
             state.stop_reason, state.format_error = (
@@ -195,6 +197,7 @@ class AgentClient:
             return
         while True:
             line = await process.read_line(self.lines)
+            self.output.keep_tail(line or b"")
             if line is None:
                 code = await self.proc.wait()
                 state.stop_reason = "format_error"

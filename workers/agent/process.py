@@ -17,6 +17,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcp_farm.schema import AgentCommand
 from mcp_farm.schema.placeholders import PLACEHOLDER
+from mcp_farm.schema.trial import AGENT_OUTPUT_BYTES, AgentOutput
 from mcp_farm.workers.errors import InfraError
 
 KEEP_CHARS = 20_000
@@ -77,20 +78,42 @@ def placeholder_values(
 
 @dataclass
 class Output:
-    """What an agent wrote: its stdout's head and its stderr's tail, bounded."""
+    """What an agent wrote: its stdout's head and its stderr's tail, bounded; and, for the
+    trial's record, the tail of its stdout over the whole trial."""
 
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    """The end of everything it wrote on stdout over the trial (`keep_tail`)."""
+    out_seen: int = 0
+    err_seen: int = 0
 
     def keep_err(self, chunk: bytes) -> None:
+        self.err_seen += len(chunk)
         self.stderr += chunk
         del self.stderr[: max(0, len(self.stderr) - KEEP_CHARS)]
 
     def keep_out(self, chunk: bytes) -> None:
         self.stdout += chunk[: max(0, KEEP_CHARS * 50 - len(self.stdout))]
 
+    def keep_tail(self, chunk: bytes | bytearray) -> None:
+        """Stdout for the trial's record (a run's answer, a `jsonl` line)."""
+        self.out_seen += len(chunk)
+        self.tail += chunk
+        del self.tail[: max(0, len(self.tail) - AGENT_OUTPUT_BYTES)]
+
     def err_text(self) -> str:
         return escaped(self.stderr.decode("utf-8", "replace"))
+
+    def record(self) -> AgentOutput:
+        """The last AGENT_OUTPUT_BYTES of its stdout and of its stderr, escaped."""
+        err = self.stderr[-AGENT_OUTPUT_BYTES:]
+        return AgentOutput(
+            stdout=escaped(self.tail.decode("utf-8", "replace")),
+            stderr=escaped(err.decode("utf-8", "replace")),
+            stdout_cut=self.out_seen > len(self.tail),
+            stderr_cut=self.err_seen > len(err),
+        )
 
 
 def escaped(text: str) -> str:

@@ -89,6 +89,7 @@ def _result(
         state=grading.state,
         user_sim=ended.driver.user,
         failure_source=blame.source,
+        agent_output=state.agent_output,
         provenance=provenance(spec, settings, ended.pins).model_copy(
             update={
                 "server_tools": state.server_tools,

@@ -118,6 +118,7 @@ def trial_values(spec: TrialSpec, result: TrialResult) -> dict[str, Any]:
         "recovered": result.recovered,
         "steps_json": _dumps([v.model_dump(mode="json") for v in result.steps]),
         "user_sim_json": result.user_sim.model_dump_json() if result.user_sim else "",
+        "agent_output_json": (result.agent_output.model_dump_json() if result.agent_output else ""),
         "user_identity": result.user_sim.identity.pool_key if result.user_sim else None,
         "user_errors": len(result.user_sim.errors) if result.user_sim else None,
         "failure_source": result.failure_source,
