@@ -1,11 +1,12 @@
-"""An agent's process: started in its own process group, its output read within bounds, killed
-whole at its limit."""
+"""An agent's process: started in its own process group under a guard, its output read within
+bounds, killed whole at its limit or when the worker dies."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp_farm.schema import AgentCommand
 from mcp_farm.schema.placeholders import PLACEHOLDER
 from mcp_farm.schema.trial import AGENT_OUTPUT_BYTES, AgentOutput
+from mcp_farm.workers.agent.guard import pack_env
 from mcp_farm.workers.errors import InfraError
 
 KEEP_CHARS = 20_000
@@ -31,6 +33,11 @@ BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
 environment holds its own secrets: its database's password, its broker's)."""
 
 ROOT = Path(__file__).resolve().parents[2]
+GUARD = Path(__file__).resolve().with_name("guard.py")
+
+_LIFELINES: dict[int, socket.socket] = {}
+"""This process's end of each running agent's guard link, by the guard's pid: while it is
+open the agent may live; closed (by `kill`, or by this process's death) the group ends."""
 
 
 def filled(arg: str, values: Mapping[str, str]) -> str:
@@ -125,18 +132,58 @@ def escaped(text: str) -> str:
 
 
 async def start(argv: list[str], cwd: Path, env: dict[str, str]) -> Process:
-    """The agent's process, in a group of its own; InfraError when the command cannot run
-    (missing, not executable): the command's fault, never the agent's behaviour."""
+    """The agent's process, under its guard (workers/agent/guard.py), in a group of its own
+    that dies with this process; InfraError when the command cannot run (missing, not
+    executable): the command's fault, never the agent's behaviour."""
+    ours, theirs = socket.socketpair()
+    guarded = [sys.executable, "-I", "-S", str(GUARD), str(theirs.fileno()), "--", *argv]
     try:
-        return await anyio.open_process(argv, cwd=cwd, env=env, start_new_session=True)
+        proc = await anyio.open_process(
+            guarded, cwd=cwd, env={}, start_new_session=True, pass_fds=[theirs.fileno()]
+        )
     except OSError as exc:
+        ours.close()
         raise InfraError(f"the agent's command {argv[0]!r} could not be started: {exc}") from None
+    finally:
+        theirs.close()
+    _LIFELINES[proc.pid] = ours
+    try:
+        reply = await _handshake(ours, env)
+    except BaseException:  # cancelled (a time limit) or the guard gone: nothing may stay
+        kill(proc)
+        raise
+    if reply != "ok":
+        kill(proc)
+        await proc.aclose()
+        why = reply.removeprefix("error ") or "its guard ended before starting it"
+        raise InfraError(f"the agent's command {argv[0]!r} could not be started: {why}")
+    return proc
+
+
+async def _handshake(link: socket.socket, env: dict[str, str]) -> str:
+    """Send the guard the agent's environment; its one-line answer (empty when it ended
+    without one)."""
+    data = b""
+    try:
+        link.sendall(pack_env(env))
+        while not data.endswith(b"\n"):
+            await anyio.wait_readable(link)
+            chunk = link.recv(1 << 12)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace").strip()
 
 
 def kill(proc: Process) -> None:
     """Kill the agent's whole process group (what it started goes with it)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+    lifeline = _LIFELINES.pop(proc.pid, None)
+    if lifeline is not None:
+        lifeline.close()
 
 
 async def drain(stream: anyio.abc.ByteReceiveStream | None, keep: object) -> None:
