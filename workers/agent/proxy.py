@@ -141,6 +141,10 @@ def _ask_agent(rec: Recorder, ctx: ServerRequestContext[Any]) -> Any:
             action="decline",
             scripted=False,
         )
+        wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+        if not ctx.session.check_client_capability(wanted):  # it would never answer
+            asked.exchanges.append(record)
+            return types.ElicitResult(action="decline")
         try:
             if isinstance(params, types.ElicitRequestURLParams):
                 answer = await ctx.session.elicit_url(

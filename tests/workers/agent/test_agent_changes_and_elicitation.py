@@ -140,3 +140,50 @@ def test_an_agent_targets_elicitation_is_left_out_of_its_json_at_the_default() -
     assert '"elicitation":"agent"' in target(elicitation="agent").model_dump_json()
     with pytest.raises(ValueError, match="elicitation"):
         target(elicitation="user")
+
+
+def test_an_agent_that_starts_its_servers_as_commands_is_asked_through_the_bridge(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = next(s for s in ASKING if s.id == "conv.office-book-room-headcount")
+    script = ideal_script(scenario)
+    farm = anyio.run(execute_trial, trial(scenario, script, suite="conversations"), settings)
+    items = _with_elicit(scenario, script)
+    result = _agent_run(
+        scenario, items, settings, tmp_path, elicitation="agent", servers_as="stdio"
+    )
+    assert (result.outcome, _calls(result), _asked(result)) == (
+        farm.outcome,
+        _calls(farm),
+        _asked(farm),
+    )
+
+
+MUTE = """
+import sys, anyio
+from mcp_farm.scenarios.agents._client import config_path, sessions
+async def main():
+    sys.stdin.read()
+    async with sessions(config_path(None)) as opened:
+        args = {"room": "Attic", "date": "2026-03-12"}
+        result = await opened["office"].call_tool("book_room", args)
+        print(result.content[0].text)
+anyio.run(main)
+"""
+
+
+def test_an_agent_that_cannot_answer_an_elicitation_is_taken_to_decline(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = next(s for s in ASKING if s.id == "conv.office-book-room-headcount")
+    result = _agent_run(
+        scenario,
+        [],
+        settings,
+        tmp_path,
+        "oneshot",
+        elicitation="agent",
+        command=["{python}", "-c", MUTE],
+    )
+    assert [(e.action, e.scripted) for e in result.elicitations] == [("decline", False)]
+    assert result.tool_calls[0].tool == "book_room"
