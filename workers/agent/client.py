@@ -20,7 +20,12 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 import mcp_farm.workers.agent.process as process
 from mcp_farm.schema import AgentCommand, Message, ModelTarget, PromptConfig, Scenario
 from mcp_farm.schema.trial import TranscriptCall
-from mcp_farm.workers.agent.passthrough import PassThrough, measure, passing_through
+from mcp_farm.workers.agent.passthrough import (
+    PassThrough,
+    endpoint_fault,
+    measure,
+    passing_through,
+)
 from mcp_farm.workers.agent.process import KEEP_CHARS, Output
 from mcp_farm.workers.agent.proxy import (
     Recorder,
@@ -30,7 +35,7 @@ from mcp_farm.workers.agent.proxy import (
     write_config,
 )
 from mcp_farm.workers.clock import clock_stopped
-from mcp_farm.workers.errors import AdapterError
+from mcp_farm.workers.errors import AdapterError, InfraError
 from mcp_farm.workers.mcp.connections import Connected
 from mcp_farm.workers.model.toolspec import ModelReply, ToolSpec
 from mcp_farm.workers.session import SessionState, failure_text
@@ -138,6 +143,7 @@ class AgentClient:
         """The agent's part of one user message: it answers, or its limit ends it."""
         assert self.recorder is not None
         first = len(state.calls)
+        since = len(self.through.calls) if self.through else 0
         state.turns += 1
         await announce(self.recorder)  # a change before this message (a turn's trigger)
         with anyio.CancelScope() as turn_scope:
@@ -152,6 +158,7 @@ class AgentClient:
             if self.proc is not None:
                 process.kill(self.proc)
             return
+        self._blame_endpoint(since, waited.cancelled_caught or state.stop_reason == "format_error")
         if waited.cancelled_caught:
             state.stop_reason = "model_time_limit"
             state.limit_detail = self._detail(
@@ -217,6 +224,16 @@ class AgentClient:
                 return
             state.final_answer, state.stop_reason = answer, "answer"
             return
+
+    def _blame_endpoint(self, since: int, failed: bool) -> None:
+        """A turn the agent failed right after its model endpoint failed it (through the
+        pass-through) is the endpoint's fault, an infra_error, as in the farm's own loop."""
+        fault = endpoint_fault(self.through.calls[since:]) if failed and self.through else None
+        if fault is None:
+            return
+        if self.proc is not None:
+            process.kill(self.proc)
+        raise InfraError(self._detail(fault))
 
     def _detail(self, what: str) -> str:
         err = self.output.err_text()[-2000:].strip()

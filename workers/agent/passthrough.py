@@ -66,6 +66,8 @@ class ModelCall:
     """From the request sent to the response's end (the stream's last event)."""
     first_token_s: float | None
     """Streams only: from the request sent to the first event that carried anything."""
+    said: str = ""
+    """A failed call: what the endpoint answered (its start), or why it was not reached."""
 
 
 @dataclass
@@ -93,6 +95,20 @@ def measure(state: SessionState, calls: list[ModelCall]) -> None:
     state.first_token_s = next(
         (c.first_token_s for c in calls if c.first_token_s is not None), None
     )
+
+
+ENDPOINT_FAULTS = frozenset({401, 403, 429})
+"""Statuses below 500 that are the endpoint's or the worker's key's doing, not the request's
+(a 400, 404 or 422 answers what the agent asked)."""
+
+
+def endpoint_fault(calls: list[ModelCall]) -> str | None:
+    """Why the endpoint failed the agent, when the last of `calls` failed there (unreachable,
+    5xx, the worker's key refused, rate-limited); None otherwise."""
+    if not calls or not (calls[-1].status >= 500 or calls[-1].status in ENDPOINT_FAULTS):
+        return None
+    last = calls[-1]
+    return f"the agent's model endpoint failed its last call ({last.status}): {last.said}"
 
 
 def usage_tokens(usage: Any) -> TokenCounts | None:
@@ -153,8 +169,16 @@ class _Stream:
         return self.agent_asked_usage or chunk.get("choices") not in (None, [])
 
 
-def _app(via: ModelVia, through: PassThrough, client: httpx.AsyncClient) -> Starlette:
+def _app(
+    via: ModelVia, through: PassThrough, client: httpx.AsyncClient, key: str | None
+) -> Starlette:
     base = via.endpoint.rstrip("/")
+
+    def answer(response: httpx.Response) -> Response:
+        """The endpoint's answer as the agent gets it: without the worker's key, should the
+        endpoint echo it back (some proxies quote the request's headers in their errors)."""
+        content = response.content.replace(key.encode(), b"[masked]") if key else response.content
+        return Response(content, response.status_code, passed(response))
 
     def authorised(request: Request) -> bool:
         said = request.headers.get("authorization", "")
@@ -170,7 +194,7 @@ def _app(via: ModelVia, through: PassThrough, client: httpx.AsyncClient) -> Star
             response = await client.get(f"{base}/models")
         except httpx.HTTPError as exc:
             return _error(502, f"the model endpoint could not be reached: {type(exc).__name__}")
-        return Response(response.content, response.status_code, passed(response))
+        return answer(response)
 
     async def chat(request: Request) -> Response:
         if not authorised(request):
@@ -189,12 +213,13 @@ def _app(via: ModelVia, through: PassThrough, client: httpx.AsyncClient) -> Star
         except httpx.HTTPError as exc:
             return _unreachable(started, exc)
         through.calls.append(_plain_call(response, started))
-        return Response(response.content, response.status_code, passed(response))
+        return answer(response)
 
     def _unreachable(started: float, exc: httpx.HTTPError) -> Response:
         seconds = time.perf_counter() - started
-        through.calls.append(ModelCall(502, TokenCounts(), False, seconds, None))
-        return _error(502, f"the model endpoint could not be reached: {type(exc).__name__}")
+        said = f"the model endpoint could not be reached: {type(exc).__name__}"
+        through.calls.append(ModelCall(502, TokenCounts(), False, seconds, None, said))
+        return _error(502, said)
 
     async def _streamed(body: dict[str, Any]) -> Response:
         options = body.get("stream_options")
@@ -211,7 +236,7 @@ def _app(via: ModelVia, through: PassThrough, client: httpx.AsyncClient) -> Star
             await response.aread()
             await response.aclose()
             through.calls.append(_plain_call(response, started))
-            return Response(response.content, response.status_code, passed(response))
+            return answer(response)
         stream = _Stream(started, asked)
 
         async def events() -> AsyncIterator[bytes]:
@@ -257,8 +282,9 @@ def _plain_call(response: httpx.Response, started: float) -> ModelCall:
     except ValueError:
         data = None
     tokens = usage_tokens(data.get("usage")) if isinstance(data, dict) else None
+    said = "" if response.status_code < 400 else response.text[:300]
     return ModelCall(
-        response.status_code, tokens or TokenCounts(), tokens is not None, seconds, None
+        response.status_code, tokens or TokenCounts(), tokens is not None, seconds, None, said
     )
 
 
@@ -307,7 +333,7 @@ async def passing_through(
             httpx.AsyncClient(headers=headers, timeout=UPSTREAM_TIMEOUT, verify=_tls())
         )
         config = uvicorn.Config(
-            _app(via, through, client),
+            _app(via, through, client, key),
             log_level="warning",
             lifespan="off",
             timeout_graceful_shutdown=1,

@@ -237,3 +237,36 @@ def test_a_model_via_key_variable_the_worker_lacks_is_the_farms_infra_error(
     result = anyio.run(execute_trial, spec, settings)
     assert result.outcome == "infra_error"
     assert "UNSET_MODEL_KEY" in result.detail
+
+
+def test_an_agent_failed_by_its_model_endpoint_is_an_infra_error_naming_it(
+    settings: Settings,
+) -> None:
+    with fake_openai(Behaviour(models=["stub"], chat_status=500)) as fake:
+        target = _agent_target(command=REFERENCE, model_via={"endpoint": fake.url})
+        spec = trial(SCENARIO, []).model_copy(update={"model": target})
+        result = anyio.run(execute_trial, spec, settings)
+    assert result.outcome == "infra_error"
+    assert "model endpoint failed its last call (500)" in result.detail
+    assert "the model crashed" in result.detail  # what the endpoint said
+
+
+def test_an_endpoint_echoing_the_workers_key_never_shows_it_to_the_agent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ECHOED_KEY", REAL_KEY)
+    with fake_openai(Behaviour(models=["stub"], key=REAL_KEY, echo_auth=True)) as fake:
+
+        async def run() -> str:
+            via = ModelVia(endpoint=fake.url, api_key_env="ECHOED_KEY")
+            async with (
+                passing_through(via) as through,
+                httpx.AsyncClient(base_url=through.url) as client,
+            ):
+                headers = {"Authorization": f"Bearer {through.token}"}
+                got = await client.post("/chat/completions", json={"messages": []}, headers=headers)
+                return got.text
+
+        said = anyio.run(run)
+    assert fake.behaviour.seen_auth == [f"Bearer {REAL_KEY}"]
+    assert REAL_KEY not in said and "[masked]" in said
