@@ -7,7 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from rich.console import Console
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
 
 from bench.synthetic import load, scenarios, trials
 from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
@@ -20,22 +23,20 @@ from mcp_farm.schema.scorecard import Scorecard
 CONFIGS = [("small", "native"), ("agent", "native")]
 
 
-def _card(tmp_path: Path) -> Scorecard:
-    engine = make_engine(f"sqlite:///{tmp_path / 'card.sqlite'}")
+NOT_MEASURED_SQL = (
+    "update trial set tokens_prompt = 0, tokens_completion = 0, tokens_measured = false, "
+    "model_s = null, first_token_s = null where model_id = 'agent'"
+)
+"""The agent's rows as an agent whose model calls did not pass the farm records them."""
+
+
+def _card(tmp_path: Path, engine: Engine | None = None) -> Scorecard:
+    if engine is None:
+        engine = make_engine(f"sqlite:///{tmp_path / 'card.sqlite'}")
     init_db(engine)
-    rows = []
-    for row, calls in trials("sw", CONFIGS, scenarios(4, seed=3), 2, lambda *_: 0.5, 7):
-        row["tokens_measured"] = True  # one batch insert: every row names the column
-        if row["model_id"] == "agent":
-            row.update(
-                tokens_prompt=0,
-                tokens_completion=0,
-                tokens_measured=False,
-                model_s=None,
-                first_token_s=None,
-            )
-        rows.append((row, calls))
-    load(engine, "sw", iter(rows))
+    load(engine, "sw", trials("sw", CONFIGS, scenarios(4, seed=3), 2, lambda *_: 0.5, 7))
+    with engine.begin() as conn:
+        conn.execute(text(NOT_MEASURED_SQL))
     return build_scorecard(engine=engine, sweep_id="sw")
 
 
@@ -59,6 +60,23 @@ def test_a_config_whose_trials_measured_no_tokens_has_none_not_zero(tmp_path: Pa
     )
     # The JSON report (the card as it is) says null, not 0.
     assert '"tokens_prompt":null' in card.model_dump_json()
+
+
+@pytest.mark.integration
+def test_postgres_and_sqlite_leave_the_same_unmeasured_tokens_out(
+    tmp_path: Path, pg_engine: Engine
+) -> None:
+    lite, pg = _card(tmp_path), _card(tmp_path, pg_engine)
+
+    def speed(card: Scorecard) -> list[tuple[object, ...]]:
+        return [
+            (x.model, x.tokens_prompt, x.tokens_completion, x.first_token.n) for x in card.extras
+        ]
+
+    assert speed(lite) == speed(pg)
+    for x, y in zip(lite.extras, pg.extras, strict=True):  # tok/s summed in another order
+        assert x.tokens_per_s == y.tokens_per_s or x.tokens_per_s == pytest.approx(y.tokens_per_s)
+    assert {x.model: x.tokens_prompt for x in pg.extras} == {"agent": None, "small": 3200}
 
 
 def test_the_terminal_speed_table_says_not_measured_for_the_agent_only(tmp_path: Path) -> None:
