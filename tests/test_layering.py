@@ -5,6 +5,7 @@
   scheduler never imports the workers, the fixture servers, the MCP SDK or llama.cpp;
 - no import circle anywhere;
 - no folder of first-party code holds more than twelve modules;
+- no module passes 500 lines unless its docstring says why it stays one file ("Why one file:");
 - SQL lives only in query, store and migration modules;
 - the contracts load pydantic, not Celery or SQLAlchemy.
 """
@@ -30,6 +31,9 @@ FORBIDDEN = {
 }
 
 MAX_MODULES = 12
+MAX_LINES = 500
+LONG_REASON = "Why one file:"
+"""What a module past MAX_LINES must say in its docstring, followed by its reason."""
 SQL_HOMES = {"queries", "store", "db"}
 """Folders (or, for `queries`, a module name) where SQL may be written and run."""
 SQL_PACKAGES = ("sqlalchemy", "sqlmodel")
@@ -212,6 +216,19 @@ def test_no_folder_holds_more_than_twelve_modules() -> None:
             if len(modules) > MAX_MODULES:
                 crowded[str(folder.relative_to(ROOT))] = len(modules)
     assert crowded == {}
+
+
+def test_no_module_passes_500_lines_without_its_reason_at_the_top() -> None:
+    unexplained = {}
+    for package in PACKAGES:
+        for path in source_files(package):
+            source = path.read_text(encoding="utf-8")
+            lines = source.count("\n")
+            if lines > MAX_LINES and LONG_REASON not in (
+                ast.get_docstring(ast.parse(source)) or ""
+            ):
+                unexplained[str(path.relative_to(ROOT))] = lines
+    assert unexplained == {}, f"split these, or say {LONG_REASON!r} in their docstrings"
 
 
 def test_sql_only_in_query_store_and_migration_modules() -> None:

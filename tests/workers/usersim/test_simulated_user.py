@@ -319,7 +319,7 @@ def test_the_user_sees_only_what_the_agent_said_to_it(
                 seen.append("\n".join(m.content for m in messages))
             return await super().complete(messages, tools, prompt, seed)
 
-    def spy(target: ModelTarget, _cache: Any) -> Spy:
+    def spy(target: ModelTarget, _cache: Any, _threads: int) -> Spy:
         return Spy(target)
 
     monkeypatch.setitem(adapters.ADAPTERS, "scripted", spy)
