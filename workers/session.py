@@ -205,7 +205,8 @@ def recorded(
         conn.left_cassette = True
     text = result_text(result)
     failed = bool(result.is_error) or conn.reported_error(server, text)
-    shown = shown_text(text, conn.limit(server))
+    limit = conn.limit(server)
+    shown = shown_text(text, limit)
     return ToolCallRecord(
         index=index,
         server=server,
