@@ -101,8 +101,10 @@ class AgentClient:
                         finally:
                             if self.proc is not None:
                                 process.kill(self.proc)
+                                # Its pipes closed too: a transport left open is collected
+                                # after its event loop ended, an error in a later test.
                                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                                    await self.proc.wait()
+                                    await self.proc.aclose()
                 finally:
                     group.cancel_scope.cancel()
         finally:

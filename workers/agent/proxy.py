@@ -45,6 +45,9 @@ from mcp_farm.workers.session import SessionState, execute, failure_text
 
 HOST = "127.0.0.1"
 
+NOTICE_SEND_S = 5.0
+"""How long one agent session may take to accept a tool-list notice before it is dropped."""
+
 NEUTRAL_NAME = "tools"
 """The endpoint that serves a tool-list level's distractors: a name that does not say what
 they are (the farm's own name for their server would)."""
@@ -103,19 +106,23 @@ async def _announce(rec: Recorder) -> None:
         rec.shown[endpoint] = now
         sessions = rec.agents.get(endpoint, {})
         for key, session in list(sessions.items()):
-            try:
-                await session.send_tool_list_changed()
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                del sessions[key]  # that agent's session is gone (a oneshot process ended)
+            # A session whose agent is gone (a oneshot process ended, a killed one) is dropped:
+            # its stream may be closed, or may never be read again.
+            with anyio.move_on_after(NOTICE_SEND_S) as waited:
+                try:
+                    await session.send_tool_list_changed()
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    del sessions[key]
+            if waited.cancelled_caught:
+                sessions.pop(key, None)
         await rec.buses[endpoint].publish(ToolsListChanged())
 
 
 def _heard(rec: Recorder, endpoint: str, ctx: ServerRequestContext[Any]) -> None:
     """Keep the agent's session, to announce list changes on; a 2026-07-28 session hears them
     on its listen stream instead."""
-    session_id = getattr(getattr(ctx.request, "headers", None), "get", lambda _k: None)(
-        "mcp-session-id"
-    )
+    headers = getattr(ctx.request, "headers", None)  # the HTTP request's, on this transport
+    session_id = headers.get("mcp-session-id") if headers is not None else None
     if session_id and ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         rec.agents.setdefault(endpoint, {})[session_id] = ctx.session
 
