@@ -187,3 +187,47 @@ def test_an_agent_that_cannot_answer_an_elicitation_is_taken_to_decline(
     )
     assert [(e.action, e.scripted) for e in result.elicitations] == [("decline", False)]
     assert result.tool_calls[0].tool == "book_room"
+
+
+MODERN = """
+import json, sys, anyio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ToolsListChanged, listen
+from mcp_farm.scenarios.agents._client import config_path, servers_of
+async def main():
+    url = servers_of(config_path(None))["workspace"]["url"]
+    heard = anyio.Event()
+    async with streamable_http_client(url) as (r, w), ClientSession(r, w) as s:
+        await s.discover()
+        async with listen(s, tools_list_changed=True) as sub, anyio.create_task_group() as tg:
+            async def hear():
+                async for event in sub:
+                    if isinstance(event, ToolsListChanged):
+                        heard.set()
+            tg.start_soon(hear)
+            for turn, _line in enumerate(sys.stdin):
+                if turn:
+                    with anyio.move_on_after(10):
+                        await heard.wait()
+                tools = sorted(t.name for t in (await s.list_tools()).tools)
+                text = (await s.call_tool("list_tasks", {})).content[0].text
+                said = {"protocol": s.protocol_version, "heard": heard.is_set(), "tools": tools}
+                answer = json.dumps(said) + "\\n" + text
+                sys.stdout.write(json.dumps({"assistant": answer}) + "\\n")
+                sys.stdout.flush()
+            tg.cancel_scope.cancel()
+anyio.run(main)
+"""
+
+
+def test_an_agent_at_protocol_2026_07_28_hears_a_change_on_its_listen_stream(
+    settings: Settings, tmp_path: Path
+) -> None:
+    scenario = next(s for s in CHANGES if s.id == "conv.workspace-archive-after-upgrade")
+    command = ["{python}", "-c", MODERN]
+    result = _agent_run(scenario, [], settings, tmp_path, command=command)
+    said = [json.loads(t.answer.split("\n", 1)[0]) for t in result.turn_results]
+    assert [s["heard"] for s in said] == [False, True]
+    assert said[0]["protocol"] == "2026-07-28"
+    assert "archive_task" not in said[0]["tools"] and "archive_task" in said[1]["tools"]
