@@ -186,7 +186,9 @@ class AnswerScore(BaseModel):
     """1 when the agent used a tool of the attached servers successfully, else 0."""
     adoption: float
     """Structurally 0 for the baseline arm."""
-    tokens_reasoning: int = 0
+    tokens_reasoning: int | None = 0
+    """The trial's completion tokens; None, "not measured", where its agent's model calls did
+    not pass the farm (never 0)."""
     tokens_tool_io: int = 0
     tokens_verification: int = 0
     estimated: list[str] = Field(default_factory=list)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mcp_farm.scheduler.report.cells import (
+    NOT_MEASURED,
     num,
     pct,
     secs,
@@ -146,7 +147,10 @@ def _anchors(judge: JudgeVariance) -> str:
 
 
 def _tokens(row: AnswerRow, phase: str) -> str:
-    count = f"{getattr(row, f'tokens_{phase}'):,}"
+    value = getattr(row, f"tokens_{phase}")
+    if value is None:  # an agent's reasoning, where its model calls did not pass the farm
+        return NOT_MEASURED
+    count = f"{value:,}"
     return f"~{count}" if phase in row.estimated else count
 
 

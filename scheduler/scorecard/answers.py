@@ -51,7 +51,6 @@ SUMS = (
     "grounded",
     "unresolved",
     "hallucinated",
-    "tokens_reasoning",
     "tokens_tool_io",
     "tokens_verification",
 )
@@ -60,6 +59,13 @@ SUMS = (
 def _mean(values: list[Any]) -> float | None:
     present = [float(v) for v in values if v is not None]
     return sum(present) / len(present) if present else None
+
+
+def _reasoning(rows: list[Any]) -> int | None:
+    """Reasoning tokens summed over the scores that measured them; None, "not measured", where
+    none did (an agent whose model calls did not pass the farm): never 0."""
+    measured = [r.tokens_reasoning or 0 for r in rows if r.tokens_measured]
+    return sum(measured) if measured else None
 
 
 def _row(
@@ -91,6 +97,7 @@ def _row(
         fairness_low=low,
         fairness_high=high,
         estimated=estimated,
+        tokens_reasoning=_reasoning(rows),
         **values,
         **{name: int(sum(getattr(r, name) or 0 for r in rows)) for name in SUMS},
     )

@@ -21,7 +21,12 @@ from mcp_farm.scheduler.view.transcript import (
     user_lines,
     verdict,
 )
-from mcp_farm.scheduler.view.trial_page import SUMMARY, agent_streams, summary_value
+from mcp_farm.scheduler.view.trial_page import (
+    SUMMARY,
+    agent_streams,
+    answer_tokens,
+    summary_value,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -167,7 +172,7 @@ def print_trial(record: TrialRecord, out: Console) -> None:
         say(
             f"answer score ({shown(a.scoring_id[:12])}): fairness {a.fairness:.3f}, adoption "
             f"{a.adoption:.3f}, grounded {a.grounded}, unresolved {a.unresolved}, "
-            f"hallucinated {a.hallucinated}",
+            f"hallucinated {a.hallucinated}; tokens {answer_tokens(a)}",
         )
     for j in record.judgements:
         say(

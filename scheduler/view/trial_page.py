@@ -141,10 +141,11 @@ def _answers_html(record: TrialRecord) -> str:
             e(a.scoring_kind or ""),
             *(e(_num(getattr(a, c))) for c in ANSWER_COLUMNS),
             e(f"{a.grounded}/{a.unresolved}/{a.hallucinated}"),
+            e(answer_tokens(a)),
         ]
         for a in record.answers
     ]
-    heads = ["scoring", "kind", *ANSWER_COLUMNS, "grounded/unresolved/hallucinated"]
+    heads = ["scoring", "kind", *ANSWER_COLUMNS, "grounded/unresolved/hallucinated", "tokens"]
     judged = [
         [
             e(j.scoring_id[:12]),
@@ -164,6 +165,28 @@ def _answers_html(record: TrialRecord) -> str:
 
 
 ANSWER_COLUMNS = ("fairness", "adoption", "keyword_coverage", "grounding_rate", "judge_quality")
+
+
+ANSWER_PHASES = (
+    ("reasoning", "reasoning"),
+    ("tool_io", "tool I/O"),
+    ("verification", "verification"),
+)
+
+
+def answer_tokens(score: Any) -> str:
+    """An answer score's tokens by phase as text (the page and the terminal): the reasoning
+    reads "not measured", never 0, where the agent's model calls did not pass the farm; `~`
+    marks an estimate (characters / 4)."""
+    estimated = json.loads(score.estimated_json or "[]")
+    shown = []
+    for phase, label in ANSWER_PHASES:
+        if phase == "reasoning" and not getattr(score, "tokens_measured", True):
+            shown.append(f"{label} {NOT_MEASURED}")
+            continue
+        mark = "~" if phase in estimated else ""
+        shown.append(f"{label} {mark}{getattr(score, f'tokens_{phase}'):,}")
+    return ", ".join(shown)
 
 
 def _num(value: Any) -> str:

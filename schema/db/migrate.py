@@ -222,6 +222,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "agents: what an agent's command wrote, bounded (trial agent_output_json)",
         ["ALTER TABLE trial ADD COLUMN agent_output_json VARCHAR NOT NULL DEFAULT ''"],
     ),
+    (
+        27,
+        "agents: whether an answer score's reasoning tokens were measured, or not (an agent's "
+        "model calls the farm did not see) (answer_score tokens_measured)",
+        ["ALTER TABLE answer_score ADD COLUMN tokens_measured BOOLEAN NOT NULL DEFAULT TRUE"],
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

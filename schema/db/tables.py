@@ -241,6 +241,10 @@ class AnswerScoreRow(SQLModel, table=True):
     discoverability: float | None = None
     adoption: float
     tokens_reasoning: int = 0
+    tokens_measured: bool = Field(default=True, sa_column_kwargs={"server_default": true()})
+    """False where the trial's reasoning tokens were not measured (an agent whose model calls
+    did not pass the farm): `tokens_reasoning` then reads 0 and means nothing; true for every
+    score recorded before it was kept. Tool I/O and verification are the farm's own counts."""
     tokens_tool_io: int = 0
     tokens_verification: int = 0
     estimated_json: str = "[]"

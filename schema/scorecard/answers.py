@@ -48,7 +48,9 @@ class AnswerRow(Frozen):
     grounded: int
     unresolved: int
     hallucinated: int
-    tokens_reasoning: int
+    tokens_reasoning: int | None
+    """Summed over the trials that measured them; None, "not measured", where none did (an
+    agent whose model calls did not pass the farm)."""
     tokens_tool_io: int
     tokens_verification: int
     estimated: list[str]

@@ -27,7 +27,7 @@ from mcp_farm.schema.scorecard.rows import (
     ToolCalls,
 )
 
-SCORECARD_VERSION = 20
+SCORECARD_VERSION = 21
 """Bumped by every change to the scorecard's models (docs/scorecard.schema.json follows)."""
 
 

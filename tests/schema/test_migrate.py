@@ -161,3 +161,31 @@ def test_a_version_24_database_keeps_its_token_counts_as_measured(tmp_path: Path
     with sqlite3.connect(path) as db:
         row = db.execute("select tokens_prompt, tokens_completion, tokens_measured from trial")
         assert row.fetchall() == [(120, 7, 1)]
+
+
+def test_a_version_26_database_keeps_its_answer_scores_reasoning_tokens_as_measured(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v26.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(VERSION_1)
+    init_db(make_engine(f"sqlite:///{path}"))
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE answer_score DROP COLUMN tokens_measured")
+        db.execute(
+            "INSERT INTO answer_score (trial_id, scoring_id, sweep_id, model_id, prompt_id, "
+            "toolset, baseline, scenario_id, outcome, grounded, unresolved, hallucinated, "
+            "efficiency, fairness, adoption, tokens_reasoning, tokens_tool_io, "
+            "tokens_verification, estimated_json, judge_model, rubric_id, rubric_hash, judge_s, "
+            "citations_json, created_at) VALUES ('t1', 'pass', 'old', 'm', 'p', '', 0, 's', "
+            "'pass', 0, 0, 0, 0.5, 0.5, 1.0, 40, 30, 0, '[]', '', '', '', 0.0, '[]', "
+            "'2026-11-01 10:00:00')"
+        )
+        db.execute("DELETE FROM schema_version WHERE version > 26")
+    engine = make_engine(f"sqlite:///{path}")
+    assert schema_version(engine) == 26
+    init_db(engine)
+    assert schema_version(engine) == SCHEMA_VERSION
+    with sqlite3.connect(path) as db:
+        row = db.execute("select tokens_reasoning, tokens_measured from answer_score")
+        assert row.fetchall() == [(40, 1)]

@@ -186,7 +186,7 @@ async def score_answer(
         tool_fluency=fluency,
         discoverability=found,
         adoption=adopted,
-        tokens_reasoning=trial.tokens_completion or 0,
+        tokens_reasoning=trial.tokens_completion,
         tokens_tool_io=_tool_io_tokens(trial.calls),
         tokens_verification=verification,
         estimated=["tool_io", *(["verification"] if estimated else [])],

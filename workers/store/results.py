@@ -407,6 +407,9 @@ def write_answer(
         "grounded": found["grounded"],
         "unresolved": found["unresolved"],
         "hallucinated": found["hallucinated"],
+        # Not measured (an agent's): 0 in the row, and the flag says it means nothing.
+        "tokens_reasoning": score.tokens_reasoning or 0,
+        "tokens_measured": score.tokens_reasoning is not None,
         "estimated_json": _dumps(score.estimated),
         "citations_json": _dumps([c.model_dump(mode="json") for c in score.citations]),
         "created_at": datetime.now(UTC),

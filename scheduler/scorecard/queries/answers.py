@@ -27,7 +27,8 @@ SCORES_SQL = f"""
 select a.model_id, {config_prompt("a")} as config, a.toolset, a.baseline, a.scenario_id, a.fairness,
        a.keyword_coverage, a.judge_quality, a.grounding_rate, a.efficiency, a.adoption,
        a.tool_fluency, a.discoverability, a.grounded, a.unresolved, a.hallucinated,
-       a.tokens_reasoning, a.tokens_tool_io, a.tokens_verification, a.estimated_json,
+       a.tokens_reasoning, a.tokens_measured, a.tokens_tool_io, a.tokens_verification,
+       a.estimated_json,
        a.judge_s, t.model_s
 from answer_score a join trial t on t.trial_id = a.trial_id
 where a.sweep_id = :sweep and a.scoring_id = :scoring
