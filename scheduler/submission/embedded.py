@@ -83,16 +83,19 @@ def run_embedded(
     task = load_task("farm.run_trial")
     outcomes: Counter[str] = Counter()
     in_model: float | None = None  # None while no trial measured it (an agent's did not)
+    unmeasured = 0  # agent trials whose model calls did not pass the farm
     started = time.perf_counter()
 
     def run_one(trial: TrialSpec) -> None:
-        nonlocal in_model
+        nonlocal in_model, unmeasured
         # takeover: a trial left `running` here can only be a killed earlier run's.
         summary = read_summary(task(trial, settings, force=rerun, takeover=True))
         if isinstance(summary, TrialDone):
             outcomes[summary.outcome] += 1
             if summary.model_s is not None:
                 in_model = (in_model or 0.0) + summary.model_s
+            elif trial.model.adapter == "agent":
+                unmeasured += 1
         else:
             outcomes["skipped"] += 1
 
@@ -104,20 +107,31 @@ def run_embedded(
     request = AggregateRequest(sweep_id=plan.sweep_id)
     read_result("farm.aggregate", aggregate(request, settings), AggregateResult)
     if todo:
-        console.print(model_share(in_model, time.perf_counter() - started), highlight=False)
+        wall_s = time.perf_counter() - started
+        console.print(model_share(in_model, wall_s, unmeasured=unmeasured), highlight=False)
     return outcomes
 
 
-def model_share(in_model_s: float | None, wall_s: float) -> str:
+def model_share(in_model_s: float | None, wall_s: float, *, unmeasured: int = 0) -> str:
     """How much of a run's wall time was spent waiting for the model; the rest is the farm's
     own (loading the model, starting servers, tool calls, grading, storing, the scorecard).
-    None: no trial measured it (agents whose model calls did not pass the farm)."""
-    if in_model_s is None:
+    `unmeasured`: the run's agent trials whose model calls did not pass the farm; the time is
+    then the other trials' alone and the line says so, never implying a total. None: no trial
+    measured it."""
+    if in_model_s is None and unmeasured:
         return (
             f"time in the model not measured ({wall_s:.1f} s wall): the agents' model calls "
             "did not pass the farm"
         )
+    in_model_s = in_model_s or 0.0  # no trial reached the model (none could run)
     share = 100 * in_model_s / wall_s if wall_s > 0 else 0.0
+    if unmeasured:
+        trials = "trial" if unmeasured == 1 else "trials"
+        return (
+            f"time in the model {in_model_s:.1f} s of {wall_s:.1f} s wall ({share:.0f}%), the "
+            f"measured trials' alone ({unmeasured} agent {trials} not measured); the rest was "
+            "the farm and the agents"
+        )
     return (
         f"time in the model {in_model_s:.1f} s of {wall_s:.1f} s wall ({share:.0f}%); the rest "
         "was the farm: loading the model, starting servers, tool calls, grading, storing"

@@ -99,5 +99,7 @@ def test_the_trial_page_says_not_measured_for_an_agent_row() -> None:
 
 
 def test_a_run_of_agents_alone_says_its_time_in_the_model_was_not_measured() -> None:
-    assert model_share(None, 12.0).startswith("time in the model not measured (12.0 s wall)")
+    assert model_share(None, 12.0, unmeasured=16).startswith(
+        "time in the model not measured (12.0 s wall)"
+    )
     assert model_share(3.0, 12.0).startswith("time in the model 3.0 s of 12.0 s wall (25%)")
