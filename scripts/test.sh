@@ -4,14 +4,14 @@
 #   bash scripts/test.sh --fast   unit tests only: no services, no real model, no fault tests
 # Other arguments go to pytest, in every lane (e.g. `bash scripts/test.sh -k scorecard`).
 #
-# The full run is three lanes (faults beside parallel and then real-model), each logging to
-# .test-lanes/<lane>.log (shown at the end, with each lane's 25 slowest tests and its wall and
-# CPU time):
+# The full run is three lanes side by side, each logging to .test-lanes/<lane>.log (shown at
+# the end, with each lane's 25 slowest tests and its wall and CPU time):
 #   parallel    everything that owns no shared service, on FARM_TEST_WORKERS pytest-xdist workers
 #   faults      the fault tests, one at a time: they start, kill and restart their own
 #               Redis and PostgreSQL
-#   real-model  the llama.cpp tests, one at a time: two llama.cpp processes on two cores
-#               spin-wait against each other
+#   real-model  the llama.cpp tests, one at a time, each model decoding on one thread
+#               (FARM_LOCAL_THREADS=1): llama.cpp's threads spin while they wait for each
+#               other, and beside other lanes a thread that loses its core stalls the rest
 # Redis databases: real-model uses FARM_TEST_REDIS's (default 9), faults the next one, and
 # xdist worker gwN the one after those plus N (tests/conftest.py), so no two lanes share one.
 set -euo pipefail
@@ -65,21 +65,16 @@ for arg in "$@"; do
     where=()
   fi
 done
+# All three start together: the real model's replies are bounded by their thread's CPU time,
+# not the wall clock, and on one thread no reply waits on a thread that lost its core, so a
+# busy machine slows the lane without changing what it measures.
+FARM_LOCAL_THREADS=1 lane real-model "$redis_db" -m slow "$@"
 lane faults "$((redis_db + 1))" -m "faults and not slow" "${where[@]}" "$@"
 lane parallel "$((redis_db + 1))" -m "not slow and not faults" -n "$workers" "$@"
-# The real-model lane starts when the parallel lane is done: beside three xdist workers on two
-# cores, llama.cpp's replies slowed until a judge's verdicts came back unreadable.
-parallel_code=0
-wait "${pids[1]}" || parallel_code=$?
-lane real-model "$redis_db" -m slow "$@"
 codes=()
 for i in "${!pids[@]}"; do
   code=0
-  if [ "$i" = 1 ]; then
-    code=$parallel_code
-  else
-    wait "${pids[$i]}" || code=$?
-  fi
+  wait "${pids[$i]}" || code=$?
   codes+=("$code")
 done
 
