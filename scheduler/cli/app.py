@@ -101,9 +101,10 @@ def run(
     """Run a sweep embedded, in this process, and print its scorecard.
 
     Exits 2 before recording anything when a model endpoint is unreachable or does not serve
-    the model, a local model cannot be loaded here, or a replay target's recorded sweep lacks a
-    trial to replay, and 1 when every trial of some model × prompt configuration ended as an
-    infrastructure error, or when any trial hit a bug in the farm itself (harness_error).
+    the model, a local model cannot be loaded here, an agent's command is not found here, or a
+    replay target's recorded sweep lacks a trial to replay, and 1 when every trial of some
+    model × prompt configuration ended as an infrastructure error, or when any trial hit a bug
+    in the farm itself (harness_error).
     """
     from mcp_farm.scheduler.report.terminal.scorecard import print_scorecard
     from mcp_farm.scheduler.scorecard.aggregate import scorecard_of
@@ -124,7 +125,7 @@ def run(
     missing = local_problems(plan.sweep)
     if missing:  # local models load in this process: one that cannot would fail every trial
         raise PreflightError("; ".join(missing))
-    preflight(plan.sweep, settings, check)
+    preflight(plan.sweep, settings, check, agents=True)
     calibrate_user_model(plan.sweep, settings, user_check)
     engine = engine_from(settings)
     plan = resolve_replays(plan, engine)  # a replay target's turns, or the error, come first

@@ -61,8 +61,9 @@ PreflightOption = Annotated[
     bool | None,
     typer.Option(
         "--preflight/--no-preflight",
-        help="Check that every openai model's endpoint answers and serves the model before "
-        "anything is recorded; --no-preflight for endpoints only the workers can reach "
+        help="Check that every openai model's endpoint answers and serves the model (and, for "
+        "`farm run`, that every agent's command is here) before anything is recorded; "
+        "--no-preflight for endpoints only the workers can reach "
         "[env: FARM_PREFLIGHT; default: on]",
         show_default=False,
     ),
@@ -106,15 +107,25 @@ def engine_from(settings: Settings, *, migrate: bool = True) -> Engine:
     return engine
 
 
-def preflight(sweep: SweepSpec, settings: Settings, enabled: bool | None) -> None:
+def preflight(
+    sweep: SweepSpec, settings: Settings, enabled: bool | None, *, agents: bool = False
+) -> None:
     """Check the sweep's model endpoints (unless turned off); print what could not be checked.
+    With `agents` (a run in this process), also that each agent target's command starts here;
+    a submitted sweep's agents run on the workers, which check their own.
 
     Raises PreflightError, before anything is recorded, when a model cannot be served.
     """
-    from mcp_farm.scheduler.submission.preflight import check_endpoints, openai_targets
+    from mcp_farm.scheduler.submission.preflight import (
+        check_agents_here,
+        check_endpoints,
+        openai_targets,
+    )
 
     if not (settings.preflight if enabled is None else enabled):
         return
+    if agents:
+        check_agents_here(sweep, os.environ)
     targets = openai_targets(sweep)
     if not targets:
         return

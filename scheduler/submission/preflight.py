@@ -5,7 +5,8 @@ infrastructure error and printed an empty scorecard. One `GET {endpoint}/models`
 with a short timeout, catches that (and a model name the server does not know) before anything
 is recorded. Only `openai` targets have an endpoint; `local` names are checked when the sweep
 file is read, and, for a run in this process, whether this machine can load them
-(`local_problems`); `scripted` needs nothing.
+(`local_problems`); `agent` targets, for a run in this process, whether their command starts
+here (`agent_problems`: on a farm, each worker checks its own); `scripted` needs nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from mcp_farm.schema import (
     mask_url,
     remember_secret,
 )
+from mcp_farm.schema.agent_check import command_problem, refusal
 
 NOT_LISTED = (404, 405, 501)
 """Answers that mean the server has no model list (some OpenAI-compatible servers lack it)."""
@@ -90,6 +92,22 @@ def local_problems(sweep: SweepSpec) -> list[str]:
         elif package is None and not Path(target.model).is_file():
             problems.append(f"model {target.id!r}: no GGUF file at {target.model}")
     return sorted(set(problems))
+
+
+def check_agents_here(sweep: SweepSpec, environ: Mapping[str, str]) -> None:
+    """PreflightError naming each agent target whose command cannot start on this machine, and
+    what to do; nothing when all can. For a run in this process only: a missing command would
+    end every trial of the target as an infra_error."""
+    problems = [
+        problem
+        for target in targets_of(sweep, "agent")
+        if target.agent is not None
+        and (problem := command_problem(target, environ, "this machine")) is not None
+    ]
+    if problems:
+        raise PreflightError(
+            refusal(problems, "this machine", "pass --no-preflight (FARM_PREFLIGHT=false)")
+        )
 
 
 def check_endpoints(

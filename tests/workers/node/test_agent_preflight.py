@@ -14,8 +14,9 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from mcp_farm.schema import FarmError, ModelTarget
+from mcp_farm.schema.agent_check import missing_command
 from mcp_farm.schema.db import SweepRow, TrialRow, init_db, make_engine, session_scope
-from mcp_farm.workers.node.preflight import check_agents, missing_command
+from mcp_farm.workers.node.preflight import check_agents
 
 PATH = {"PATH": "/usr/bin:/bin"}
 
