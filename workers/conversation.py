@@ -25,19 +25,19 @@ from mcp_farm.schema.expect import DivergedBy
 from mcp_farm.workers.agent import AgentClient
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.conversation import ENDS, NOT_GRADED, done_steps, grade_turn
-from mcp_farm.workers.mcp.connections import Connected, elicit_problem, refusal, reselect
+from mcp_farm.workers.mcp.connections import (
+    Connected,
+    elicit_problem,
+    failure_text,
+    recorded,
+    refusal,
+    reselect,
+)
 from mcp_farm.workers.mcp.probes import Saved, run_probes
 from mcp_farm.workers.mcp.relist import trigger_change
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
-from mcp_farm.workers.session import (
-    SessionState,
-    failure_text,
-    recorded,
-    reply_loop,
-    setup_owner,
-    show_tools,
-)
+from mcp_farm.workers.session import SessionState, reply_loop, setup_owner, show_tools
 from mcp_farm.workers.state import turn_by_state
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 from mcp import MCPError
@@ -26,37 +24,44 @@ from mcp_farm.schema import (
     ToolCallRecord,
     TranscriptCall,
     TurnResult,
-    canonical_json,
 )
 from mcp_farm.schema.specs import DISTRACTOR_SERVER
 from mcp_farm.schema.trial import AgentOutput
 from mcp_farm.workers.clock import clock_stopped
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.grading.counting import repeats_allowed
-from mcp_farm.workers.mcp.capture import left_cassette
 from mcp_farm.workers.mcp.connections import (
+    WHOLE_KEEP_CHARS,
+    WHOLE_STORE_CHARS,
     Connected,
-    elicit_problem,
-    refusal,
-    result_text,
+    execute,
+    failure_text,
+    recorded,
+    shown_text,
+    whole_record,
 )
 from mcp_farm.workers.mcp.relist import list_again, relist
 from mcp_farm.workers.model.base import ModelClient
 from mcp_farm.workers.model.encode import opening_messages
-from mcp_farm.workers.model.safejson import (
-    arguments_key,
-    shorten,
-    wire_problem,
-)
-from mcp_farm.workers.model.toolspec import ParsedCall
+from mcp_farm.workers.model.safejson import arguments_key
 
-WHOLE_KEEP_CHARS = 1_000_000
-"""Characters of a result kept in memory for chained values, whatever the model was shown: a
-bound on what one pathological result can cost a worker."""
-
-WHOLE_STORE_CHARS = 200_000
-"""Characters of a result's whole text, and of its structured content as JSON, stored for
-replay beyond what the transcript holds; past it the digests still tell a change apart."""
+# A tool call is made and recorded with the connection (workers/mcp/connections.py); its names
+# stay importable from here.
+__all__ = [
+    "WHOLE_KEEP_CHARS",
+    "WHOLE_STORE_CHARS",
+    "SessionState",
+    "execute",
+    "failure_text",
+    "recorded",
+    "reply_loop",
+    "resets",
+    "run_setup",
+    "setup_owner",
+    "show_tools",
+    "shown_text",
+    "whole_record",
+]
 
 
 @dataclass
@@ -118,133 +123,6 @@ class SessionState:
     def measured_model_s(self) -> float | None:
         """The trial's time in the model; None where its calls did not pass the farm."""
         return self.model_s if self.model_measured else None
-
-
-def _call_key(call: ParsedCall) -> str:
-    return arguments_key(call.name, call.arguments)
-
-
-def _recordable(arguments: dict[Any, Any]) -> dict[str, Any]:
-    """The arguments with string keys, as a ToolCallRecord holds them."""
-    return {k if isinstance(k, str) else shorten(k): v for k, v in arguments.items()}
-
-
-async def execute(call: ParsedCall, index: int, conn: Connected) -> ToolCallRecord:
-    """Run one call on the server that owns the tool; unknown tools, tool errors and JSON-RPC
-    errors are recorded as failed calls."""
-    spec = conn.tools.get(call.name)
-    if spec is None:
-        gone = conn.removed.get(call.name)
-        return ToolCallRecord(
-            index=index,
-            server=None,
-            tool=call.name,
-            arguments=_recordable(call.arguments),
-            ok=False,
-            error=f"unknown tool {shorten(call.name)}"
-            + (f": server {gone} no longer offers it" if gone else ""),
-        )
-    problem = wire_problem(call.arguments)
-    if problem:
-        # The decoders let no such call through; an adapter from elsewhere might. The server
-        # never sees it, and the call is graded like any call that failed.
-        return ToolCallRecord(
-            index=index,
-            server=spec.server,
-            tool=spec.tool,
-            arguments=_recordable(call.arguments),
-            ok=False,
-            error=f"arguments not sent: {problem}",
-        )
-    if not spec.read_only:
-        conn.touched.add(spec.server)
-    started = time.perf_counter()
-    conn.asked.call = index  # an elicitation during this call is recorded as this call's
-    try:
-        result = await conn.call(spec.server, spec.tool, call.arguments)
-    except MCPError as exc:  # the server refused the call over JSON-RPC: the call failed
-        result = refusal(spec.server, spec.tool, exc)
-    finally:
-        conn.asked.call = None
-    elicit_problem(conn)
-    latency = time.perf_counter() - started
-    return recorded(index, spec.server, spec.tool, call.arguments, result, latency, conn)
-
-
-def failure_text(record: ToolCallRecord, conn: Connected) -> str:
-    """What the model is shown of a failed call: `Error: …`, except for a result that only the
-    server's `error_pattern` marks, which the model sees as the server wrote it."""
-    if record.server is not None and conn.reported_error(record.server, record.whole_result):
-        return record.result_text
-    return f"Error: {record.error}"
-
-
-def shown_text(text: str, limit: int) -> str:
-    """What the model is shown of a result: all of it, or its first `limit` characters and a
-    line saying how much was left out."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n[result cut: {len(text) - limit} more characters not shown]"
-
-
-def recorded(
-    index: int,
-    server: str,
-    tool: str,
-    arguments: dict[str, Any],
-    result: Any,
-    latency: float,
-    conn: Connected,
-) -> ToolCallRecord:
-    """One executed call as the trial records it. A result the server flagged, or whose text
-    its `error_pattern` marks, is a failed call. The whole result goes to the trial's capture,
-    if it has one; a cassette's answer to a call it never recorded marks the trial."""
-    if conn.capture is not None:
-        conn.capture.called(server, tool, arguments, result, latency, conn.asked.exchanges)
-    if left_cassette(result):
-        conn.left_cassette = True
-    text = result_text(result)
-    failed = bool(result.is_error) or conn.reported_error(server, text)
-    limit = conn.limit(server)
-    shown = shown_text(text, limit)
-    return ToolCallRecord(
-        index=index,
-        server=server,
-        tool=tool,
-        arguments=arguments,
-        ok=not failed,
-        error=text[:500] if failed else None,
-        result_text=shown,
-        whole_text=text[:WHOLE_KEEP_CHARS] if shown != text else "",
-        # surrogatepass: a server's text may hold a lone surrogate, which plain UTF-8 refuses.
-        result_digest=_sha256(text),
-        whole_json=whole_record(text, shown, failed, result),
-        latency_s=latency,
-    )
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def whole_record(text: str, shown: str, failed: bool, result: Any) -> str:
-    """What replay needs of a result beyond the transcript's tool message: the whole text when
-    the message is not it (cut, or a failure shown as `Error: …`), and the structured content
-    with its digest; each part up to WHOLE_STORE_CHARS (see ToolCallRecord.whole_json)."""
-    whole: dict[str, Any] = {}
-    if failed or shown != text:
-        whole["text"] = text[:WHOLE_STORE_CHARS]
-        if len(text) > WHOLE_STORE_CHARS:
-            whole["text_cut"] = True
-    structured = getattr(result, "structured_content", None)
-    if structured is not None:
-        as_json = canonical_json(structured)
-        whole["structured_digest"] = _sha256(as_json)
-        if len(as_json) <= WHOLE_STORE_CHARS:
-            whole["structured"] = structured
-        else:
-            whole["structured_cut"] = True
-    return canonical_json(whole)
 
 
 def setup_owner(call: SetupCall, conn: Connected, role: str = "setup") -> str:
@@ -396,8 +274,9 @@ async def reply_loop(
             messages.append(
                 Message(role="tool", content=content, tool_call_id=call.call_id, name=call.name)
             )
-            seen[_call_key(call)] = seen.get(_call_key(call), 0) + 1
-            if seen[_call_key(call)] > repeats_allowed(scenario, record.tool, state.read_only):
+            key = arguments_key(call.name, call.arguments)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > repeats_allowed(scenario, record.tool, state.read_only):
                 state.stop_reason = "tool_loop"
                 return
     state.stop_reason = "turn_limit"

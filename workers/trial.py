@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,17 +37,26 @@ async def execute_trial(
     spec: TrialSpec, settings: Settings, pool: ServerPool | None = None
 ) -> TrialResult:
     """Run one trial on servers from `pool` (warm ones), or on servers started just for it."""
+    async with _servers(spec, settings, pool) as servers:
+        return await _execute(spec, settings, servers)
+
+
+@asynccontextmanager
+async def _servers(
+    spec: TrialSpec, settings: Settings, pool: ServerPool | None
+) -> AsyncIterator[ServerPool]:
+    """`pool`, or a pool of the trial's own, closed and its folder removed as the trial ends."""
     if pool is not None:
-        return await _execute(spec, settings, pool)
+        yield pool
+        return
     root = settings.data_dir / "trials" / spec.trial_id[:16]
     try:
         async with anyio.create_task_group() as tg:
             own = ServerPool(tg, root, settings.server_start_timeout_s, fork=settings.server_fork)
             try:
-                result = await _execute(spec, settings, own)
+                yield own
             finally:
                 own.close()
-        return result
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
