@@ -17,13 +17,11 @@ import anyio
 from mcp_farm.schema import Scenario, Settings, TrialResult, TrialSpec
 from mcp_farm.workers.grading.grade import scenario_of
 from mcp_farm.workers.mcp.capture import Capture
-from mcp_farm.workers.mcp.connections import connect
 from mcp_farm.workers.mcp.pool import ServerPool
-from mcp_farm.workers.mcp.probes import run_probes
 from mcp_farm.workers.model.adapters import ModelClient, make_client
-from mcp_farm.workers.session import SessionState, run_setup
+from mcp_farm.workers.session import SessionState
 from mcp_farm.workers.stages.attribute import attribute
-from mcp_farm.workers.stages.connect import attached, kept, saved, shape_tool_list
+from mcp_farm.workers.stages.connect import attached, on_connection
 from mcp_farm.workers.stages.drivers import SCRIPTED, Driver, driver_for
 from mcp_farm.workers.stages.ended import Ended, classified
 from mcp_farm.workers.stages.grade import grade
@@ -92,7 +90,7 @@ async def _session(
         with anyio.CancelScope(deadline=anyio.current_time() + scenario.time_limit_s) as clock:
             state.clock = clock
             capture = Capture(settings.capture_dir) if settings.capture_dir else None
-            schemas = await _on_connection(state, spec, scenario, client, pool, capture, driver)
+            schemas = await on_connection(state, spec, scenario, client, pool, capture, driver)
         if clock.cancelled_caught:
             state.stop_reason = "time_limit"
     except BaseException as exc:  # classify: timeout / infra / harness; the rest is re-raised
@@ -119,32 +117,3 @@ async def _session(
         latency_s,
         selection_s,
     )
-
-
-async def _on_connection(
-    state: SessionState,
-    spec: TrialSpec,
-    scenario: Scenario,
-    client: ModelClient,
-    pool: ServerPool,
-    capture: Capture | None,
-    driver: Driver,
-) -> dict[str, dict[str, Any]]:
-    """Connect, set up, shape the tool list, converse, probe; what the connection saw is kept
-    however it ends (`kept`), and the capture saved. Returns the tools' input schemas."""
-    schemas: dict[str, dict[str, Any]] = {}
-    servers = attached(spec, scenario)
-    naming, chars = spec.prompt.tool_naming, spec.result_chars
-    try:
-        async with connect(servers, pool, naming, chars, capture, state.clock) as conn:
-            try:
-                await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
-                schemas.update(await shape_tool_list(state, spec, scenario, conn))
-                await driver.converse(state, spec, scenario, client, conn)
-                # What the world became, read where the model never sees it (docs/state.md).
-                state.probes = await run_probes(scenario.state, conn, None)
-            finally:
-                schemas.update(kept(state, conn))
-    finally:
-        await saved(capture)
-    return schemas

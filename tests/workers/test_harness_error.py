@@ -27,7 +27,7 @@ from tests.helpers import ideal_script, scripted
 
 SCENARIO = next(s for s in load_suite("basic").scenarios if s.id == "fs.budget-total")
 BROKEN = {
-    "trial._on_connection": "the agent session",
+    "trial.on_connection": "the agent session",
     "stages.drivers.grade_conversation": "the grader",
     "stages.record.provenance": "the result's provenance, after grading",
 }
@@ -125,7 +125,7 @@ def test_an_infrastructure_error_is_still_an_infrastructure_error(
         raise InfraError("the endpoint is down")
 
     plan, _engine = _planned(settings)
-    monkeypatch.setattr(mcp_farm.workers.trial, "_on_connection", down)
+    monkeypatch.setattr(mcp_farm.workers.trial, "on_connection", down)
     try:
         summary = run_trial(plan.trials[0], settings, record_infra=False)
     finally:

@@ -1,6 +1,7 @@
-"""The connect stage's parts: which servers a trial attaches, the tool list the model is shown
-(shaped after the setup, from what the servers list then), and what the connection saw, kept
-however the session ends."""
+"""The session's stages on one connection (`on_connection`): connect, set up, shape the tool
+list, converse, probe; with their parts: which servers a trial attaches, the tool list the
+model is shown (shaped after the setup, from what the servers list then), and what the
+connection saw, kept however the session ends."""
 
 from __future__ import annotations
 
@@ -12,11 +13,44 @@ from mcp_farm.scenarios import server_catalog, servers_for
 from mcp_farm.schema import Scenario, ServerDef, TrialSpec
 from mcp_farm.schema.specs import DISTRACTOR_SERVER
 from mcp_farm.workers.mcp.capture import Capture
-from mcp_farm.workers.mcp.connections import Connected
+from mcp_farm.workers.mcp.connections import Connected, connect
+from mcp_farm.workers.mcp.pool import ServerPool
+from mcp_farm.workers.mcp.probes import run_probes
 from mcp_farm.workers.mcp.toollist import needs_distractors, shape_tools
+from mcp_farm.workers.model.adapters import ModelClient
 from mcp_farm.workers.model.encode import with_annotations
 from mcp_farm.workers.selection import Selector
-from mcp_farm.workers.session import SessionState
+from mcp_farm.workers.session import SessionState, run_setup
+from mcp_farm.workers.stages.drivers import Driver
+
+
+async def on_connection(
+    state: SessionState,
+    spec: TrialSpec,
+    scenario: Scenario,
+    client: ModelClient,
+    pool: ServerPool,
+    capture: Capture | None,
+    driver: Driver,
+) -> dict[str, dict[str, Any]]:
+    """Connect, set up, shape the tool list, converse, probe; what the connection saw is kept
+    however it ends (`kept`), and the capture saved. Returns the tools' input schemas."""
+    schemas: dict[str, dict[str, Any]] = {}
+    servers = attached(spec, scenario)
+    naming, chars = spec.prompt.tool_naming, spec.result_chars
+    try:
+        async with connect(servers, pool, naming, chars, capture, state.clock) as conn:
+            try:
+                await run_setup(state, scenario.setup, conn, pool.start_timeout_s)
+                schemas.update(await shape_tool_list(state, spec, scenario, conn))
+                await driver.converse(state, spec, scenario, client, conn)
+                # What the world became, read where the model never sees it (docs/state.md).
+                state.probes = await run_probes(scenario.state, conn, None)
+            finally:
+                schemas.update(kept(state, conn))
+    finally:
+        await saved(capture)
+    return schemas
 
 
 def attached(spec: TrialSpec, scenario: Scenario) -> list[ServerDef]:
