@@ -166,7 +166,7 @@ def result_changes(
 
 
 CUT_NOTICE = re.compile(r"\n\[result cut: \d+ more characters not shown\]\Z")
-"""The line a cut result ends with in a transcript (workers/session.py `shown_text`)."""
+"""The line a cut result ends with in a transcript (workers/mcp/connections.py `shown_text`)."""
 
 
 def comparable(was: StoredResult, now: StoredResult) -> tuple[str, str]:

@@ -95,10 +95,11 @@ class ToolCallRecord(BaseModel):
     result_digest: str = ""
     """sha256 of the full text result."""
     whole_json: str = ""
-    """What replay compares beyond the transcript, as JSON (workers/session.py `whole_record`):
-    `text`, the whole text where the model was not shown it as it is (cut, or a failure shown
-    as `Error: …`), `structured`, the structured content, and `structured_digest`, its sha256;
-    each part kept up to WHOLE_STORE_CHARS, `text_cut`/`structured_cut` marking a longer one.
+    """What replay compares beyond the transcript, as JSON (`whole_record`,
+    workers/mcp/connections.py): `text`, the whole text where the model was not shown it as it
+    is (cut, or a failure shown as `Error: …`), `structured`, the structured content, and
+    `structured_digest`, its sha256; each part kept up to WHOLE_STORE_CHARS,
+    `text_cut`/`structured_cut` marking a longer one.
     `{}` for a result with nothing beyond the transcript; empty when no server answered."""
     latency_s: float = 0.0
 

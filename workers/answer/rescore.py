@@ -70,7 +70,8 @@ if TYPE_CHECKING:
 
 
 CUT_NOTICE = re.compile(r"\n\[result cut: \d+ more characters not shown\]\Z")
-"""The line `shown_text` (workers/session.py) adds to a cut result: not part of the result."""
+"""The line `shown_text` (workers/mcp/connections.py) adds to a cut result: not part of the
+result."""
 
 
 def _calls(rows: list[ToolCallRow], transcript: list[Message]) -> list[ToolCallRecord]:
