@@ -32,7 +32,9 @@ def _last_line(tmp_path: Path, models: list[dict[str, Any]]) -> str:
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(sweep))
     try:
-        done = CliRunner().invoke(app, ["run", str(path), "--data-dir", str(tmp_path / "data")])
+        # Wide enough that the closing line is one line (CI's terminal has no width of its own).
+        args = ["run", str(path), "--data-dir", str(tmp_path / "data")]
+        done = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
     finally:
         close_runtime()
     assert done.exit_code == 0, done.output
