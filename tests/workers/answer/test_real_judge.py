@@ -41,9 +41,10 @@ def test_the_bundled_model_judges_a_real_run_twice_per_transcript(settings: Sett
     _needs_llama()
     sweep = load_sweep(SWEEP).model_copy(
         update={
-            # One arm: the judge reads only the answer's prose, so a second arm's transcript
-            # would be judged the same way (the arms' split is the scripted tests').
-            "toolsets": ["symbols"],
+            # One arm, the no-MCP baseline (one reply, no tool turns): the judge reads only the
+            # answer's prose, so an arm with tools would be judged the same way, after minutes
+            # more of the model (the arms' split is the scripted tests').
+            "toolsets": ["baseline"],
             "scenarios": ScenarioSelection(suites=["code"], ids=["code.where.sentinels"]),
         }
     )
@@ -63,5 +64,5 @@ def test_the_bundled_model_judges_a_real_run_twice_per_transcript(settings: Sett
     assert answers is not None
     (judge,) = answers.judges
     assert judge.runs == 2 and judge.sigma_criterion is not None and judge.sigma_criterion >= 0
-    assert {r.prompt for r in answers.of("config")} == {"code+symbols"}
+    assert {r.prompt for r in answers.of("config")} == {"code+baseline"}
     assert all(r.judge_s and r.judge_s > 0 for r in answers.of("config"))
