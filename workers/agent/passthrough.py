@@ -17,14 +17,12 @@ import socket
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import anyio
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -33,6 +31,7 @@ from starlette.routing import Route
 
 from mcp_farm.schema import TokenCounts, remember_secret
 from mcp_farm.schema.specs import ModelVia
+from mcp_farm.workers.agent.web import served
 from mcp_farm.workers.errors import InfraError
 from mcp_farm.workers.session import SessionState
 
@@ -302,13 +301,6 @@ async def _events(lines: AsyncIterator[str]) -> AsyncIterator[list[str]]:
         yield event
 
 
-class _Quiet(uvicorn.Server):
-    """uvicorn without its signal handlers: the worker's own stay in charge."""
-
-    def capture_signals(self) -> Any:
-        return nullcontext()
-
-
 @asynccontextmanager
 async def passing_through(
     via: ModelVia, environ: Callable[[str], str | None] = os.environ.get
@@ -332,19 +324,5 @@ async def passing_through(
         client = await stack.enter_async_context(
             httpx.AsyncClient(headers=headers, timeout=UPSTREAM_TIMEOUT, verify=_tls())
         )
-        config = uvicorn.Config(
-            _app(via, through, client, key),
-            log_level="warning",
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-        )
-        web = _Quiet(config)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(web.serve, [sock])
-            with anyio.fail_after(10):
-                while not web.started:
-                    await anyio.sleep(0.01)
-            try:
-                yield through
-            finally:
-                web.should_exit = True
+        async with served(_app(via, through, client, key), sock):
+            yield through

@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 import anyio
 import mcp_types as types
-import uvicorn
 from mcp import MCPError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -36,6 +35,7 @@ from starlette.routing import Mount
 
 from mcp_farm.schema import Elicitation, Scenario
 from mcp_farm.schema.specs import DISTRACTOR_SERVER
+from mcp_farm.workers.agent.web import served
 from mcp_farm.workers.grading.counting import repeats_allowed
 from mcp_farm.workers.mcp.connections import Connected
 from mcp_farm.workers.mcp.relist import relist
@@ -242,15 +242,6 @@ def _server(endpoint: str, rec: Recorder) -> Server[Any]:
     )
 
 
-class _Quiet(uvicorn.Server):
-    """uvicorn without its signal handlers: the worker's own stay in charge."""
-
-    def capture_signals(self) -> Any:
-        from contextlib import nullcontext
-
-        return nullcontext()
-
-
 @asynccontextmanager
 async def serving(rec: Recorder) -> AsyncIterator[dict[str, str]]:
     """Serve the trial's servers while the context is open; yields each endpoint's URL."""
@@ -270,22 +261,8 @@ async def serving(rec: Recorder) -> AsyncIterator[dict[str, str]]:
             server.streamable_http_app(streamable_http_path="/mcp", host=HOST)
             await stack.enter_async_context(server.session_manager.run())
             mounts.append(Mount(f"/{endpoint}", app=StreamableHTTPASGIApp(server.session_manager)))
-        config = uvicorn.Config(
-            Starlette(routes=mounts),
-            log_level="warning",
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-        )
-        web = _Quiet(config)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(web.serve, [sock])
-            with anyio.fail_after(10):
-                while not web.started:
-                    await anyio.sleep(0.01)
-            try:
-                yield {e: f"http://{HOST}:{port}/{e}/mcp" for e in endpoints}
-            finally:
-                web.should_exit = True
+        async with served(Starlette(routes=mounts), sock):
+            yield {e: f"http://{HOST}:{port}/{e}/mcp" for e in endpoints}
 
 
 BRIDGE = "mcp_farm.scenarios.agents.bridge"
