@@ -17,6 +17,7 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcp_farm.schema import AgentCommand
+from mcp_farm.schema.agent_check import known_values
 from mcp_farm.schema.placeholders import PLACEHOLDER
 from mcp_farm.schema.trial import AGENT_OUTPUT_BYTES, AgentOutput
 from mcp_farm.workers.agent.guard import pack_env
@@ -32,7 +33,6 @@ BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
 """The worker's variables every agent gets; any other only by `pass_env` (the worker's
 environment holds its own secrets: its database's password, its broker's)."""
 
-ROOT = Path(__file__).resolve().parents[2]
 GUARD = Path(__file__).resolve().with_name("guard.py")
 
 _LIFELINES: dict[int, socket.socket] = {}
@@ -70,12 +70,8 @@ def agent_env(
 def placeholder_values(
     config: Path, folder: Path, prompt: str | None, model_url: str | None = None
 ) -> dict[str, str]:
-    values = {
-        "mcp_config": str(config),
-        "folder": str(folder),
-        "python": sys.executable,
-        "root": str(ROOT),
-    }
+    # {python} and {root} as preflight fills them in (schema/agent_check.py).
+    values = {"mcp_config": str(config), "folder": str(folder), **known_values()}
     if prompt is not None:
         values["prompt"] = prompt
     if model_url is not None:
